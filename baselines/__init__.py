@@ -1,0 +1,1 @@
+"""Classical controllers (robot-side code: they see only ``Sensors`` and the robot's own model)."""

@@ -1,0 +1,201 @@
+"""Conditions of an episode: terrain, pushes, joint wear, delay, sensor noise, randomisation.
+
+:class:`Conditions` describes *distributions*; a simulation samples one realisation per episode
+from the episode's seed (see :meth:`Conditions.sample`), so the same seed gives the same masses,
+friction, wear and delay. Named presets are in :data:`PRESETS` (``get_conditions(name)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+import numpy as np
+
+TERRAINS = ("flat", "turf", "ramp", "obstacles")
+
+
+@dataclass(frozen=True)
+class Wear:
+    """Wear of one joint's servo.
+
+    ``strength``: factor on the maximum torque and on the position gain (1 = new servo, 0.5 halves
+    the stall torque). ``play``: total width (rad) of the gear dead band; within it the servo
+    exerts no torque. ``lag``: time constant (s) of a first-order lag between the commanded target
+    and the set-point the servo follows. ``stuck``: windows ``(start, duration)`` in seconds from
+    the episode start during which the joint stops following its target and holds the angle it
+    had when the window began.
+    """
+
+    strength: float = 1.0
+    play: float = 0.0
+    lag: float = 0.0
+    stuck: tuple[tuple[float, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.strength <= 1.0:
+            raise ValueError(f"Wear.strength must be in (0, 1], got {self.strength!r}")
+        if self.play < 0.0 or self.lag < 0.0:
+            raise ValueError(f"Wear.play and Wear.lag must be >= 0, got {self.play!r}, {self.lag!r}")
+        for window in self.stuck:
+            if len(window) != 2 or window[1] < 0.0:
+                raise ValueError(f"Wear.stuck windows are (start, duration>=0), got {window!r}")
+
+
+@dataclass(frozen=True)
+class RandomWear:
+    """Distribution of wear: each joint is worn with probability ``p_worn``; a worn joint gets a
+    strength, play and lag drawn uniformly from the ranges, and with probability ``p_stuck`` one
+    stuck window starting in ``stuck_start`` (s) lasting ``stuck_duration`` (s)."""
+
+    p_worn: float = 0.3
+    strength: tuple[float, float] = (0.7, 1.0)
+    play: tuple[float, float] = (0.0, 0.02)
+    lag: tuple[float, float] = (0.0, 0.03)
+    p_stuck: float = 0.05
+    stuck_start: tuple[float, float] = (0.0, 5.0)
+    stuck_duration: tuple[float, float] = (0.2, 1.0)
+
+    def sample(self, rng: np.random.Generator) -> Wear:
+        """Draw the wear of one joint (a new servo when the joint is not worn)."""
+        if rng.random() >= self.p_worn:
+            return Wear()
+        stuck: tuple[tuple[float, float], ...] = ()
+        if rng.random() < self.p_stuck:
+            stuck = ((float(rng.uniform(*self.stuck_start)), float(rng.uniform(*self.stuck_duration))),)
+        return Wear(
+            strength=float(rng.uniform(*self.strength)),
+            play=float(rng.uniform(*self.play)),
+            lag=float(rng.uniform(*self.lag)),
+            stuck=stuck,
+        )
+
+
+@dataclass(frozen=True)
+class Impulse:
+    """A single horizontal push on the torso: force ``(fx, fy)`` (N, world frame) applied at the
+    torso's centre of mass from ``time`` (s) for ``duration`` (s); impulse = force × duration."""
+
+    time: float
+    force: tuple[float, float]
+    duration: float = 0.1
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """Everything about an episode that is not the robot or the policy. All fields are seeded.
+
+    Units: m, rad, s, N. Ranges are ``(low, high)`` of a uniform distribution.
+    """
+
+    #: ``flat`` carpet, ``turf`` (height field up to ``turf_height``, softer contact), ``ramp``
+    #: (plane rising along +x by ``ramp_tilt_deg``), ``obstacles`` (step-adjustment test course).
+    terrain: str = "flat"
+    ramp_tilt_deg: float = 1.5
+    turf_height: float = 0.01
+    #: Maximum magnitude (N) of a random horizontal force on the torso, a new random magnitude
+    #: and direction every physics step (the spline thesis protocol used 100 N on Wolfgang).
+    push_force: float = 0.0
+    #: If set, ``push_force`` is meant for a robot of this mass (kg) and is scaled by the robot's
+    #: mass over it, so robots of different mass get the same acceleration.
+    push_reference_mass: float | None = None
+    impulses: tuple[Impulse, ...] = ()
+    #: Fixed wear per joint name (joints not named are new).
+    wear: Mapping[str, Wear] = field(default_factory=dict)
+    #: Random wear drawn per episode for every joint not in ``wear``; ``None`` = no random wear.
+    random_wear: RandomWear | None = None
+    #: Extra actuation delay: each episode adds a random 0..``delay_jitter_cycles`` control cycles.
+    delay_jitter_cycles: int = 0
+    #: Standard deviations of sensor noise: joint angle (rad), gyro (rad/s), accelerometer (m/s²).
+    joint_noise: float = 0.0
+    gyro_noise: float = 0.0
+    accel_noise: float = 0.0
+    #: Factor range for every body mass, offset range (m) added to every body's CoM per axis,
+    #: factor range for the floor's sliding friction.
+    mass_scale: tuple[float, float] = (1.0, 1.0)
+    com_offset: float = 0.0
+    friction_scale: tuple[float, float] = (1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        if self.terrain not in TERRAINS:
+            raise ValueError(f"unknown terrain {self.terrain!r}; valid terrains: {', '.join(TERRAINS)}")
+        if not 0.0 <= self.ramp_tilt_deg <= 10.0:
+            raise ValueError(f"ramp_tilt_deg must be in [0, 10] degrees, got {self.ramp_tilt_deg!r}")
+        if self.push_force < 0.0:
+            raise ValueError(f"push_force must be >= 0, got {self.push_force!r}")
+        if self.delay_jitter_cycles < 0:
+            raise ValueError(f"delay_jitter_cycles must be >= 0, got {self.delay_jitter_cycles!r}")
+        for name in ("mass_scale", "friction_scale"):
+            lo, hi = getattr(self, name)
+            if not 0.0 < lo <= hi:
+                raise ValueError(f"{name} must be a range (low, high) with 0 < low <= high, got {(lo, hi)!r}")
+
+    def with_(self, **changes: object) -> "Conditions":
+        """A copy with some fields changed (validated like a new instance)."""
+        return replace(self, **changes)
+
+    def sample(self, joint_names: tuple[str, ...], rng: np.random.Generator) -> "SampledConditions":
+        """Draw this episode's realisation for a robot with ``joint_names``."""
+        unknown = set(self.wear) - set(joint_names)
+        if unknown:
+            raise ValueError(f"wear names unknown joints {sorted(unknown)}; valid joints: {', '.join(joint_names)}")
+        wear = []
+        for joint in joint_names:
+            if joint in self.wear:
+                wear.append(self.wear[joint])
+            elif self.random_wear is not None:
+                wear.append(self.random_wear.sample(rng))
+            else:
+                wear.append(Wear())
+        return SampledConditions(
+            wear=tuple(wear),
+            extra_delay_cycles=int(rng.integers(0, self.delay_jitter_cycles + 1)),
+            mass_scale=float(rng.uniform(*self.mass_scale)),
+            com_offset=rng.uniform(-self.com_offset, self.com_offset, size=3) if self.com_offset else np.zeros(3),
+            friction_scale=float(rng.uniform(*self.friction_scale)),
+        )
+
+
+@dataclass(frozen=True)
+class SampledConditions:
+    """One episode's draw from :class:`Conditions` (what actually varied)."""
+
+    wear: tuple[Wear, ...]
+    extra_delay_cycles: int
+    mass_scale: float
+    com_offset: np.ndarray
+    friction_scale: float
+
+
+PRESETS: dict[str, Conditions] = {
+    "lab": Conditions(),
+    "turf": Conditions(terrain="turf"),
+    "thesis": Conditions(terrain="turf", push_force=100.0, push_reference_mass=7.5),
+    "competition": Conditions(
+        terrain="turf",
+        push_force=100.0,
+        push_reference_mass=7.5,
+        random_wear=RandomWear(),
+        delay_jitter_cycles=1,
+        joint_noise=0.002,
+        gyro_noise=0.01,
+        accel_noise=0.05,
+        mass_scale=(0.95, 1.05),
+        com_offset=0.005,
+        friction_scale=(0.7, 1.2),
+    ),
+}
+
+
+def get_conditions(conditions: str | Conditions | None) -> Conditions:
+    """Resolve a preset name (or pass a :class:`Conditions` through); ``None`` means ``lab``."""
+    if conditions is None:
+        return PRESETS["lab"]
+    if isinstance(conditions, Conditions):
+        return conditions
+    try:
+        return PRESETS[conditions]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown conditions {conditions!r}; valid presets: {', '.join(PRESETS)} (or a Conditions object)"
+        ) from None

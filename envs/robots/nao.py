@@ -1,0 +1,34 @@
+"""NAO V6 (H25): joint order, timing and named poses.
+
+Numbers from the reference notes (``shared/reference/robots.md`` section 1): B-Human's 12 ms motion
+cycle and 3-frame (36 ms) actuation delay, 0.333 m torso height with straight legs
+(0.085 + 0.100 + 0.1029 + 0.04519), 5.359 kg summed link masses.
+"""
+
+from upright.envs.robots import RobotSpec
+
+_HEAD = ("HeadYaw", "HeadPitch")
+_ARM = ("ShoulderPitch", "ShoulderRoll", "ElbowYaw", "ElbowRoll", "WristYaw")
+_LEG = ("HipYawPitch", "HipRoll", "HipPitch", "KneePitch", "AnklePitch", "AnkleRoll")
+
+JOINTS = (
+    *_HEAD,
+    *(f"L{j}" for j in _ARM),
+    *(f"R{j}" for j in _ARM),
+    *(f"L{j}" for j in _LEG),
+    *(f"R{j}" for j in _LEG),
+)
+
+NAO = RobotSpec(
+    name="nao",
+    joint_names=JOINTS,
+    actuator_names=tuple(j for j in JOINTS if j != "RHipYawPitch"),
+    coupled_joints={"RHipYawPitch": "LHipYawPitch"},
+    control_period=0.012,
+    delay_cycles=3,
+    standing_pose="stand",
+    lying_poses=("prone", "supine"),
+    standing_torso_height=0.333,
+    nominal_mass=5.359,
+    pressure_sensors=tuple(f"{s}_fsr_{c}" for s in "lr" for c in ("fl", "fr", "rl", "rr")),
+)

@@ -1,0 +1,37 @@
+"""Wolfgang-OP (Hamburg Bit-Bots): joint order, timing and named poses.
+
+Numbers from the reference notes (``shared/reference/robots.md`` section 2): 10 ms control period
+(the Bit-Bots stand-up and walk run their servo loop at 100 Hz or faster), walkready trunk height
+0.38 m (dynup end pose), total mass 7.5 kg (spline stand-up paper). The actuation delay of one
+cycle is an estimate (Dynamixel bus round trip plus one servo-loop period); no source measures it.
+"""
+
+from upright.envs.robots import RobotSpec
+
+_ARM = ("ShoulderPitch", "ShoulderRoll", "Elbow")
+_LEG = ("HipYaw", "HipRoll", "HipPitch", "Knee", "AnklePitch", "AnkleRoll")
+
+JOINTS = (
+    "HeadPan",
+    "HeadTilt",
+    *(f"L{j}" for j in _ARM),
+    *(f"R{j}" for j in _ARM),
+    *(f"L{j}" for j in _LEG),
+    *(f"R{j}" for j in _LEG),
+)
+
+WOLFGANG = RobotSpec(
+    name="wolfgang",
+    joint_names=JOINTS,
+    actuator_names=JOINTS,
+    coupled_joints={},
+    control_period=0.010,
+    delay_cycles=1,
+    standing_pose="walkready",
+    lying_poses=("prone", "supine"),
+    standing_torso_height=0.38,
+    nominal_mass=7.5,
+    pressure_sensors=tuple(
+        f"{s}_cleat_{c}" for s in "lr" for c in ("l_back", "l_front", "r_front", "r_back")
+    ),
+)

@@ -1,0 +1,61 @@
+"""What a robot measures: the :class:`Sensors` record and the fused-angle representation.
+
+Controllers (``baselines/``) and observations are built only from :class:`Sensors`; simulator
+truth (CoM, contact forces, true pose) is available from :class:`~upright.envs.simulation.Simulation`
+getters for ``info`` and metrics only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Sensors:
+    """One control cycle's measurements.
+
+    Frames: the IMU frame is fixed to the torso, axes parallel to the torso frame
+    (x forward, y left, z up). Orientation is that frame's rotation relative to the world
+    (gravity along -z); real IMUs drift in yaw, so controllers should rely on pitch/roll.
+    """
+
+    #: Time since the episode started (s).
+    time: float
+    #: Joint angles (rad) in the robot's joint order, with sensor noise.
+    joint_pos: np.ndarray
+    #: Joint angular velocities (rad/s), robot joint order.
+    joint_vel: np.ndarray
+    #: The last commanded joint targets (rad), actuator order (what the controller sent).
+    joint_target: np.ndarray
+    #: Angular velocity of the IMU (rad/s), IMU frame.
+    gyro: np.ndarray
+    #: Specific force of the IMU (m/s²), IMU frame; +9.81 on z when standing still upright.
+    accel: np.ndarray
+    #: IMU orientation quaternion (w, x, y, z), IMU frame to world.
+    quat: np.ndarray
+    #: Fused angles (pitch, roll, yaw, hemisphere) of the IMU orientation, see :func:`fused_angles`.
+    fused: np.ndarray
+    #: Normal forces (N) of the foot pressure sensors, 4 left then 4 right (robot's order).
+    foot_pressure: np.ndarray
+
+
+def fused_angles(quat: np.ndarray) -> np.ndarray:
+    """Fused angles (Allgeuer & Behnke, 2015) of a body-to-world quaternion ``(w, x, y, z)``.
+
+    Returns ``(pitch, roll, yaw, hemisphere)``: fused pitch ``asin(-R[2,0])`` (positive = leaning
+    forward), fused roll ``asin(R[2,1])`` (positive = rotated about +x,
+    i.e. leaning to the robot's right), fused yaw ``2·atan2(z, w)`` wrapped to (-π, π], and the hemisphere
+    ``+1`` when the body's z axis points up (``R[2,2] >= 0``), ``-1`` when upside down.
+    Unlike Euler angles these have no gimbal lock near upright and stay meaningful lying down.
+    """
+    w, x, y, z = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
+    r20 = 2.0 * (x * z - w * y)
+    r21 = 2.0 * (y * z + w * x)
+    r22 = 1.0 - 2.0 * (x * x + y * y)
+    pitch = np.arcsin(np.clip(-r20, -1.0, 1.0))
+    roll = np.arcsin(np.clip(r21, -1.0, 1.0))
+    yaw = np.arctan2(np.sin(2.0 * np.arctan2(z, w)), np.cos(2.0 * np.arctan2(z, w)))
+    hemisphere = 1.0 if r22 >= 0.0 else -1.0
+    return np.array([pitch, roll, yaw, hemisphere])

@@ -1,0 +1,78 @@
+"""The servo model between a controller's joint targets and MuJoCo's position actuators.
+
+The motor itself is native MuJoCo (see the MJCF files): a position actuator whose torque is clipped
+to the stall torque, plus joint damping equal to stall torque / no-load speed (the back-EMF line),
+which bounds the joint speed. This module adds what MuJoCo does not have:
+
+* the actuation delay: a command reaches the servo ``delay`` control cycles after it was sent;
+* wear per actuator (:class:`~upright.envs.conditions.Wear`): ``strength`` (scales stall torque and
+  gain, applied to the model), ``lag`` (first-order filter on the set-point), ``play`` (dead band:
+  no torque while the joint is within half the play of its set-point) and ``stuck`` windows
+  (the set-point freezes at the angle the joint had when the window began).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import mujoco
+import numpy as np
+
+from upright.envs.conditions import Wear
+
+
+class Servos:
+    """Delay queue and wear of all actuators of one model; one instance per simulation."""
+
+    def __init__(self, model: mujoco.MjModel, control_period: float) -> None:
+        self._model = model
+        self._period = control_period
+        self._kp = model.actuator_gainprm[:, 0].copy()
+        self._forcerange = model.actuator_forcerange.copy()
+        self._qadr = model.jnt_qposadr[model.actuator_trnid[:, 0]]
+        self._queue: deque[np.ndarray] = deque()
+        self._setpoint = np.zeros(model.nu)
+        self._alpha = np.ones(model.nu)
+        self._half_play = np.zeros(model.nu)
+        self._stuck: list[tuple[int, float, float]] = []
+        self._held: dict[int, float] = {}
+        self.has_play = False
+
+    def reset(self, wear: tuple[Wear, ...], delay: int, initial: np.ndarray) -> None:
+        """Apply one episode's wear to the model and fill the delay queue with ``initial`` targets."""
+        if len(wear) != self._model.nu:
+            raise ValueError(f"need one Wear per actuator ({self._model.nu}), got {len(wear)}")
+        strength = np.array([w.strength for w in wear])
+        self._model.actuator_gainprm[:, 0] = self._kp * strength
+        self._model.actuator_biasprm[:, 1] = -self._kp * strength
+        self._model.actuator_forcerange[:] = self._forcerange * strength[:, None]
+        lag = np.array([w.lag for w in wear])
+        self._alpha = np.where(lag > 0.0, 1.0 - np.exp(-self._period / np.maximum(lag, 1e-9)), 1.0)
+        self._half_play = np.array([w.play for w in wear]) / 2.0
+        self.has_play = bool(np.any(self._half_play > 0.0))
+        self._stuck = [(i, start, start + dur) for i, w in enumerate(wear) for start, dur in w.stuck]
+        self._held = {}
+        self._queue = deque(np.array(initial, dtype=float) for _ in range(delay))
+        self._setpoint = np.array(initial, dtype=float)
+
+    def command(self, targets: np.ndarray, time: float, qpos: np.ndarray) -> np.ndarray:
+        """Send ``targets`` at ``time`` (s); return the set-point the servos follow this cycle."""
+        self._queue.append(targets)
+        arrived = self._queue.popleft()
+        self._setpoint = self._setpoint + self._alpha * (arrived - self._setpoint)
+        setpoint = self._setpoint.copy()
+        for i, start, end in self._stuck:
+            if start <= time < end:
+                setpoint[i] = self._held.setdefault(i, float(qpos[self._qadr[i]]))
+            else:
+                self._held.pop(i, None)
+        return setpoint
+
+    def ctrl(self, setpoint: np.ndarray, qpos: np.ndarray) -> np.ndarray:
+        """Actuator ``ctrl`` for the current joint angles: the set-point, with the gear play's
+        dead band applied (a joint within half the play of its set-point gets no torque)."""
+        if not self.has_play:
+            return setpoint
+        q = qpos[self._qadr]
+        error = setpoint - q
+        return q + np.sign(error) * np.maximum(np.abs(error) - self._half_play, 0.0)

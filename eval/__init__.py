@@ -1,0 +1,1 @@
+"""Shared metrics, the episode runner, experiment protocols, reports and the benchmark."""

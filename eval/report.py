@@ -1,0 +1,88 @@
+"""The main job's report: model summaries, pictures, standing/lying checks and the benchmark.
+
+Writes ``OUT/report.md`` (human-readable), ``OUT/report.json`` (numbers) and ``OUT/*.png``.
+Later issues add the baseline evaluations to it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from upright.envs.conditions import Conditions
+from upright.envs.render import RenderingUnavailable
+from upright.envs.robots import ROBOT_NAMES, get_robot
+from upright.envs.simulation import Simulation
+from upright.eval.bench import format_bench, run_bench, summary
+from upright.eval.pictures import render_pose
+from upright.eval.summary import model_summary
+
+
+def hold_check(robot: str, pose: str, seconds: float, height_offset: float = 0.0, seed: int = 0) -> dict[str, float]:
+    """Hold ``pose`` for ``seconds`` on flat ground; return tilt change, drift, deepest floor
+    penetration and the final kinetic energy."""
+    sim = Simulation(robot, Conditions())
+    sim.reset(pose, seed=seed, height_offset=height_offset)
+    start, _ = sim.torso_pose()
+    tilt0 = sim.torso_tilt()
+    targets = sim.data.ctrl.copy()
+    tilt = drift = depth = 0.0
+    for _ in range(int(round(seconds / sim.robot.control_period))):
+        sim.step(targets)
+        pos, _ = sim.torso_pose()
+        tilt = max(tilt, abs(sim.torso_tilt() - tilt0))
+        drift = max(drift, float(np.linalg.norm(pos[:2] - start[:2])))
+        depth = max(depth, sim.floor_penetration())
+    return {
+        "max_tilt_change_deg": float(np.rad2deg(tilt)),
+        "max_drift_m": drift,
+        "max_penetration_m": depth,
+        "final_kinetic_energy_J": sim.kinetic_energy(),
+        "unstable": sim.unstable,
+    }
+
+
+def write_report(out: Path, bench_steps: int = 20_000) -> Path:
+    """Run the checks, render the pictures and the benchmark; write the report files to ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, object] = {"robots": {}}
+    md = ["# upright report", ""]
+    pictures_note = None
+    for name in ROBOT_NAMES:
+        robot = get_robot(name)
+        checks = {robot.standing_pose: hold_check(name, robot.standing_pose, 10.0)}
+        for pose in robot.lying_poses:
+            checks[pose] = hold_check(name, pose, 2.0, height_offset=0.05)
+        pictures = []
+        for pose in robot.poses:
+            for terrain in ("flat", "turf"):
+                try:
+                    path = render_pose(name, pose, terrain, out / f"{name}_{pose}_{terrain}.png", settle=1.0)
+                    pictures.append(path.name)
+                except RenderingUnavailable as error:
+                    pictures_note = str(error)
+        results["robots"][name] = {"checks": checks, "pictures": pictures}
+        md += [f"## {name}", "", "```", model_summary(name), "```", "",
+               "| pose | seconds held | max tilt change (°) | max drift (m) | max floor penetration (mm) | final kinetic energy (J) |",
+               "|---|---|---|---|---|---|"]
+        for pose, c in checks.items():
+            seconds = 10.0 if pose == robot.standing_pose else 2.0
+            md.append(f"| {pose} | {seconds:.0f} | {c['max_tilt_change_deg']:.2f} | {c['max_drift_m']:.4f} | "
+                      f"{1e3 * c['max_penetration_m']:.2f} | {c['final_kinetic_energy_J']:.4f} |")
+        md.append("")
+        md += [f"![{p}]({p})" for p in pictures]
+        md.append("")
+    if pictures_note:
+        md += [f"Pictures skipped: {pictures_note}", ""]
+    rows = run_bench(bench_steps)
+    results["bench"] = [asdict(r) for r in rows]
+    results["bench_ratio_min"] = summary(rows)
+    md += ["## Benchmark", "", "```", format_bench(rows), "```", ""]
+    (out / "report.json").write_text(json.dumps(results, indent=2))
+    path = out / "report.md"
+    path.write_text("\n".join(md))
+    print(format_bench(rows))
+    return path

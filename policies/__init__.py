@@ -1,0 +1,1 @@
+"""One ``Policy`` interface over everything that acts (classical controllers, SB3 models, residuals)."""

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Set up upright in ./.venv (first run only) and run the main job or the tests.
+#   bash quickstart.sh main   # evaluate/simulate, benchmark, write results/report.md
+#   bash quickstart.sh test   # the test suite (what CI runs)
+set -euo pipefail
+cd "$(dirname "$0")"
+job=${1:-}
+case "$job" in main|test) ;; *) echo "usage: bash quickstart.sh main|test" >&2; exit 2 ;; esac
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+stamp=.venv/.upright-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  # The CPU build of torch first, pinned, so that nothing pulls the CUDA packages.
+  .venv/bin/python -m pip install -q torch==2.13.0
+  .venv/bin/python -m pip install -q -e ".[video,test]"
+  echo "$want" > "$stamp"
+fi
+
+# Off-screen rendering needs an OpenGL library (EGL or OSMesa); install one if we can.
+if [ "$(uname)" = Linux ] && ! ldconfig -p 2>/dev/null | grep -qE 'libEGL\.so\.1|libOSMesa\.so'; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && apt-get install -y -qq libegl1 libosmesa6) >/dev/null 2>&1 \
+      || echo "note: could not install an OpenGL library; pictures and videos will be skipped" >&2
+  else
+    echo "note: no OpenGL library (libEGL/libOSMesa) found; pictures and videos will be skipped" >&2
+  fi
+fi
+
+if [ "$job" = main ]; then
+  exec .venv/bin/upright report --out results
+else
+  exec .venv/bin/python -m pytest -n 2 -q
+fi

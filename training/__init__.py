@@ -1,0 +1,1 @@
+"""Training (stable-baselines3) and parameter optimisation (Optuna)."""

@@ -1,0 +1,34 @@
+"""upright: humanoid get-up and walking environments in MuJoCo (NAO V6, Wolfgang-OP).
+
+``import upright`` exposes the simulation core (:class:`Simulation`, :class:`Sensors`,
+:class:`Conditions`, :class:`Wear`, :func:`get_robot`).
+"""
+
+import os as _os
+import sys as _sys
+
+# MuJoCo picks its OpenGL backend from MUJOCO_GL when it is first imported: on a Linux machine
+# without a display, default to EGL (off-screen). Set MUJOCO_GL yourself to choose another.
+if _sys.platform.startswith("linux") and not _os.environ.get("DISPLAY"):
+    _os.environ.setdefault("MUJOCO_GL", "egl")
+
+from upright.envs.conditions import PRESETS, Conditions, Impulse, RandomWear, Wear, get_conditions  # noqa: E402
+from upright.envs.robots import RobotSpec, get_robot  # noqa: E402
+from upright.envs.sensors import Sensors, fused_angles  # noqa: E402
+from upright.envs.simulation import Simulation  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PRESETS",
+    "Conditions",
+    "Impulse",
+    "RandomWear",
+    "RobotSpec",
+    "Sensors",
+    "Simulation",
+    "Wear",
+    "fused_angles",
+    "get_conditions",
+    "get_robot",
+]

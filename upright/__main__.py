@@ -1,0 +1,3 @@
+from upright.cli import main
+
+raise SystemExit(main())
