@@ -48,10 +48,11 @@ class Simulation:
         self._imu = m.site(r.imu_site).id
         self._head_top = m.site(r.head_top_site).id
         self._soles = [m.site(s).id for s in r.sole_sites]
-        self._sensor_slices = {
-            name: slice(int(m.sensor_adr[m.sensor(name).id]), int(m.sensor_adr[m.sensor(name).id] + m.sensor_dim[m.sensor(name).id]))
-            for name in (r.gyro_sensor, r.accel_sensor, r.quat_sensor, *r.pressure_sensors)
-        }
+        self._sensor_slices = {}
+        for name in (r.gyro_sensor, r.accel_sensor, r.quat_sensor, *r.pressure_sensors):
+            sensor = m.sensor(name)
+            start = int(sensor.adr[0])
+            self._sensor_slices[name] = slice(start, start + int(sensor.dim[0]))
         self._pressure_adr = np.array([self._sensor_slices[s].start for s in r.pressure_sensors], dtype=int)
         self._robot_bodies = np.array([b for b in range(m.nbody) if m.body_rootid[b] == self._torso])
         self._ground_geoms = frozenset(g for g in range(m.ngeom) if m.geom_bodyid[g] == 0)
