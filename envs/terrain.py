@@ -95,15 +95,23 @@ def _ground_material(spec: mujoco.MjSpec, name: str, rgb1: list[float], rgb2: li
     return name
 
 
+def _ground(spec: mujoco.MjSpec, **attributes: object) -> mujoco.MjsGeom:
+    """Add a ground geom with explicit contact and colour settings, so that nothing is inherited
+    from the robot file's default class (MjSpec gives new geoms the file's main default)."""
+    settings: dict[str, object] = dict(
+        contype=1, conaffinity=1, condim=3, solmix=1.0, margin=0.0, gap=0.0, rgba=[1, 1, 1, 1],
+        solref=[0.02, 1.0], solimp=[0.9, 0.95, 0.001, 0.5, 2.0], friction=list(CARPET_FRICTION), group=0,
+    )
+    settings.update(attributes)
+    return spec.worldbody.add_geom(**settings)
+
+
 def _carpet(spec: mujoco.MjSpec) -> str:
     return _ground_material(spec, "carpet", [0.3, 0.6, 0.3], [0.26, 0.54, 0.26])
 
 
 def _plane(spec: mujoco.MjSpec, material: str, **kwargs: object) -> mujoco.MjsGeom:
-    return spec.worldbody.add_geom(
-        type=mujoco.mjtGeom.mjGEOM_PLANE, size=[20, 20, 0.1], material=material,
-        friction=list(CARPET_FRICTION), **kwargs,
-    )
+    return _ground(spec, type=mujoco.mjtGeom.mjGEOM_PLANE, size=[20, 20, 0.1], material=material, **kwargs)
 
 
 def _flat(spec: mujoco.MjSpec, conditions: Conditions) -> None:
@@ -122,13 +130,13 @@ def _turf(spec: mujoco.MjSpec, conditions: Conditions) -> None:
     # priority: the turf's contact parameters replace the robot geoms' (which set stiff contact).
     common = dict(friction=list(TURF_FRICTION), solref=list(TURF_SOLREF), solimp=list(TURF_SOLIMP),
                   material=material, priority=1)
-    spec.worldbody.add_geom(
-        name="floor", type=mujoco.mjtGeom.mjGEOM_HFIELD, hfieldname="turf",
+    _ground(
+        spec, name="floor", type=mujoco.mjtGeom.mjGEOM_HFIELD, hfieldname="turf",
         pos=[0, 0, -conditions.turf_height], **common,
     )
     # Beyond the field: a plane at the turf's mean level.
-    spec.worldbody.add_geom(
-        name="floor_outer", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[20, 20, 0.1],
+    _ground(
+        spec, name="floor_outer", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[20, 20, 0.1],
         pos=[0, 0, -conditions.turf_height - 0.001], **common,
     )
 
@@ -154,12 +162,12 @@ def _ramp(spec: mujoco.MjSpec, conditions: Conditions) -> None:
 def _obstacles(spec: mujoco.MjSpec, conditions: Conditions) -> None:
     material = _carpet(spec)
     _plane(spec, material, name="floor")
-    box = dict(type=mujoco.mjtGeom.mjGEOM_BOX, material=material, friction=list(CARPET_FRICTION))
+    box = dict(type=mujoco.mjtGeom.mjGEOM_BOX, material=material)
     w = _COURSE_HALF_WIDTH
 
     def plate(name: str, x0: float, x1: float, height: float) -> None:
-        spec.worldbody.add_geom(
-            name=name, size=[(x1 - x0) / 2, w, height / 2], pos=[(x0 + x1) / 2, 0, height / 2], **box
+        _ground(
+            spec, name=name, size=[(x1 - x0) / 2, w, height / 2], pos=[(x0 + x1) / 2, 0, height / 2], **box
         )
 
     def wedge(name: str, x0: float, x1: float, height: float, rising: bool) -> None:
@@ -173,7 +181,7 @@ def _obstacles(spec: mujoco.MjSpec, conditions: Conditions) -> None:
         # Centre of the top face, moved half the thickness down along the face normal.
         normal = np.array([sign * np.sin(angle), 0.0, np.cos(angle)])
         centre = np.array([(x0 + x1) / 2, 0.0, height / 2]) - normal * thick / 2
-        spec.worldbody.add_geom(name=name, size=[half, w, thick / 2], pos=centre.tolist(), quat=quat, **box)
+        _ground(spec, name=name, size=[half, w, thick / 2], pos=centre.tolist(), quat=quat, **box)
 
     edge3, edge6a, edge6b, ramp_a, ramp_b, blocks3, blocks6 = OBSTACLE_COURSE[1:]
     # Edges: a board under the carpet whose leading edge is the obstacle.
@@ -189,8 +197,8 @@ def _obstacles(spec: mujoco.MjSpec, conditions: Conditions) -> None:
     for name, ob, height in (("blocks_3mm", blocks3, 0.003), ("blocks_6mm", blocks6, 0.006)):
         for i, x in enumerate(np.arange(ob.x_start + 0.1, ob.x_end - 0.1, 0.15)):
             for j, y in enumerate(np.arange(-0.25, 0.26, 0.125) + (0.06 if i % 2 else 0.0)):
-                spec.worldbody.add_geom(
-                    name=f"{name}_{i}_{j}", size=[0.04, 0.02, height / 2], pos=[x, y, height / 2], **box
+                _ground(
+                    spec, name=f"{name}_{i}_{j}", size=[0.04, 0.02, height / 2], pos=[x, y, height / 2], **box
                 )
 
 
