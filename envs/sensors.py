@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Sensors:
     """One control cycle's measurements.
 
@@ -39,6 +39,14 @@ class Sensors:
     fused: np.ndarray
     #: Normal forces (N) of the foot pressure sensors, 4 left then 4 right (robot's order).
     foot_pressure: np.ndarray
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is equal (arrays element-wise)."""
+        if not isinstance(other, Sensors):
+            return NotImplemented
+        return all(np.array_equal(getattr(self, f), getattr(other, f)) for f in self.__dataclass_fields__)
+
+    __hash__ = None  # type: ignore[assignment]  (mutable arrays inside)
 
 
 def fused_angles(quat: np.ndarray) -> np.ndarray:

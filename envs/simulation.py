@@ -120,11 +120,9 @@ class Simulation:
         mujoco.mj_forward(m, d)
         self._lift_out_of_ground()
         self.unstable = False
-        self._last_command = d.ctrl.copy()
         self._setpoint = d.ctrl.copy()
-        self.servos.reset(self.sampled.wear, self.robot.delay_cycles + self.sampled.extra_delay_cycles, d.ctrl)
         self._warnings = int(d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number)
-        return self.sensors()
+        return self.restart_clock()
 
     def _apply_sampled(self, s: SampledConditions) -> None:
         m, nom = self.model, self._nominal
@@ -228,6 +226,24 @@ class Simulation:
     def setpoint(self) -> np.ndarray:
         """The set-points the servos follow now (after delay, lag and stuck windows), rad."""
         return self._setpoint.copy()
+
+    def angular_velocity(self) -> np.ndarray:
+        """Noise-free IMU angular velocity (rad/s, IMU frame)."""
+        return self.data.sensordata[self._sensor_slices[self.robot.gyro_sensor]].copy()
+
+    def torso_velocity(self) -> np.ndarray:
+        """Torso linear velocity (m/s, world frame) and angular velocity (rad/s, world frame), (6,)."""
+        out = np.zeros(6)
+        mujoco.mj_objectVelocity(self.model, self.data, mujoco.mjtObj.mjOBJ_BODY, self._torso, out, 0)
+        return np.concatenate([out[3:], out[:3]])
+
+    def restart_clock(self) -> Sensors:
+        """Set the time to zero and refill the delay queue with the current set-points, e.g. after a
+        pre-roll that brought the robot into its start state; wear windows count from here."""
+        self.data.time = 0.0
+        self.servos.reset(self.sampled.wear, self.robot.delay_cycles + self.sampled.extra_delay_cycles, self.data.ctrl)
+        self._last_command = self.data.ctrl.copy()
+        return self.sensors()
 
     def com(self) -> np.ndarray:
         """Whole-robot centre of mass, world frame (m)."""

@@ -1,7 +1,9 @@
 """upright: humanoid get-up and walking environments in MuJoCo (NAO V6, Wolfgang-OP).
 
-``import upright`` exposes the simulation core (:class:`Simulation`, :class:`Sensors`,
-:class:`Conditions`, :class:`Wear`, :func:`get_robot`).
+``import upright`` registers the Gymnasium environments (``upright/NaoGetUp-v0``,
+``upright/WolfgangGetUp-v0``, ``upright/NaoWalk-v0``, ``upright/WolfgangWalk-v0``) and exposes the
+simulation core (:class:`Simulation`, :class:`Sensors`, :class:`Conditions`, :class:`Wear`,
+:func:`get_robot`).
 """
 
 import os as _os
@@ -16,10 +18,14 @@ from upright.envs.conditions import PRESETS, Conditions, Impulse, RandomWear, We
 from upright.envs.robots import RobotSpec, get_robot  # noqa: E402
 from upright.envs.sensors import Sensors, fused_angles  # noqa: E402
 from upright.envs.simulation import Simulation  # noqa: E402
+from upright.envs.registration import ENVIRONMENTS, register_envs  # noqa: E402
+
+register_envs()
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ENVIRONMENTS",
     "PRESETS",
     "Conditions",
     "Impulse",

@@ -1,0 +1,198 @@
+"""What the get-up and walk environments share: simulation, observation, action, prior, rendering.
+
+Observation (a flat ``Box``, built only from :class:`~upright.envs.sensors.Sensors`), in order:
+
+====================  ======  ===========================================================
+block                 size    meaning (units)
+====================  ======  ===========================================================
+joint_pos             nj      measured joint angles (rad), robot joint order
+joint_vel             nj      joint velocities (rad/s)
+joint_target          nu      the targets commanded last cycle (rad), actuator order
+gyro                  3       IMU angular velocity (rad/s), IMU frame
+accel                 3       IMU specific force (m/s²), IMU frame
+gravity               3       unit gravity direction in the IMU frame (from the IMU quaternion)
+fused                 3       fused pitch, fused roll (rad), hemisphere (±1)
+foot_pressure         8       foot pressure sensors (N), 4 left then 4 right
+command               3       walk only: commanded (vx m/s, vy m/s, yaw rate rad/s)
+prior_target          nu      residual only: the prior controller's targets (rad)
+====================  ======  ===========================================================
+
+NAO: nj = 24, nu = 23; Wolfgang: nj = nu = 20. Action: one value in [-1, 1] per actuator. Without
+a prior it maps linearly onto the joint range (-1 = lower limit, +1 = upper limit); with a prior
+the target is ``prior + residual_scale · action · half_range``, so a zero action reproduces the
+prior exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from upright.envs.conditions import Conditions
+from upright.envs.render import Camera
+from upright.envs.robots import get_robot
+from upright.envs.sensors import Sensors, fused_angles
+from upright.envs.simulation import Simulation
+from upright.eval.metrics import Posture, StandingReference
+
+RENDER_SIZE = (640, 480)
+
+
+def _resolve_prior(prior: Any, robot) -> Any:
+    """A baseline name → its controller (the only place ``envs`` reaches into ``baselines``)."""
+    if prior is None or not isinstance(prior, str):
+        if prior is not None and not (hasattr(prior, "reset") and hasattr(prior, "step")):
+            raise ValueError(f"prior must be None, a baseline name or a Controller (reset, step), got {prior!r}")
+        return prior
+    from upright.baselines import make_controller
+
+    return make_controller(prior, robot)
+
+
+class UprightEnv(gym.Env):
+    """Base class of the tasks; subclasses define the start state, reward and metrics."""
+
+    metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 50}
+
+    def __init__(
+        self,
+        robot: str,
+        conditions: str | Conditions | None = "lab",
+        prior: Any = None,
+        residual_scale: float = 0.2,
+        max_episode_seconds: float = 20.0,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"unknown render_mode {render_mode!r}; valid: {', '.join(self.metadata['render_modes'])}")
+        if not max_episode_seconds > 0:
+            raise ValueError(f"max_episode_seconds must be > 0, got {max_episode_seconds!r}")
+        if not residual_scale > 0:
+            raise ValueError(f"residual_scale must be > 0, got {residual_scale!r}")
+        self.robot = get_robot(robot)
+        self.sim = Simulation(self.robot, conditions)
+        self.prior = _resolve_prior(prior, self.robot)
+        self.residual_scale = float(residual_scale)
+        self.max_episode_seconds = float(max_episode_seconds)
+        self.render_mode = render_mode
+        self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.robot.control_period))}
+        m = self.sim.model
+        self._low, self._high = m.actuator_ctrlrange[:, 0].copy(), m.actuator_ctrlrange[:, 1].copy()
+        self._mid, self._half = (self._low + self._high) / 2, (self._high - self._low) / 2
+        self.standing_targets = m.key(self.robot.standing_pose).ctrl.copy()
+        self.standing = self._standing_reference()
+        nu = m.nu
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(nu,), dtype=np.float32)
+        size = self._observation_size()
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(size,), dtype=np.float32)
+        self._camera: Camera | None = None
+        self._viewer = None
+        self._prior_targets = np.zeros(nu)
+        self._last_action = np.zeros(nu)
+        self._sensors: Sensors | None = None
+
+    # ---------------------------------------------------------------- layout
+    def _extra_observation(self) -> np.ndarray:
+        """Task-specific observation block (the walk command); empty by default."""
+        return np.zeros(0)
+
+    def _observation_size(self) -> int:
+        nj, nu = len(self.robot.joint_names), self.sim.model.nu
+        size = 2 * nj + nu + 3 + 3 + 3 + 3 + len(self.robot.pressure_sensors) + self._extra_observation().size
+        return size + (nu if self.prior is not None else 0)
+
+    def _observe(self, s: Sensors) -> np.ndarray:
+        w, x, y, z = s.quat
+        gravity = -np.array([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])
+        parts = [s.joint_pos, s.joint_vel, s.joint_target, s.gyro, s.accel, gravity, s.fused[[0, 1, 3]],
+                 s.foot_pressure, self._extra_observation()]
+        if self.prior is not None:
+            parts.append(self._prior_targets)
+        return np.concatenate(parts).astype(np.float32)
+
+    def _standing_reference(self) -> StandingReference:
+        self.sim.reset(self.robot.standing_pose, seed=0)
+        s = self.sim.sensors()
+        return StandingReference(float(s.fused[0]), float(s.fused[1]), self.sim.head_height())
+
+    # ---------------------------------------------------------------- actions
+    def action_from_targets(self, targets: np.ndarray) -> np.ndarray:
+        """The normalised action (no prior) that commands joint ``targets`` (rad, actuator order)."""
+        return ((np.asarray(targets, dtype=float) - self._mid) / self._half).astype(np.float32)
+
+    def targets_from_action(self, action: np.ndarray) -> np.ndarray:
+        """Joint targets (rad) an action commands, given the current prior targets."""
+        a = np.asarray(action, dtype=float)
+        if a.shape != self.action_space.shape:
+            raise ValueError(f"action must have shape {self.action_space.shape}, got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"action contains non-finite values: {a}")
+        a = np.clip(a, -1.0, 1.0)
+        if self.prior is None:
+            return self._mid + a * self._half
+        return self._prior_targets + self.residual_scale * a * self._half
+
+    def posture(self) -> Posture:
+        """Simulator truth about the posture, for the metrics."""
+        pitch, roll, _, hemisphere = fused_angles(self.sim.torso_pose()[1])
+        return Posture(
+            time=self.sim.time,
+            fused_pitch=pitch,
+            fused_roll=roll,
+            hemisphere=hemisphere,
+            tilt=self.sim.torso_tilt(),
+            head_height=self.sim.head_height(),
+            angular_speed=float(np.linalg.norm(self.sim.angular_velocity())),
+        )
+
+    # ---------------------------------------------------------------- episode plumbing
+    def _start_prior(self, sensors: Sensors) -> None:
+        if self.prior is not None:
+            self.prior.reset(sensors, np.random.default_rng(self.np_random.integers(2**32)))
+            self._prior_targets = np.asarray(self.prior.step(sensors), dtype=float)
+
+    def _advance(self, action: np.ndarray) -> Sensors:
+        targets = self.targets_from_action(action)
+        sensors = self.sim.step(targets)
+        if self.prior is not None and not self.sim.unstable:
+            self._prior_targets = np.asarray(self.prior.step(sensors), dtype=float)
+        self._sensors = sensors
+        return sensors
+
+    def _base_info(self, sensors: Sensors) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "sensors": sensors,
+            "time": self.sim.time,
+            "head_height": self.sim.head_height(),
+            "torso_tilt": self.sim.torso_tilt(),
+            "com": self.sim.com(),
+            "sim_unstable": self.sim.unstable,
+        }
+        if self.prior is not None:
+            info["prior_targets"] = self._prior_targets.copy()
+            info["prior_status"] = getattr(self.prior, "status", "")
+        return info
+
+    # ---------------------------------------------------------------- rendering
+    def render(self) -> np.ndarray | None:
+        if self.render_mode == "rgb_array":
+            if self._camera is None:
+                self._camera = Camera(self.sim.model, *RENDER_SIZE)
+            return self._camera.render(self.sim.data)
+        if self.render_mode == "human":
+            if self._viewer is None:
+                import mujoco.viewer
+
+                self._viewer = mujoco.viewer.launch_passive(self.sim.model, self.sim.data)
+            self._viewer.sync()
+        return None
+
+    def close(self) -> None:
+        if self._camera is not None:
+            self._camera.close()
+            self._camera = None
+        if self._viewer is not None:
+            self._viewer.close()
+            self._viewer = None

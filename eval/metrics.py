@@ -1,0 +1,144 @@
+"""The shared metric definitions, used by the environments' ``info``, evaluation and training.
+
+Get-up success (DESIGN, "What is measured"): the torso is upright (fused pitch and roll within
+:data:`UPRIGHT_ANGLE` of the robot's standing values, hemisphere up), the head is at least
+:data:`HEAD_FRACTION` of its standing height, the IMU's angular velocity is below
+:data:`STILL_GYRO` (0.15 rad/s, the spline paper's criterion), all held for :data:`HOLD_SECONDS`,
+and no fall afterwards until the episode ends. ``time_to_stand`` is the time from the start to the
+beginning of that held window. A fall is a torso tilt above :data:`FALLEN_TILT` or the head below
+:data:`FALLEN_HEAD_FRACTION` of its standing height.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+UPRIGHT_ANGLE = 0.35  # rad, |fused pitch/roll − standing values|
+HEAD_FRACTION = 0.85  # of the standing head height
+STILL_GYRO = 0.15  # rad/s, norm of the IMU angular velocity
+HOLD_SECONDS = 1.0  # s
+FALLEN_TILT = np.deg2rad(60.0)  # rad, torso z axis against the vertical
+FALLEN_HEAD_FRACTION = 0.5  # of the standing head height
+
+
+@dataclass(frozen=True)
+class Posture:
+    """Simulator truth about the robot's posture at one instant (for metrics only)."""
+
+    time: float  # s since the episode start
+    fused_pitch: float  # rad
+    fused_roll: float  # rad
+    hemisphere: float  # +1 upright half, -1 upside down
+    tilt: float  # rad, torso z axis against the vertical
+    head_height: float  # m above z = 0
+    angular_speed: float  # rad/s, norm of the noise-free IMU angular velocity
+
+
+@dataclass(frozen=True)
+class StandingReference:
+    """The robot's standing values the thresholds are relative to."""
+
+    fused_pitch: float
+    fused_roll: float
+    head_height: float
+
+
+def is_upright(p: Posture, ref: StandingReference) -> bool:
+    """Torso upright and head high (no stillness requirement)."""
+    return (
+        p.hemisphere > 0
+        and abs(p.fused_pitch - ref.fused_pitch) < UPRIGHT_ANGLE
+        and abs(p.fused_roll - ref.fused_roll) < UPRIGHT_ANGLE
+        and p.head_height >= HEAD_FRACTION * ref.head_height
+    )
+
+
+def is_standing_still(p: Posture, ref: StandingReference) -> bool:
+    """Upright, head high and still: the instantaneous get-up success condition."""
+    return is_upright(p, ref) and p.angular_speed < STILL_GYRO
+
+
+def is_fallen(p: Posture, ref: StandingReference) -> bool:
+    """Torso tilted beyond :data:`FALLEN_TILT` or head below :data:`FALLEN_HEAD_FRACTION`."""
+    return p.tilt > FALLEN_TILT or p.head_height < FALLEN_HEAD_FRACTION * ref.head_height
+
+
+@dataclass
+class GetUpTracker:
+    """Follows one get-up episode step by step and decides success and ``time_to_stand``."""
+
+    ref: StandingReference
+    start: str
+    still_since: float | None = None
+    success_time: float | None = None
+    fallen: bool = True
+    falls: int = 0
+    _initialised: bool = field(default=False, repr=False)
+
+    def update(self, p: Posture) -> None:
+        fallen = bool(is_fallen(p, self.ref))
+        if not self._initialised:
+            self.fallen, self._initialised = fallen, True
+        elif fallen and not self.fallen:
+            self.falls += 1
+        self.fallen = fallen
+        if fallen:
+            self.success_time = None  # a fall after standing cancels the success
+        if is_standing_still(p, self.ref):
+            if self.still_since is None:
+                self.still_since = p.time
+            if self.success_time is None and p.time - self.still_since >= HOLD_SECONDS - 1e-9:
+                self.success_time = self.still_since
+        else:
+            self.still_since = None
+
+    @property
+    def success(self) -> bool:
+        """Stood still for the hold time and has not fallen since."""
+        return self.success_time is not None
+
+    def episode_metrics(self, episode_seconds: float, sim_unstable: bool) -> dict[str, object]:
+        """The per-episode summary (JSON-serialisable)."""
+        success = bool(self.success and not sim_unstable)
+        return {
+            "success": success,
+            "time_to_stand": self.success_time if success else None,
+            "start": self.start,
+            "falls": self.falls,
+            "sim_unstable": bool(sim_unstable),
+            "episode_seconds": float(episode_seconds),
+        }
+
+
+@dataclass
+class WalkTracker:
+    """Follows one walk episode: velocities in the robot's heading frame against the command."""
+
+    command: np.ndarray  # (vx m/s, vy m/s, yaw rate rad/s)
+    velocities: list[np.ndarray] = field(default_factory=list)
+    distance: float = 0.0
+    distance_before_fall: float | None = None
+    falls: int = 0
+
+    def update(self, velocity: np.ndarray, step_distance: float, fallen: bool) -> None:
+        """``velocity``: (vx, vy, yaw rate) in the heading frame; ``step_distance``: horizontal
+        distance (m) the torso moved this step."""
+        self.velocities.append(np.asarray(velocity, dtype=float))
+        self.distance += step_distance
+        if fallen and self.distance_before_fall is None:
+            self.falls += 1
+            self.distance_before_fall = self.distance
+
+    def episode_metrics(self, episode_seconds: float, sim_unstable: bool) -> dict[str, object]:
+        v = np.array(self.velocities) if self.velocities else np.zeros((1, 3))
+        return {
+            "mean_velocity": v.mean(axis=0).tolist(),
+            "tracking_error": float(np.mean(np.linalg.norm(v - self.command, axis=1))),
+            "falls": self.falls,
+            "distance_before_fall": float(self.distance if self.distance_before_fall is None else self.distance_before_fall),
+            "command": self.command.tolist(),
+            "sim_unstable": bool(sim_unstable),
+            "episode_seconds": float(episode_seconds),
+        }
