@@ -154,6 +154,8 @@ class UprightEnv(gym.Env):
             self._prior_targets = np.asarray(self.prior.step(sensors), dtype=float)
 
     def _advance(self, action: np.ndarray) -> Sensors:
+        if self._sensors is None:
+            raise RuntimeError("call reset() before step()")
         targets = self.targets_from_action(action)
         sensors = self.sim.step(targets)
         if self.prior is not None and not self.sim.unstable:
@@ -174,6 +176,22 @@ class UprightEnv(gym.Env):
             info["prior_targets"] = self._prior_targets.copy()
             info["prior_status"] = getattr(self.prior, "status", "")
         return info
+
+    def _finish_step(self, sensors: Sensors, terms: dict[str, float], failed: bool, tracker: Any,
+                     **extra: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """The step's return tuple: the episode ends on ``failed`` or a blow-up (terminated) or at
+        ``max_episode_seconds`` (truncated); at the end ``info["episode_metrics"]`` from ``tracker``."""
+        unstable = self.sim.unstable
+        terminated = bool(failed or unstable)
+        truncated = not terminated and self.sim.time >= self.max_episode_seconds - 1e-9
+        info = self._base_info(sensors)
+        info.update(reward_terms=terms, **extra)
+        if terminated or truncated:
+            info["episode_metrics"] = tracker.episode_metrics(self.sim.time, unstable)
+        reward = 0.0 if unstable else float(sum(terms.values()))
+        if self.render_mode == "human":
+            self.render()
+        return self._observe(sensors), reward, terminated, truncated, info
 
     # ---------------------------------------------------------------- rendering
     def render(self) -> np.ndarray | None:

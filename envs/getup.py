@@ -135,25 +135,14 @@ class GetUpEnv(UprightEnv):
         return self._observe(sensors), info
 
     def step(self, action: np.ndarray):
-        if self._tracker is None:
-            raise RuntimeError("call reset() before step()")
         sensors = self._advance(action)
         posture = self.posture()
         self._tracker.update(posture)
         terms = self._reward_terms(np.asarray(action, dtype=float), posture)
         self._last_action = np.clip(np.asarray(action, dtype=float), -1, 1)
-        unstable = self.sim.unstable
-        terminated = unstable
-        truncated = not terminated and self.sim.time >= self.max_episode_seconds - 1e-9
-        info = self._base_info(sensors)
-        info.update(reward_terms=terms, success=self._tracker.success, fallen=self._tracker.fallen,
-                    upright=is_upright(posture, self.standing), start=self._tracker.start)
-        if terminated or truncated:
-            info["episode_metrics"] = self._tracker.episode_metrics(self.sim.time, bool(unstable))
-        reward = 0.0 if unstable else float(sum(terms.values()))
-        if self.render_mode == "human":
-            self.render()
-        return self._observe(sensors), reward, terminated, truncated, info
+        return self._finish_step(sensors, terms, False, self._tracker, success=self._tracker.success,
+                                 fallen=self._tracker.fallen, upright=is_upright(posture, self.standing),
+                                 start=self._tracker.start)
 
     def _reward_terms(self, action: np.ndarray, p) -> dict[str, float]:
         m, d = self.sim.model, self.sim.data

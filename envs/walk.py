@@ -90,26 +90,15 @@ class WalkEnv(UprightEnv):
         return self._observe(sensors), info
 
     def step(self, action: np.ndarray):
-        if self._tracker is None:
-            raise RuntimeError("call reset() before step()")
         sensors = self._advance(action)
         velocity = self._heading_velocity()
         xy = self.sim.torso_pose()[0][:2]
-        fallen = is_fallen(self.posture(), self.standing)
+        fallen = bool(is_fallen(self.posture(), self.standing))
         self._tracker.update(velocity, float(np.linalg.norm(xy - self._xy)), fallen)
         self._xy = xy.copy()
         terms = self._reward_terms(velocity, sensors, fallen)
-        unstable = self.sim.unstable
-        terminated = fallen or unstable
-        truncated = not terminated and self.sim.time >= self.max_episode_seconds - 1e-9
-        info = self._base_info(sensors)
-        info.update(reward_terms=terms, fallen=fallen, command=self.command.copy(), velocity=velocity)
-        if terminated or truncated:
-            info["episode_metrics"] = self._tracker.episode_metrics(self.sim.time, bool(unstable))
-        reward = 0.0 if unstable else float(sum(terms.values()))
-        if self.render_mode == "human":
-            self.render()
-        return self._observe(sensors), reward, terminated, truncated, info
+        return self._finish_step(sensors, terms, fallen, self._tracker, fallen=fallen,
+                                 command=self.command.copy(), velocity=velocity)
 
     def _reward_terms(self, velocity: np.ndarray, sensors, fallen: bool) -> dict[str, float]:
         m, d = self.sim.model, self.sim.data
