@@ -1,10 +1,12 @@
-"""The ``upright`` command line: ``info``, ``view``, ``bench`` and ``report`` (the main job)."""
+"""The ``upright`` command line: ``info``, ``view``, ``bench``, ``report`` (the main job), ``eval`` and
+``video``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import upright  # noqa: F401  (selects the GL backend before mujoco renders)
 from upright.envs.conditions import TERRAINS
@@ -47,6 +49,92 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_value(text: str) -> Any:
+    """An ``--set`` value: ``true``/``false``, ``none``, an int, a float, a comma list of numbers
+    (a tuple of floats, e.g. ``0.25,0,0``), else the string itself."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    if "," in text:
+        try:
+            return tuple(float(part) for part in text.split(","))
+        except ValueError:
+            raise ValueError(f"list value {text!r} must be numbers separated by commas") from None
+    return text
+
+
+def parse_settings(items: list[str]) -> dict[str, Any]:
+    """Environment keyword arguments from ``KEY=VALUE`` strings (values as :func:`parse_value`)."""
+    settings: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise ValueError(f"--set expects KEY=VALUE with KEY a keyword argument name, got {item!r}")
+        if key in settings:
+            raise ValueError(f"--set {key} given twice")
+        settings[key] = parse_value(value)
+    return settings
+
+
+def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """``--set`` settings plus ``--start`` and ``--conditions`` (each named in one place only)."""
+    kwargs = parse_settings(args.set)
+    for key in ("start", "conditions"):
+        value = getattr(args, key)
+        if value is not None:
+            if key in kwargs:
+                raise ValueError(f"{key} given both as --{key} and as --set {key}=...")
+            kwargs[key] = value
+    return kwargs
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from upright.eval.results import aggregate, print_table, write_results
+    from upright.eval.runner import run_episodes
+
+    run = run_episodes(args.env, args.policy, args.episodes, env_kwargs=_env_kwargs(args), seed=args.seed,
+                       workers=args.workers)
+    result = aggregate(run)
+    print_table(result)
+    out = Path(args.out) if args.out else Path("results", "eval", f"{args.env.split('/')[-1]}-{run.policy}")
+    json_path, md_path = write_results(result, out)
+    print(f"wrote {json_path} and {md_path}")
+    return 130 if run.interrupted else 0
+
+
+def _cmd_video(args: argparse.Namespace) -> int:
+    from upright.envs.render import RenderingUnavailable
+    from upright.eval.video import record_video
+
+    try:
+        path, metrics = record_video(args.env, args.policy, Path(args.out), env_kwargs=_env_kwargs(args),
+                                     seed=args.seed)
+    except RenderingUnavailable as error:
+        print(f"upright video: {error}", file=sys.stderr)
+        return 3
+    print(f"wrote {path} ({metrics})")
+    return 0
+
+
+def _add_episode_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments ``eval`` and ``video`` share: environment, policy, seed, keyword arguments."""
+    p.add_argument("--env", required=True, help="environment id, e.g. upright/NaoGetUp-v0")
+    p.add_argument("--policy", required=True, help="policy name (zero, random, hold, a baseline) or an SB3 .zip")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first episode (episode i: seed + i)")
+    p.add_argument("--start", default=None, help="get-up start: prone, supine, side, fall, random, standing")
+    p.add_argument("--conditions", default=None, help="conditions preset: lab, turf, thesis, competition")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="more environment keyword arguments, e.g. --set command=0.25,0,0 max_episode_seconds=5")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="upright",
@@ -76,6 +164,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results", help="output directory (default: results)")
     p.add_argument("--bench-steps", type=int, default=20_000)
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("eval", help="run a policy for N episodes in parallel, print and write the metrics")
+    _add_episode_arguments(p)
+    p.add_argument("--episodes", type=int, default=10)
+    p.add_argument("--workers", type=int, default=1, help="worker processes (default: 1, in this process)")
+    p.add_argument("--out", default=None, help="output directory (default: results/eval/ENV-POLICY)")
+    p.set_defaults(func=_cmd_eval)
+
+    p = sub.add_parser("video", help="record one episode of a policy to an MP4 file")
+    _add_episode_arguments(p)
+    p.add_argument("--out", required=True, help="output MP4 file")
+    p.set_defaults(func=_cmd_video)
     return parser
 
 
@@ -91,4 +191,4 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main", "parse_settings", "parse_value"]

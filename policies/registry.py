@@ -1,0 +1,58 @@
+"""Loading a policy by name or file.
+
+- A path ending in ``.zip`` loads a stable-baselines3 model (:class:`SB3Policy`).
+- A name registered with :func:`register_policy` (the built-ins ``zero``, ``random``, ``hold``).
+- A baseline name: every controller registered in :mod:`upright.baselines` (with
+  ``register_controller``, when its module is imported) is found by its name and acts through
+  :class:`ControllerPolicy`, so a new baseline needs no change here.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from upright.policies.base import Policy
+from upright.policies.builtin import ControllerPolicy, HoldPolicy, RandomPolicy, ZeroPolicy
+
+PolicyFactory = Callable[[], Policy]
+
+_FACTORIES: dict[str, PolicyFactory] = {}
+
+
+def register_policy(name: str, factory: PolicyFactory) -> None:
+    """Make ``factory()`` loadable as ``name``; a name may be registered only once, and not as a
+    baseline's name."""
+    if name in _FACTORIES or name in _baseline_names():
+        raise ValueError(f"policy name {name!r} is already taken")
+    _FACTORIES[name] = factory
+
+
+def _baseline_names() -> tuple[str, ...]:
+    from upright.baselines import controller_names
+
+    return controller_names()
+
+
+def policy_names() -> tuple[str, ...]:
+    """Every name :func:`load_policy` accepts (besides ``.zip`` files), sorted."""
+    return tuple(sorted({*_FACTORIES, *_baseline_names()}))
+
+
+def load_policy(name_or_path: str) -> Policy:
+    """A fresh policy for ``name_or_path``: a registered name, a baseline name or an SB3 ``.zip``."""
+    if name_or_path.endswith(".zip"):
+        from upright.policies.sb3 import SB3Policy
+
+        return SB3Policy(name_or_path)
+    if name_or_path in _FACTORIES:
+        return _FACTORIES[name_or_path]()
+    if name_or_path in _baseline_names():
+        return ControllerPolicy(name_or_path)
+    raise ValueError(f"unknown policy {name_or_path!r}; valid policies: {', '.join(policy_names())} "
+                     "(or an SB3 model file ending in .zip)")
+
+
+for _policy in (ZeroPolicy, RandomPolicy, HoldPolicy):
+    register_policy(_policy.name, _policy)
+
+__all__ = ["PolicyFactory", "load_policy", "policy_names", "register_policy"]

@@ -1,0 +1,163 @@
+"""Evaluation: Wilson interval, aggregation, ``--set`` parsing, the parallel runner, ``upright eval``
+and ``upright video`` on the real environments (few, short episodes)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from upright.cli import main, parse_settings, parse_value
+from upright.eval.results import aggregate, wilson_interval
+from upright.eval.runner import EvalRun, run_episodes
+from upright.policies.builtin import ZeroPolicy
+
+SHORT = ["--set", "max_episode_seconds=1.5"]
+
+
+@pytest.mark.parametrize(("k", "n", "low", "high"), [
+    (0, 10, 0.0, 0.2775),  # upper = z² / (n + z²)
+    (5, 10, 0.2366, 0.7634),
+    (8, 10, 0.4902, 0.9433),
+    (10, 10, 0.7225, 1.0),
+    (1, 1, 0.2065, 1.0),
+])
+def test_wilson_interval_known_values(k, n, low, high):
+    assert wilson_interval(k, n) == pytest.approx((low, high), abs=1e-4)
+
+
+def test_wilson_interval_rejects_impossible_counts():
+    for k, n in ((0, 0), (3, 2), (-1, 5)):
+        with pytest.raises(ValueError):
+            wilson_interval(k, n)
+
+
+def test_set_values_are_parsed():
+    assert parse_settings(["command=0.25,0,0", "max_episode_seconds=1.5", "start=prone", "residual_scale=1",
+                           "prior=none", "flag=true"]) == {
+        "command": (0.25, 0.0, 0.0), "max_episode_seconds": 1.5, "start": "prone", "residual_scale": 1,
+        "prior": None, "flag": True}
+    assert parse_value("-0.1,0,0.5") == (-0.1, 0.0, 0.5) and parse_value("1e-3") == 0.001
+    for bad, message in ((["noequals"], "noequals"), (["a=1", "a=2"], "twice"), (["=3"], "=3"),
+                         (["command=0.1,x"], "0.1,x")):
+        with pytest.raises(ValueError, match=message):
+            parse_settings(bad)
+
+
+def _getup_record(episode: int, start: str, success: bool, tts: float | None) -> dict:
+    return {"episode": episode, "seed": episode, "steps": 10, "return": 1.0, "success": success,
+            "time_to_stand": tts, "start": start, "falls": int(not success), "sim_unstable": False,
+            "episode_seconds": 5.0}
+
+
+def test_aggregate_getup_records():
+    records = [_getup_record(0, "prone", True, 2.0), _getup_record(1, "prone", False, None),
+               _getup_record(2, "supine", True, 4.0), _getup_record(3, "supine", True, 3.0)]
+    result = aggregate(EvalRun("upright/NaoGetUp-v0", "p", {}, "lab", 7, 5, records, interrupted=True))
+    assert (result["episodes"], result["episodes_requested"], result["interrupted"]) == (4, 5, True)
+    assert result["success_rate"] == 0.75 and result["success_ci95"] == pytest.approx(wilson_interval(3, 4))
+    assert result["time_to_stand"] == {"mean": 3.0, "min": 2.0, "max": 4.0}
+    assert result["by_start"]["prone"]["success_rate"] == 0.5
+    assert result["by_start"]["prone"]["time_to_stand"] == {"mean": 2.0, "min": 2.0, "max": 2.0}
+    assert result["by_start"]["supine"]["time_to_stand"]["mean"] == 3.5
+    assert result["falls"] == 1 and result["episodes_data"] == records
+    json.dumps(result)
+
+
+def test_aggregate_walk_records():
+    records = [{"episode": i, "seed": i, "steps": 10, "return": 1.0, "mean_velocity": [v, 0.0, 0.1],
+                "tracking_error": e, "falls": f, "distance_before_fall": d, "command": [0.2, 0.0, 0.0],
+                "sim_unstable": False, "episode_seconds": 5.0}
+               for i, (v, e, f, d) in enumerate([(0.1, 0.2, 0, 1.0), (0.3, 0.4, 1, 0.5)])]
+    result = aggregate(EvalRun("upright/NaoWalk-v0", "p", {}, "lab", 0, 2, records))
+    assert result["mean_velocity"] == pytest.approx([0.2, 0.0, 0.1])
+    assert result["tracking_error"] == pytest.approx({"mean": 0.3, "min": 0.2, "max": 0.4})
+    assert result["falls"]["total"] == 1 and result["falls"]["episodes_with_fall"] == 1
+    assert list(result["by_command"]) == ["0.2,0,0"] and result["success_rate"] is None
+
+
+def test_parallel_and_serial_runs_are_identical():
+    kwargs = {"start": "random", "max_episode_seconds": 1.0}
+    serial = run_episodes("upright/WolfgangGetUp-v0", "random", 3, env_kwargs=kwargs, seed=5, progress=False)
+    parallel = run_episodes("upright/WolfgangGetUp-v0", "random", 3, env_kwargs=kwargs, seed=5, workers=2,
+                            progress=False)
+    assert [r["seed"] for r in serial.records] == [5, 6, 7]
+    assert serial.records == parallel.records and not parallel.interrupted
+
+
+class _InterruptedPolicy(ZeroPolicy):
+    """Zero actions; Ctrl-C at the start of the third episode."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.episodes = 0
+
+    def reset(self, env, seed) -> None:
+        self.episodes += 1
+        if self.episodes == 3:
+            raise KeyboardInterrupt
+        super().reset(env, seed)
+
+
+def test_ctrl_c_keeps_the_finished_episodes():
+    run = run_episodes("upright/NaoGetUp-v0", _InterruptedPolicy(), 5, env_kwargs={"max_episode_seconds": 0.3},
+                       progress=False)
+    assert run.interrupted and [r["episode"] for r in run.records] == [0, 1]
+    assert aggregate(run)["episodes"] == 2
+
+
+def test_eval_writes_consistent_results(tmp_path, capsys):
+    out = tmp_path / "hold"
+    assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "hold", "--episodes", "3", "--start",
+                 "standing", "--seed", "2", "--set", "max_episode_seconds=2.0", "--out", str(out)]) == 0
+    assert "success rate" in capsys.readouterr().out
+    result = json.loads((out / "results.json").read_text())
+    records = result["episodes_data"]
+    assert {k: result[k] for k in ("env", "policy", "conditions", "episodes", "seed")} == {
+        "env": "upright/NaoGetUp-v0", "policy": "hold", "conditions": "lab", "episodes": 3, "seed": 2}
+    assert [r["seed"] for r in records] == [2, 3, 4]
+    successes = [r["success"] for r in records]
+    assert result["success_rate"] == pytest.approx(np.mean(successes)) and any(successes)
+    assert result["success_ci95"] == pytest.approx(wilson_interval(sum(successes), 3))
+    times = [r["time_to_stand"] for r in records if r["success"]]
+    assert result["time_to_stand"] == pytest.approx({"mean": np.mean(times), "min": min(times), "max": max(times)})
+    assert result["by_start"]["standing"]["episodes"] == 3
+    assert "| standing | 3 |" in (out / "results.md").read_text()
+
+
+def test_eval_walk_reports_walk_metrics(tmp_path):
+    out = tmp_path / "walk"
+    assert main(["eval", "--env", "upright/WolfgangWalk-v0", "--policy", "zero", "--episodes", "2",
+                 "--set", "command=0.25,0,0", "max_episode_seconds=0.5", "--out", str(out)]) == 0
+    result = json.loads((out / "results.json").read_text())
+    assert {"mean_velocity", "tracking_error", "falls"} <= set(result)
+    assert all(r["command"] == [0.25, 0.0, 0.0] for r in result["episodes_data"])
+    assert result["mean_velocity"] == pytest.approx(np.mean([r["mean_velocity"] for r in result["episodes_data"]], axis=0))
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--env", "upright/NaoGetUpp-v0", "--policy", "zero"], "NaoGetUpp-v0"),
+    (["--env", "upright/NaoGetUp-v0", "--policy", "hodl"], "hodl"),
+    (["--env", "upright/NaoGetUp-v0", "--policy", "zero", "--start", "handstand"], "handstand"),
+    (["--env", "upright/NaoGetUp-v0", "--policy", "zero", "--start", "prone", "--set", "start=supine"], "start"),
+    (["--env", "upright/NaoGetUp-v0", "--policy", "zero", "--set", "max_episode_seconds"], "max_episode_seconds"),
+])
+def test_eval_bad_input_is_clear(args, named, capsys, tmp_path):
+    assert main(["eval", *args, "--episodes", "1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "Traceback" not in err
+
+
+def test_video_writes_an_mp4_or_says_why(tmp_path, capsys):
+    import imageio.v3 as iio
+
+    out = tmp_path / "hold.mp4"
+    code = main(["video", "--env", "upright/NaoGetUp-v0", "--policy", "hold", "--out", str(out), "--start", "standing",
+                 "--set", "max_episode_seconds=0.5"])
+    if code == 3:
+        assert "OpenGL" in capsys.readouterr().err
+        pytest.skip("no OpenGL backend on this machine")
+    assert code == 0 and out.stat().st_size > 0
+    frames = iio.imread(out, index=None)
+    assert frames.shape[0] >= 10 and frames.shape[-1] == 3 and frames.std() > 5

@@ -1,0 +1,125 @@
+"""Policies: the built-ins, baselines found by name, the SB3 wrapper, loading errors."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import upright  # noqa: F401  (registers the ids)
+import upright.baselines
+from upright.policies.builtin import ControllerPolicy
+from upright.policies.registry import load_policy, policy_names, register_policy
+from upright.policies.sb3 import ALGORITHMS, SB3Policy, detect_algorithm
+
+ENV = "upright/NaoGetUp-v0"
+
+
+def _first_action(policy, env, seed: int = 0) -> np.ndarray:
+    observation, info = env.reset(seed=seed)
+    policy.reset(env, seed)
+    return policy.act(observation, info)
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = gym.make(ENV, max_episode_seconds=0.5)
+    yield env
+    env.close()
+
+
+def test_builtins_are_listed_and_act_in_the_action_space(env):
+    assert {"zero", "random", "hold"} <= set(policy_names())
+    for name in ("zero", "random", "hold"):
+        action = _first_action(load_policy(name), env)
+        assert action.shape == env.action_space.shape and env.action_space.contains(action), name
+    assert not _first_action(load_policy("zero"), env).any()
+
+
+def test_hold_commands_the_standing_targets(env):
+    action = _first_action(load_policy("hold"), env)
+    targets = env.unwrapped.targets_from_action(action)
+    np.testing.assert_allclose(targets, env.unwrapped.standing_targets, atol=1e-5)
+
+
+def test_random_is_seeded_by_reset(env):
+    a, b = load_policy("random"), load_policy("random")
+    assert np.array_equal(_first_action(a, env, 3), _first_action(b, env, 3))
+    assert not np.array_equal(_first_action(a, env, 3), _first_action(a, env, 4))
+
+
+def test_unknown_policy_names_it_and_lists_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown policy 'hodl'.*hold, random, zero"):
+        load_policy("hodl")
+    with pytest.raises(ValueError, match="missing.zip"):
+        load_policy("missing.zip")
+    with pytest.raises(ValueError, match="already taken"):
+        register_policy("zero", lambda: load_policy("zero"))
+
+
+class _FixedController:
+    """A test controller: fixed joint targets (rad); remembers the sensors it was reset with."""
+
+    status = "working"
+
+    def __init__(self, targets: np.ndarray) -> None:
+        self.targets = targets
+        self.reset_with = None
+
+    def reset(self, sensors, rng) -> None:
+        self.reset_with = sensors
+
+    def step(self, sensors) -> np.ndarray:
+        return self.targets
+
+
+def test_a_registered_baseline_is_a_policy_by_its_name(env, monkeypatch):
+    targets = env.unwrapped.standing_targets + 0.01
+    controllers = []
+    monkeypatch.setitem(upright.baselines._FACTORIES, "test_fixed",
+                        lambda robot: controllers.append(_FixedController(targets)) or controllers[-1])
+    assert "test_fixed" in policy_names()
+    policy = load_policy("test_fixed")
+    assert isinstance(policy, ControllerPolicy) and policy.name == "test_fixed"
+    observation, info = env.reset(seed=0)
+    policy.reset(env, 0)
+    action = policy.act(observation, info)
+    assert controllers[0].reset_with is info["sensors"]
+    np.testing.assert_allclose(env.unwrapped.targets_from_action(action), targets, atol=1e-5)
+
+
+def test_sb3_ppo_round_trip(env, tmp_path):
+    from stable_baselines3 import PPO
+
+    model = PPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=64)
+    model.save(tmp_path / "ppo_getup")
+    policy = load_policy(str(tmp_path / "ppo_getup.zip"))
+    assert isinstance(policy, SB3Policy) and policy.algorithm == "PPO" and policy.name == "ppo_getup"
+    observation, info = env.reset(seed=0)
+    policy.reset(env, 0)
+    action = policy.act(observation, info)
+    expected, _ = model.predict(observation, deterministic=True)
+    np.testing.assert_allclose(action, expected, rtol=1e-6)
+    env.step(action)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_sb3_algorithm_is_detected_from_the_file(algorithm, tmp_path):
+    import stable_baselines3
+
+    cls = getattr(stable_baselines3, algorithm)
+    kwargs = {"PPO": {"n_steps": 8, "batch_size": 8}, "A2C": {"n_steps": 8}}.get(algorithm, {"buffer_size": 100})
+    cls("MlpPolicy", "Pendulum-v1", device="cpu", **kwargs).save(tmp_path / "model")
+    assert detect_algorithm(tmp_path / "model.zip") == algorithm
+
+
+def test_sb3_model_for_another_env_is_refused(env, tmp_path):
+    from stable_baselines3 import PPO
+
+    PPO("MlpPolicy", "Pendulum-v1", n_steps=8, batch_size=8, device="cpu").save(tmp_path / "pendulum")
+    with pytest.raises(ValueError, match="observation shape"):
+        _first_action(load_policy(str(tmp_path / "pendulum.zip")), env)
+    (tmp_path / "junk.zip").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a stable-baselines3 model"):
+        load_policy(str(tmp_path / "junk.zip"))
