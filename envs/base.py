@@ -31,7 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 from upright.envs.conditions import Conditions
-from upright.envs.render import Camera
+from upright.envs.render import Camera, RenderingUnavailable
 from upright.envs.robots import get_robot
 from upright.envs.sensors import Sensors, fused_angles
 from upright.envs.simulation import Simulation
@@ -203,7 +203,13 @@ class UprightEnv(gym.Env):
             if self._viewer is None:
                 import mujoco.viewer
 
-                self._viewer = mujoco.viewer.launch_passive(self.sim.model, self.sim.data)
+                try:
+                    self._viewer = mujoco.viewer.launch_passive(self.sim.model, self.sim.data)
+                except Exception as error:  # no display, no GLFW
+                    raise RenderingUnavailable(
+                        f"render_mode='human' needs a display and GLFW ({type(error).__name__}: {error}); "
+                        "use render_mode='rgb_array' (or `upright video`) on a headless machine"
+                    ) from error
             self._viewer.sync()
         return None
 

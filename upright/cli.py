@@ -44,7 +44,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from upright.eval.report import write_report
 
-    path = write_report(Path(args.out), bench_steps=args.bench_steps)
+    path = write_report(Path(args.out), bench_steps=args.bench_steps, episodes=args.episodes)
     print(f"wrote {path}")
     return 0
 
@@ -163,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="the main job: simulate and render both robots, benchmark, write a report")
     p.add_argument("--out", default="results", help="output directory (default: results)")
     p.add_argument("--bench-steps", type=int, default=20_000)
+    p.add_argument("--episodes", type=int, default=8, help="episodes per environment and policy (default: 8)")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("eval", help="run a policy for N episodes in parallel, print and write the metrics")
