@@ -180,3 +180,14 @@ def test_bad_input_is_clear():
         env.step(np.zeros(5))
     with pytest.raises(ValueError, match="non-finite"):
         env.step(np.full(23, np.nan))
+
+
+@pytest.mark.parametrize("env_id", ["upright/WolfgangGetUp-v0", "upright/NaoWalk-v0"])
+def test_physics_blow_up_ends_episode_with_flag(env_id):
+    env = gym.make(env_id)
+    env.reset(seed=0)
+    env.unwrapped.sim.data.qvel[:] = 1e7
+    obs, reward, terminated, truncated, info = env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+    assert terminated and not truncated
+    assert info["sim_unstable"] is True and info["episode_metrics"]["sim_unstable"] is True
+    assert reward == 0.0
