@@ -91,8 +91,7 @@ class GetUpEnv(UprightEnv):
     def _start_on_side(self, seed: int, side: float) -> None:
         """Standing joint angles, torso rolled 90° to one side, then left to come to rest."""
         sim = self.sim
-        sim.reset(self.robot.standing_pose, seed=seed)
-        qpos = sim.data.qpos.copy()
+        qpos = sim.model.key(self.robot.standing_pose).qpos.copy()
         qpos[3:7] = [np.cos(np.pi / 4), side * np.sin(np.pi / 4), 0.0, 0.0]
         qpos[2] = 0.25
         sim.reset(self.robot.standing_pose, seed=seed, qpos=qpos)

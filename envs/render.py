@@ -25,12 +25,17 @@ class Camera:
         except Exception as error:  # the GL libraries raise a variety of errors
             raise RenderingUnavailable(NO_GL_HELP.format(error=f"{type(error).__name__}: {error}")) from error
         self._model = model
+        self._uploaded_hfield: np.ndarray | None = None
 
     def render(self, data: mujoco.MjData, camera: str | int = "track") -> np.ndarray:
         """RGB image (height, width, 3, uint8) of ``data`` seen from ``camera``."""
-        for i in range(self._model.nhfield):
-            # Height fields are redrawn per episode; send the current heights to the GPU.
-            mujoco.mjr_uploadHField(self._model, self._renderer._mjr_context, i)
+        if self._model.nhfield and (
+            self._uploaded_hfield is None or not np.array_equal(self._uploaded_hfield, self._model.hfield_data)
+        ):
+            # Height fields are redrawn per episode; send new heights to the GPU once.
+            for i in range(self._model.nhfield):
+                mujoco.mjr_uploadHField(self._model, self._renderer._mjr_context, i)
+            self._uploaded_hfield = self._model.hfield_data.copy()
         self._renderer.update_scene(data, camera=camera)
         return self._renderer.render()
 
