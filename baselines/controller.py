@@ -15,7 +15,13 @@ from upright.envs.sensors import Sensors
 
 @runtime_checkable
 class Controller(Protocol):
-    """``reset`` at the start of an episode, then ``step`` once per control cycle."""
+    """``reset`` at the start of an episode, then ``step`` once per control cycle.
+
+    Walk controllers also have ``set_command(command)``: the velocity command (vx m/s, vy m/s,
+    yaw rate rad/s, torso frame) that the walk environment gives; it is called before ``reset``
+    and whenever the command changes. Controllers may expose a ``params`` dataclass (their tunable
+    parameters, for ablations and optimisation).
+    """
 
     #: A short word for what the controller is doing: working / waiting / finished / failed / help.
     status: str

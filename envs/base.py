@@ -40,21 +40,24 @@ from upright.eval.metrics import Posture, StandingReference
 RENDER_SIZE = (640, 480)
 
 
-def _resolve_prior(prior: Any, robot) -> Any:
-    """A baseline name → its controller (the only place ``envs`` reaches into ``baselines``)."""
+def _resolve_prior(prior: Any, robot, task: str) -> Any:
+    """A baseline name → its controller for ``robot`` and ``task`` (the only place ``envs`` reaches
+    into ``baselines``)."""
     if prior is None or not isinstance(prior, str):
         if prior is not None and not (hasattr(prior, "reset") and hasattr(prior, "step")):
             raise ValueError(f"prior must be None, a baseline name or a Controller (reset, step), got {prior!r}")
         return prior
     from upright.baselines import make_controller
 
-    return make_controller(prior, robot)
+    return make_controller(prior, robot, task)
 
 
 class UprightEnv(gym.Env):
     """Base class of the tasks; subclasses define the start state, reward and metrics."""
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 50}
+    #: ``"getup"`` or ``"walk"``: which baselines may serve as this environment's prior.
+    task: str = ""
 
     def __init__(
         self,
@@ -73,7 +76,7 @@ class UprightEnv(gym.Env):
             raise ValueError(f"residual_scale must be > 0, got {residual_scale!r}")
         self.robot = get_robot(robot)
         self.sim = Simulation(self.robot, conditions)
-        self.prior = _resolve_prior(prior, self.robot)
+        self.prior = _resolve_prior(prior, self.robot, self.task)
         self.residual_scale = float(residual_scale)
         self.max_episode_seconds = float(max_episode_seconds)
         self.render_mode = render_mode
@@ -150,6 +153,9 @@ class UprightEnv(gym.Env):
     # ---------------------------------------------------------------- episode plumbing
     def _start_prior(self, sensors: Sensors) -> None:
         if self.prior is not None:
+            command = getattr(self, "command", None)
+            if command is not None and hasattr(self.prior, "set_command"):
+                self.prior.set_command(np.array(command, dtype=float))
             self.prior.reset(sensors, np.random.default_rng(self.np_random.integers(2**32)))
             self._prior_targets = np.asarray(self.prior.step(sensors), dtype=float)
 

@@ -50,6 +50,8 @@ class GetUpEnv(UprightEnv):
         render_mode: ``rgb_array`` or ``human``.
     """
 
+    task = "getup"
+
     def __init__(
         self,
         robot: str = "nao",

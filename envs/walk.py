@@ -37,6 +37,8 @@ def _yaw(quat: np.ndarray) -> float:
 class WalkEnv(UprightEnv):
     """Walk following a velocity command; see the module docstring and :mod:`upright.envs.base`."""
 
+    task = "walk"
+
     def __init__(
         self,
         robot: str = "nao",

@@ -85,7 +85,7 @@ class ControllerPolicy(Policy):
         if getattr(base, "prior", None) is not None:
             raise ValueError(f"policy {self.name!r} commands absolute joint targets; use it on an environment without a prior")
         if self._env is not base:
-            self._controller = make_controller(self.name, base.robot)
+            self._controller = make_controller(self.name, base.robot, base.task)
             self._env = base
         self._seed = seed
         self._started = False
@@ -93,6 +93,8 @@ class ControllerPolicy(Policy):
     def act(self, observation: np.ndarray, info: dict[str, Any]) -> np.ndarray:
         sensors = info["sensors"]
         if not self._started:
+            if "command" in info and hasattr(self._controller, "set_command"):
+                self._controller.set_command(np.array(info["command"], dtype=float))
             self._controller.reset(sensors, np.random.default_rng(self._seed))
             self._started = True
         return self._env.action_from_targets(self._controller.step(sensors))

@@ -76,8 +76,9 @@ class _FixedController:
 def test_a_registered_baseline_is_a_policy_by_its_name(env, monkeypatch):
     targets = env.unwrapped.standing_targets + 0.01
     controllers = []
-    monkeypatch.setitem(upright.baselines._FACTORIES, "test_fixed",
-                        lambda robot: controllers.append(_FixedController(targets)) or controllers[-1])
+    factory = lambda robot: controllers.append(_FixedController(targets)) or controllers[-1]  # noqa: E731
+    monkeypatch.setitem(upright.baselines._ENTRIES, "test_fixed",
+                        upright.baselines.BaselineEntry(factory, ("nao", "wolfgang"), "getup"))
     assert "test_fixed" in policy_names()
     policy = load_policy("test_fixed")
     assert isinstance(policy, ControllerPolicy) and policy.name == "test_fixed"
@@ -86,6 +87,48 @@ def test_a_registered_baseline_is_a_policy_by_its_name(env, monkeypatch):
     action = policy.act(observation, info)
     assert controllers[0].reset_with is info["sensors"]
     np.testing.assert_allclose(env.unwrapped.targets_from_action(action), targets, atol=1e-5)
+
+
+def test_a_baseline_names_the_robot_or_task_it_does_not_support(monkeypatch):
+    entry = upright.baselines.BaselineEntry(lambda robot: _FixedController(np.zeros(1)), ("nao",), "walk")
+    monkeypatch.setitem(upright.baselines._ENTRIES, "test_walker", entry)
+    with pytest.raises(ValueError, match="not 'wolfgang'"):
+        gym.make("upright/WolfgangWalk-v0", prior="test_walker")
+    with pytest.raises(ValueError, match="walk controller, not for the 'getup' task"):
+        gym.make("upright/NaoGetUp-v0", prior="test_walker")
+    with pytest.raises(ValueError, match="task must be one of"):
+        upright.baselines.register_controller("bad", entry.factory, robots=("nao",), task="dance")
+
+
+class _CommandedController(_FixedController):
+    """A walk test controller that records the velocity command it is given."""
+
+    def __init__(self, targets: np.ndarray) -> None:
+        super().__init__(targets)
+        self.command = None
+
+    def set_command(self, command: np.ndarray) -> None:
+        self.command = command
+
+
+def test_walk_controllers_receive_the_command(monkeypatch):
+    made = []
+    entry = upright.baselines.BaselineEntry(
+        lambda robot: made.append(_CommandedController(np.zeros(len(robot.actuator_names))))
+        or made[-1], ("nao",), "walk")
+    monkeypatch.setitem(upright.baselines._ENTRIES, "test_walker", entry)
+    env = gym.make("upright/NaoWalk-v0", command=(0.1, -0.05, 0.2))
+    policy = load_policy("test_walker")
+    observation, info = env.reset(seed=0)
+    policy.reset(env, 0)
+    policy.act(observation, info)
+    np.testing.assert_allclose(made[0].command, (0.1, -0.05, 0.2))
+    env.close()
+    made.clear()
+    prior_env = gym.make("upright/NaoWalk-v0", command=(0.2, 0.0, 0.0), prior="test_walker")
+    prior_env.reset(seed=0)
+    np.testing.assert_allclose(made[0].command, (0.2, 0.0, 0.0))
+    prior_env.close()
 
 
 def test_sb3_ppo_round_trip(env, tmp_path):
