@@ -20,8 +20,7 @@ def kin(request) -> Kinematics:
 
 
 def _standing(kin: Kinematics) -> np.ndarray:
-    m = kin.model
-    return m.key(kin.robot.standing_pose).qpos[kin._qadr].copy()
+    return kin.keyframe_joints()
 
 
 def _random_leg(kin: Kinematics, side: str, rng: np.random.Generator, base: np.ndarray) -> np.ndarray:
@@ -159,6 +158,8 @@ def test_bad_input_raises_naming_it(kin):
         kin.with_joints(q, {"Tail": 0.0})
     with pytest.raises(ValueError, match="unknown site"):
         kin.site_pose("nose")
+    with pytest.raises(ValueError, match="unknown keyframe 'sitting'"):
+        kin.keyframe_joints("sitting")
 
 
 def _sim_sites_in_torso(sim: Simulation, names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
