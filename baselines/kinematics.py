@@ -47,7 +47,7 @@ import mujoco
 import numpy as np
 import yaml
 
-from upright.envs.robots import RobotSpec
+from upright.envs.robots import RobotSpec, get_robot
 
 SIDES = ("left", "right")
 _EYE = np.eye(3)
@@ -226,7 +226,8 @@ class Kinematics:
     MuJoCo objects.
     """
 
-    def __init__(self, robot: RobotSpec) -> None:
+    def __init__(self, robot: RobotSpec | str) -> None:
+        robot = get_robot(robot) if isinstance(robot, str) else robot
         self.robot = robot
         chains = chain_data(robot.name)
         spec = mujoco.MjSpec.from_file(str(robot.mjcf))
@@ -433,7 +434,7 @@ class Kinematics:
         r = np.asarray(rot, dtype=float)
         if p.shape != (3,) or not np.all(np.isfinite(p)):
             raise ValueError(f"position must be a finite (3,) vector, got {pos}")
-        if r.shape != (3, 3) or not np.all(np.isfinite(r)) or float(np.max(np.abs(r.T @ r - _EYE))) > 1e-6:
+        if r.shape != (3, 3) or not np.all(np.isfinite(r)) or float(np.max(np.abs(r.T @ r - _EYE))) > 1e-4:
             raise ValueError(f"rotation must be a finite orthonormal (3, 3) matrix, got {rot}")
         return p, r
 

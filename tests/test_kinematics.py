@@ -271,7 +271,7 @@ def test_targets_from_joints_and_joint_names(kin):
 
 
 def test_leg_geometry_is_read_from_the_model():
-    nao = Kinematics(get_robot("nao")).legs["left"]
+    nao = Kinematics("nao").legs["left"]  # a robot name works as well as a RobotSpec
     assert nao.thigh_length == pytest.approx(0.100) and nao.shank_length == pytest.approx(0.1029)
     np.testing.assert_allclose(nao.hip_point, [0.0, 0.05, -0.085], atol=1e-12)
     np.testing.assert_allclose(nao.ankle_in_sole, [0.0, 0.0, 0.04519], atol=1e-12)
