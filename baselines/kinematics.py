@@ -38,10 +38,10 @@ Arm IK is damped least squares on ``mj_jacSite`` of the private model (3 joints,
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
-from typing import Mapping, Sequence
 
 import mujoco
 import numpy as np
@@ -62,7 +62,7 @@ LIMIT_TOL = 1e-3
 REACH_TOL = 1e-4
 
 
-@lru_cache(maxsize=None)
+@cache
 def chain_data(robot_name: str) -> dict:
     """The limb chains and hand points of ``robot_name`` from ``baselines/data/kinematics.yaml``."""
     text = resources.files("upright.baselines").joinpath("data/kinematics.yaml").read_text()

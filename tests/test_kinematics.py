@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 import pytest
 
 from upright import Simulation
-from upright.baselines.kinematics import Kinematics, split_rotation, rotation
+from upright.baselines.kinematics import Kinematics, rotation, split_rotation
 from upright.envs.robots import get_robot
 
 POSES_PER_LEG = 250
@@ -165,8 +166,6 @@ def test_bad_input_raises_naming_it(kin):
 def _sim_sites_in_torso(sim: Simulation, names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     pos, quat = sim.torso_pose()
     rot = np.zeros(9)
-    import mujoco
-
     mujoco.mju_quat2Mat(rot, quat)
     rot = rot.reshape(3, 3)
     out = {}
@@ -200,8 +199,6 @@ def test_private_fk_and_com_agree_with_the_simulation(kin):
             np.testing.assert_allclose(r, truth[name][1], atol=1e-9, err_msg=name)
         # CoM: the simulation's (world) CoM in the torso frame
         pos, quat = sim.torso_pose()
-        import mujoco
-
         rot = np.zeros(9)
         mujoco.mju_quat2Mat(rot, quat)
         rot = rot.reshape(3, 3)
