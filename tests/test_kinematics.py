@@ -137,6 +137,11 @@ def test_unreachable_foot_gives_stretched_leg_and_no_nan(kin):
     assert np.linalg.norm(ankle_reached - hip) >= leg.thigh_length + leg.shank_length - 1e-3  # stretched
     angles, reachable = kin.leg_ik("left", hip, rot)  # foot at the hip: too close
     assert not reachable and np.all(np.isfinite(angles))
+    # in reach, but the foot yawed 2 rad needs a hip (yaw) angle beyond its range: clipped, reported
+    yawed = rotation(np.array([0.0, 0.0, 1.0]), 2.0) @ rot
+    angles, reachable = kin.leg_ik("left", pos, yawed)
+    assert not reachable and np.all(np.isfinite(angles))
+    assert np.all(angles >= leg.lower) and np.all(angles <= leg.upper)
 
 
 def test_bad_input_raises_naming_it(kin):
