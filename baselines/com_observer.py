@@ -47,7 +47,7 @@ class ComObserver:
         for axis in range(2):
             mean = np.array([expected_pos[axis], expected_vel[axis]])
             cov = a @ self.cov[axis] @ a.T + self.process_cov
-            gain = cov @ _C.T / (float(_C @ cov @ _C.T) + self.measurement_var)
+            gain = cov @ _C.T / ((_C @ cov @ _C.T)[0, 0] + self.measurement_var)
             mean = mean + gain[:, 0] * innovation[axis]
             self.cov[axis] = cov - gain @ _C @ cov
             self.position[axis], self.velocity[axis] = mean
