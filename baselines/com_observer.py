@@ -18,17 +18,22 @@ class ComObserver:
     """Per-axis Kalman filters on (position, velocity).
 
     Args:
-        process_std: process noise standard deviations ``(position m, velocity m/s)`` added per
-            cycle (the paper's Σε; B-Human 2013: 0.1 mm and 3 mm/s).
-        measurement_std: standard deviation (m) of the measured CoM position (Σm; B-Human 2013: 2 mm).
+        process_std: per axis (x, y), process noise standard deviations ``(position m, velocity
+            m/s)`` added per cycle (the paper's Σε; B-Human 2013: 0.1 mm and 3 mm/s on both axes).
+        measurement_std: per axis (x, y), standard deviation (m) of the measured CoM position
+            (Σm; B-Human 2013: 2 mm on both axes).
     """
 
-    def __init__(self, process_std: tuple[float, float], measurement_std: float) -> None:
-        if min(process_std) <= 0.0 or measurement_std <= 0.0:
-            raise ValueError(f"noise deviations must be > 0, got {process_std!r}, {measurement_std!r}")
-        self.process_cov = np.diag(np.square(process_std))
-        self.measurement_var = float(measurement_std) ** 2
-        self.cov = np.stack([self.process_cov.copy(), self.process_cov.copy()])
+    def __init__(self, process_std: tuple[tuple[float, float], tuple[float, float]],
+                 measurement_std: tuple[float, float]) -> None:
+        process = np.asarray(process_std, dtype=float)
+        measurement = np.asarray(measurement_std, dtype=float)
+        if process.shape != (2, 2) or measurement.shape != (2,) or process.min() <= 0.0 or measurement.min() <= 0.0:
+            raise ValueError(f"noise deviations must be > 0 with shapes (2, 2) and (2,), got "
+                             f"{process_std!r}, {measurement_std!r}")
+        self.process_cov = np.stack([np.diag(np.square(p)) for p in process])
+        self.measurement_var = np.square(measurement)
+        self.cov = self.process_cov.copy()
         self.position = np.zeros(2)
         self.velocity = np.zeros(2)
 
@@ -36,7 +41,7 @@ class ComObserver:
         """Start from a known state (m, m/s) with the process covariance as uncertainty."""
         self.position = np.asarray(position, dtype=float).copy()
         self.velocity = np.asarray(velocity, dtype=float).copy()
-        self.cov = np.stack([self.process_cov.copy(), self.process_cov.copy()])
+        self.cov = self.process_cov.copy()
 
     def update(self, expected_pos: np.ndarray, expected_vel: np.ndarray, measured_pos: np.ndarray,
                dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -46,8 +51,8 @@ class ComObserver:
         innovation = np.asarray(measured_pos, dtype=float) - np.asarray(expected_pos, dtype=float)
         for axis in range(2):
             mean = np.array([expected_pos[axis], expected_vel[axis]])
-            cov = a @ self.cov[axis] @ a.T + self.process_cov
-            gain = cov @ _C.T / ((_C @ cov @ _C.T)[0, 0] + self.measurement_var)
+            cov = a @ self.cov[axis] @ a.T + self.process_cov[axis]
+            gain = cov @ _C.T / ((_C @ cov @ _C.T)[0, 0] + self.measurement_var[axis])
             mean = mean + gain[:, 0] * innovation[axis]
             self.cov[axis] = cov - gain @ _C @ cov
             self.position[axis], self.velocity[axis] = mean

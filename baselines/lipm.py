@@ -46,11 +46,15 @@ class LipmParams:
     lift_height: float
     #: Torso pitch while walking (rad, + = forward).
     body_tilt: float
+    #: Step-bound torso rotation about x towards the support foot (rad, peak at mid-phase): the
+    #: paper's "rotation around the x-axis to simplify the center of mass shifting to a side"
+    #: (sec. 4); it also takes up the hip and ankle roll sag under the body's weight.
+    step_roll: float
     #: Actuation delay predicted over (s), equation 21.
     delay: float
-    #: Kalman process noise (position m, velocity m/s) and measurement noise (m).
-    observer_process_std: tuple[float, float]
-    observer_measurement_std: float
+    #: Kalman process noise per axis x, y: (position m, velocity m/s); measurement noise per axis (m).
+    observer_process_std: tuple[tuple[float, float], tuple[float, float]]
+    observer_measurement_std: tuple[float, float]
     #: Time (s) to move from the standing pose to the walking posture, then to hold it.
     posture_time: float
     settle_time: float
@@ -71,7 +75,8 @@ class LipmParams:
         data = yaml.safe_load(path.read_text())
         player = PlayerParams(**data.pop("player"))
         data.pop("robot")
-        data["observer_process_std"] = tuple(data["observer_process_std"])
+        data["observer_process_std"] = tuple(tuple(axis) for axis in data["observer_process_std"])
+        data["observer_measurement_std"] = tuple(data["observer_measurement_std"])
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
@@ -82,6 +87,11 @@ class LipmParams:
 def _rz(yaw: float) -> np.ndarray:
     c, s = np.cos(yaw), np.sin(yaw)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def _rx(roll: float) -> np.ndarray:
+    c, s = np.cos(roll), np.sin(roll)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
 
 
 def _ry(pitch: float) -> np.ndarray:
@@ -140,6 +150,7 @@ class LipmWalk:
         self._last_time = sensors.time
         self._start_targets = np.asarray(sensors.joint_target, dtype=float).copy()
         self._joints = np.asarray(sensors.joint_pos, dtype=float).copy()
+        self._joints[list(self.robot.actuated_joint_index)] = self._start_targets  # arms, head: as commanded
         w = p.player.foot_y
         stand = Posture(0, np.array([p.player.ref_x, 0.0]), 0.0, np.array([0.0, w, 0.0, 0.0]),
                         np.array([0.0, -w, 0.0, 0.0]), 0.0)
@@ -202,16 +213,17 @@ class LipmWalk:
         """Leg IK for a posture in ``Q``; arms and head keep their standing targets. The torso is
         placed so that the model CoM (with the previous leg angles) is at the planned CoM."""
         p = self.params
-        torso_rot = _rz(posture.torso_yaw) @ _ry(p.body_tilt)
+        roll = -posture.support * p.step_roll * np.sin(np.pi * posture.ratio)
+        torso_rot = _rz(posture.torso_yaw) @ _rx(roll) @ _ry(p.body_tilt)
         com = np.array([posture.com_xy[0], posture.com_xy[1], p.com_height])
         torso_pos = com - torso_rot @ self.kin.com(self._joints)
         feet = []
         for foot in (posture.left, posture.right):
             feet.append(torso_rot.T @ (foot[:3] - torso_pos))
             feet.append(torso_rot.T @ _rz(foot[3]))
-        joints, _ = self.kin.legs_ik(*feet, base=self._joints)
-        self._joints = joints
-        return self.kin.targets_from_joints(joints, base=self._start_targets)
+        angles, _ = self.kin.legs_ik(*feet)
+        self._joints = self.kin.with_joints(self._joints, angles)
+        return self.kin.targets_from_joints(self._joints)
 
 
 def _make(robot: RobotSpec) -> LipmWalk:

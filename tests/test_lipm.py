@@ -149,7 +149,7 @@ def test_prediction_crosses_into_the_next_phase():
 def test_observer_follows_a_constant_offset():
     """With the measurement offset by 5 mm from the expectation, the filtered position moves
     towards the measurement but only partly per cycle (small process noise)."""
-    obs = ComObserver((1e-4, 3e-3), 2e-3)
+    obs = ComObserver(((1e-4, 3e-3), (1e-4, 3e-3)), (2e-3, 2e-3))
     obs.reset(np.zeros(2), np.zeros(2))
     first, _ = obs.update(np.zeros(2), np.zeros(2), np.array([0.005, -0.005]), 0.012)
     assert 0.0 < first[0] < 0.0025 and -0.0025 < first[1] < 0.0
@@ -162,4 +162,4 @@ def test_observer_follows_a_constant_offset():
 
 def test_observer_rejects_bad_noise():
     with pytest.raises(ValueError, match="-1"):
-        ComObserver((-1.0, 1.0), 1.0)
+        ComObserver(((-1.0, 1.0), (1.0, 1.0)), (1.0, 1.0))
