@@ -37,8 +37,12 @@ class PlayerParams:
     #: ``|x0y| = ref_y / cosh(k · step_duration / 4)`` so that in place the CoM meets the midline
     #: at the support switch.
     step_duration: float
-    #: Largest allowed |r_x − ref_x| (m): the capped origin offset of section 2.3.
+    #: Largest allowed |r_x − ref_x| (m) when a phase is planned: the capped origin offset of
+    #: section 2.3 (it limits acceleration).
     origin_x_cap: float
+    #: Largest allowed |r_x − ref_x| (m) when a phase is re-planned by the correction (B-Human 2013
+    #: separates the two: walkRefXPlanningLimit [−2, 3] mm, walkRefXLimit ±30 mm).
+    correction_origin_x_cap: float
     #: Lateral origin offset (m) of the start phase, under the foot that swings first.
     start_origin_y: float
     #: Step limits per phase: forward, backward (m, both >= 0), sideways per full cycle (m),
@@ -139,35 +143,37 @@ class PendulumPlayer:
     def _next_support(self, phase: Phase) -> int:
         return self._first_support if phase.support == 0 else -phase.support
 
-    def _desired_step(self, phase: Phase, duration: float) -> np.ndarray:
-        """The step (s̄x, s̄y, turn) the command asks of ``phase`` (its swing foot is −support)."""
+    def _desired_step(self, phase: Phase) -> np.ndarray:
+        """The step (s̄x, s̄y, turn) the command asks of ``phase`` (its swing foot is −support), from
+        the nominal durations (the actual phase duration changes with every correction)."""
         if phase.support == 0:
             return np.zeros(3)
         vx, vy, wz = self.command
         p = self.p
         cycle = p.step_duration
         swing = -phase.support
-        sx = float(np.clip(vx * duration, -p.max_step_backward, p.max_step_forward))
+        sx = float(np.clip(vx * cycle / 2.0, -p.max_step_backward, p.max_step_forward))
         # Sideways and turning: the foot on the side of the motion leads, the other one closes up.
         sy = float(np.clip(vy * cycle, -p.max_step_sideways, p.max_step_sideways)) if vy * swing > 0 else 0.0
         turn = float(np.clip(wz * cycle, -p.max_turn, p.max_turn)) if wz * swing > 0 else 0.0
         return np.array([sx, sy, turn])
 
-    def _plan(self, phase: Phase, t: float) -> None:
+    def _plan(self, phase: Phase, t: float, cap: float | None = None) -> None:
         """Plan ``phase`` from time ``t`` on: its end ``te``, the next phase's begin, the sagittal
-        origin and state (equation 9, origin offset capped) and the step actually made."""
+        origin and state (equation 9, origin offset capped to ``cap``, default the planning cap) and
+        the step actually made."""
         p, k = self.p, self.k
         support_next = self._next_support(phase)
         r_next = np.array([p.ref_x, support_next * p.ref_y])
         x0y_next = -support_next * p.apex_y
-        step_y = self._desired_step(phase, p.step_duration / 2.0)[1]
-        te, tb_next = pendulum.switch_times(phase.x0[1], phase.r[1], k, x0y_next, r_next[1], k, step_y, t)
-        desired = self._desired_step(phase, te - phase.tb)
+        desired = self._desired_step(phase)
+        te, tb_next = pendulum.switch_times(phase.x0[1], phase.r[1], k, x0y_next, r_next[1], k, desired[1], t)
         pos, vel = phase.com(t, k)
         r, x0, v0, v0_next = pendulum.connect(k, t, pos[0], vel[0], te, k, tb_next, desired[0], r_next[0])
         step_x = desired[0]
-        if abs(r - p.ref_x) > p.origin_x_cap:
-            r = p.ref_x + np.sign(r - p.ref_x) * p.origin_x_cap
+        cap = p.origin_x_cap if cap is None else cap
+        if abs(r - p.ref_x) > cap:
+            r = p.ref_x + np.sign(r - p.ref_x) * cap
             step_x, x0, v0, v0_next = pendulum.connect_with_origin(k, t, pos[0], vel[0], r, te, k, tb_next, r_next[0])
         phase.r[0], phase.x0[0], phase.v0[0] = r, x0, v0
         phase.te = te
@@ -225,7 +231,7 @@ class PendulumPlayer:
         # Sagittal state at time t: the system (9) is solved from (position, velocity) at t.
         trial.x0[0], trial.v0[0] = self._sagittal_at_zero(position[0] - phase.r[0], velocity[0], t)
         try:
-            self._plan(trial, t)
+            self._plan(trial, t, self.p.correction_origin_x_cap)
         except ValueError:
             return False
         self.phase, self.t = trial, t

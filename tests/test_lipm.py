@@ -11,7 +11,7 @@ from upright.baselines.lipm_player import PendulumPlayer, PlayerParams
 
 K = pendulum.omega(0.262)
 NAO_PLAYER = PlayerParams(pendulum_height=0.262, foot_y=0.05, ref_x=0.016, ref_y=0.05, step_duration=0.525,
-                          origin_x_cap=0.004, start_origin_y=0.03, max_step_forward=0.08,
+                          origin_x_cap=0.004, correction_origin_x_cap=0.03, start_origin_y=0.03, max_step_forward=0.08,
                           max_step_backward=0.06, max_step_sideways=0.08, max_turn=0.5)
 
 
