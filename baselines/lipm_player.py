@@ -51,8 +51,12 @@ class PlayerParams:
     max_step_backward: float
     max_step_sideways: float
     max_turn: float
-    #: Smallest lateral apex offset (m) the correction may produce (equation 19's root near zero).
-    min_apex: float = 0.002
+    #: Smallest lateral apex offset (m) the correction may produce; a filtered state closer to
+    #: crossing over the origin (equation 19's root near zero or imaginary) is not adopted.
+    min_apex: float = 0.005
+    #: A correction that would make the phase last longer than this multiple of the nominal phase
+    #: (step_duration / 2) is not adopted.
+    max_phase_scale: float = 1.5
 
     @property
     def k(self) -> float:
@@ -220,7 +224,10 @@ class PendulumPlayer:
         phase = self.phase
         if phase.support == 0:
             return False
-        x0y, t = pendulum.lateral_apex(position[1] - phase.r[1], velocity[1], self.k, self.p.min_apex)
+        x_rel = position[1] - phase.r[1]
+        if x_rel * x_rel - (velocity[1] / self.k) ** 2 < self.p.min_apex**2:
+            return False
+        x0y, t = pendulum.lateral_apex(x_rel, velocity[1], self.k, self.p.min_apex)
         if np.sign(x0y) != np.sign(phase.x0[1]):
             return False
         trial = copy.deepcopy(phase)
@@ -230,9 +237,14 @@ class PendulumPlayer:
         trial.tb = phase.tb + (t - self.t)
         # Sagittal state at time t: the system (9) is solved from (position, velocity) at t.
         trial.x0[0], trial.v0[0] = self._sagittal_at_zero(position[0] - phase.r[0], velocity[0], t)
+        planned_next = self.next
         try:
             self._plan(trial, t, self.p.correction_origin_x_cap)
         except ValueError:
+            self.next = planned_next
+            return False
+        if trial.te - trial.tb > self.p.max_phase_scale * self.p.step_duration / 2.0:
+            self.next = planned_next
             return False
         self.phase, self.t = trial, t
         return True
