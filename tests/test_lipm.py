@@ -163,3 +163,45 @@ def test_observer_follows_a_constant_offset():
 def test_observer_rejects_bad_noise():
     with pytest.raises(ValueError, match="-1"):
         ComObserver(((-1.0, 1.0), (1.0, 1.0)), (1.0, 1.0))
+
+
+def test_params_load_for_both_robots():
+    from upright.baselines.lipm import LipmParams
+
+    for robot in ("nao", "wolfgang"):
+        params = LipmParams.for_robot(robot)
+        assert params.player.pendulum_height > 0 and params.com_height > 0
+    with pytest.raises(ValueError, match="robotx"):
+        LipmParams.for_robot("robotx")
+
+
+def test_nao_walks_forward_in_the_environment():
+    """Integration: the registered baseline, real physics; 1.5 s to the walking posture, then 3 s
+    of walking at 0.1 m/s without falling, the torso moving forward."""
+    import gymnasium as gym
+
+    import upright  # noqa: F401  (registers the environments)
+    from upright.policies.registry import load_policy
+
+    env = gym.make("upright/NaoWalk-v0", command=(0.1, 0.0, 0.0), max_episode_seconds=4.5)
+    policy = load_policy("lipm")
+    obs, info = env.reset(seed=0)
+    policy.reset(env, 0)
+    start = env.unwrapped.sim.torso_pose()[0].copy()
+    while True:
+        obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
+        if terminated or truncated:
+            break
+    moved = env.unwrapped.sim.torso_pose()[0] - start
+    env.close()
+    assert info["episode_metrics"]["falls"] == 0
+    assert truncated and not terminated
+    assert moved[0] > 0.12 and abs(moved[1]) < 0.1
+
+
+def test_controller_rejects_bad_command():
+    from upright.baselines.lipm import LipmWalk
+
+    walk = LipmWalk("nao")
+    with pytest.raises(ValueError, match="nan"):
+        walk.set_command(np.array([np.nan, 0.0, 0.0]))
