@@ -41,8 +41,8 @@ LADDERS: dict[str, dict[str, tuple[int, float, tuple[float, ...]]]] = {
     "nao": {
         "forward": (0, 1.0, (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40)),
         "backward": (0, -1.0, (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)),
-        "sideways": (1, 1.0, (0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.15)),
-        "turning": (2, 1.0, (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.6)),
+        "sideways": (1, 1.0, (0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.15, 0.20)),
+        "turning": (2, 1.0, (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.6, 2.0)),
     },
     "wolfgang": {
         "forward": (0, 1.0, (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40)),
@@ -53,7 +53,6 @@ PAPER = {"forward": 0.31, "sideways": 0.12, "backward": 0.22, "turning": np.deg2
          "observer_lateral_error_mm": 7.76}
 PUSH_TIMES = (4.0, 4.07, 4.14, 4.21)  # s: four phases of the gait, after walking starts
 PUSH_DURATION = 0.1  # s
-PUSH_IMPULSES = tuple(np.round(np.arange(0.25, 4.01, 0.25), 2))  # N·s
 
 
 class VariantPolicy(ControllerPolicy):
@@ -119,10 +118,10 @@ def speed_ladders(policy: VariantPolicy, robot: str, seconds: float, conditions:
             print(f"  {direction:9s} {speed:5.2f}: {'FELL at %.1f s' % t_end if fell else 'ok'}; "
                   f"velocity (2nd half) {np.round(late, 3).tolist()}", flush=True)
         sustained = [r for r in rows if not r["fell"]]
-        best = max(sustained, key=lambda r: r["speed"]) if sustained else None
+        # The highest speed sustained: the fastest measured velocity of an episode without a fall.
+        best = max(sustained, key=lambda r: sign * r["late_velocity"][index]) if sustained else None
         out[direction] = {"rows": rows, "best_command": best["speed"] if best else None,
-                          "best_achieved": abs(best["late_velocity"][index]) if best else None,
-                          "all_below_sustained": bool(best) and all(not r["fell"] for r in rows if r["speed"] <= best["speed"])}
+                          "best_achieved": sign * best["late_velocity"][index] if best else None}
     return out
 
 
@@ -159,11 +158,12 @@ def observer_errors(policy: VariantPolicy, robot: str, speed: float, seconds: fl
             "measured_minus_truth_mm": round(float(e[:, 2].mean()), 2)}
 
 
-def push_limit(policy: VariantPolicy, robot: str, seconds: float) -> dict[str, Any]:
-    """The largest lateral impulse (N·s) survived at every push time while walking in place."""
-    survived: float | None = 0.0
+def push_limit(policy: VariantPolicy, robot: str, seconds: float, step: float, largest: float) -> dict[str, Any]:
+    """The largest lateral impulse (N·s) survived at every push time while walking in place, trying
+    ``step``, ``2·step``, ... up to ``largest`` (N·s) and stopping at the first impulse with a fall."""
+    survived = 0.0
     rows = []
-    for impulse in PUSH_IMPULSES:
+    for impulse in np.round(np.arange(step, largest + 1e-9, step), 3):
         force = impulse / PUSH_DURATION
         falls = []
         for t in PUSH_TIMES:
@@ -184,7 +184,7 @@ def _markdown(result: dict[str, Any]) -> str:
         if key not in result:
             continue
         lines += [f"## Speed ladders ({'flat' if key == 'speeds' else 'turf'}, {result['seconds']} s episodes)", "",
-                  "| direction | highest command without fall | velocity then (2nd half) | paper | commands that fell |",
+                  "| direction | highest velocity sustained (2nd half, no fall) | its command | paper | commands that fell |",
                   "|---|---|---|---|---|"]
         for direction, r in result[key].items():
             unit = "rad/s" if direction == "turning" else "m/s"
@@ -192,7 +192,7 @@ def _markdown(result: dict[str, Any]) -> str:
             paper = PAPER.get(direction) if result["robot"] == "nao" and key == "speeds" else None
             best = "none" if r["best_command"] is None else f"{r['best_command']:g} {unit}"
             achieved = "–" if r["best_achieved"] is None else f"{r['best_achieved']:.3f} {unit}"
-            lines.append(f"| {direction} | {best} | {achieved} | {'–' if paper is None else f'{paper:.2f} {unit}'} | {fell} |")
+            lines.append(f"| {direction} | {achieved} | {best} | {'–' if paper is None else f'{paper:.2f} {unit}'} | {fell} |")
         lines.append("")
     if result.get("observer"):
         o = result["observer"]
@@ -220,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="episode length for the ladders (s)")
     parser.add_argument("--push-seconds", type=float, default=8.0, help="episode length for the pushes (s)")
     parser.add_argument("--observer-speed", type=float, default=None, help="forward speed for the observer run")
+    parser.add_argument("--impulse-step", type=float, default=0.25, help="push ladder step (N·s, default 0.25)")
+    parser.add_argument("--max-impulse", type=float, default=4.0, help="largest push tried (N·s, default 4)")
     parser.add_argument("--off", default="correction",
                         help="comma list of boolean params switched off for the 'without stabilisation' push runs")
     parser.add_argument("--out", required=True, help="output folder")
@@ -240,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         result["turf"] = speed_ladders(policy, args.robot, args.seconds, "turf", ("forward",))
     if "observer" in experiments:
         speed = args.observer_speed
-        if speed is None:
+        if speed is None:  # full speed: the command of the fastest forward run without a fall
             speed = result.get("speeds", {}).get("forward", {}).get("best_command") or 0.1
         print(f"observer errors at {speed} m/s", flush=True)
         result["observer"] = observer_errors(policy, args.robot, speed, args.seconds)
@@ -249,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         result["push"] = {}
         for label, variant in ((args.policy, policy), (f"{args.policy} without {args.off}", VariantPolicy(args.policy, off))):
             print(f"pushes: {label}", flush=True)
-            result["push"][label] = push_limit(variant, args.robot, args.push_seconds)
+            result["push"][label] = push_limit(variant, args.robot, args.push_seconds, args.impulse_step,
+                                               args.max_impulse)
     result["wall_seconds"] = round(time.time() - start, 1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
