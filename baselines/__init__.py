@@ -65,3 +65,4 @@ __all__ = ["TASKS", "BaselineEntry", "Controller", "baseline_entry", "controller
            "register_controller"]
 
 # Baseline modules register themselves on import (one line each, below).
+import upright.baselines.spline  # noqa: E402,F401  (registers spline, spline_nostab)
