@@ -1,17 +1,24 @@
 """Baseline ``spline``: the Bit-Bots quintic-spline stand-up with fused-angle stabiliser and fail-safe.
 
 Stelter 2020 (thesis, chapter 4) and Stelter et al., ICAR 2021 (section III); every number is in
-reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``. Per control cycle:
+reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``.
 
-1. the four pose splines of the current :class:`~upright.baselines.spline_motion.Plan` give the goal
-   poses of the hands (relative to the shoulders), of the right sole (torso frame) and of the left
-   sole (right-sole frame);
-2. from the squat on, :class:`~upright.baselines.stabilizer.TrunkStabilizer` corrects the right-foot
-   goal so the trunk reaches its goal fused pitch and roll (switch ``params.stabilizing``);
-3. the left-foot goal is re-expressed in the torso frame, the legs get analytic IK (NAO: one shared
+1. The four pose splines of a :class:`~upright.baselines.spline_motion.Plan` give the goal poses of
+   the hands (relative to the shoulders), of the right sole (torso frame) and of the left sole
+   (right-sole frame), starting from the measured poses.
+2. The left-foot goal is re-expressed in the torso frame; the legs get analytic IK (NAO: one shared
    HipYawPitch), the arms damped-least-squares IK on the hand positions (3-DoF arms cannot reach a
-   full 6-D pose; the thesis allows approximate arm solutions);
-4. the head tilts out of the way (``head_tilt_front``/``back``) until the head-zero instant.
+   full 6-D pose; the thesis allows approximate arm solutions). The head tilts out of the way
+   (``head_tilt_front``/``back``) until the head-zero instant.
+3. From the squat on, :class:`~upright.baselines.stabilizer.TrunkStabilizer` turns the trunk goal by
+   PID corrections of its fused pitch and roll (switch ``params.stabilizing``), which changes the
+   right-foot goal and with it both legs.
+
+Computation: steps 1-2 are solved when a try starts, on a grid of ``ik_grid_period`` plus every
+knot time (a joint trajectory, linearly interpolated per control cycle); for the stabilised part the
+same solve also gives the legs' sensitivity to the two corrections (finite differences of the IK),
+so a control cycle costs an interpolation, the PID and a (joints x 2) product instead of IK calls.
+The stabiliser keeps running after the motion ends (the end pose is held stabilised).
 
 Fail-safe (our addition; the thesis' discussion names its absence as the system's largest issue):
 from the squat on, and while standing afterwards, a trunk error (goal − measured fused pitch or
@@ -36,6 +43,8 @@ from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
 
 SIDES = ("left", "right")
+#: Step (rad) of the finite differences that give the legs' sensitivity to trunk corrections.
+SENSITIVITY_STEP = 0.01
 
 
 def lying_direction(fused: np.ndarray, fall_angle: float) -> str:
@@ -70,12 +79,13 @@ class SplineStandUp:
         self.plan: Plan | None = None
         self.tries = 0
         self._stabilizer = self._make_stabilizer()
-        self._joints = np.zeros(len(names))
+        self.joint_goal = np.zeros(len(names))
+        self.trajectory: JointTrajectory | None = None
         self._t0 = 0.0
         self._limp_since: float | None = None
         self._stable_for = 0.0
-        #: Whether the last leg IK reached both foot goals exactly.
-        self.reachable = True
+        #: The stabiliser's last correction of the trunk goal (fused pitch, roll; rad).
+        self.correction = np.zeros(2)
 
     def _make_stabilizer(self) -> TrunkStabilizer:
         p = self.params
@@ -90,16 +100,64 @@ class SplineStandUp:
         self._start(sensors)
 
     def _start(self, sensors: Sensors) -> None:
-        """Plan a new try from the measured poses."""
+        """Plan a new try from the measured poses and precompute its nominal joint trajectory."""
         self.tries += 1
-        self._joints = np.array(sensors.joint_pos, dtype=float)
         self._t0 = sensors.time
         self._limp_since = None
         self._stable_for = 0.0
         self._stabilizer.reset()
+        self.correction = np.zeros(2)
         direction = lying_direction(sensors.fused, self.params.fall_angle)
         self.plan = plan_motion(direction, self.params, self.measured_poses(sensors.joint_pos))
+        self.trajectory = self._precompute(self.plan, np.array(sensors.joint_pos, dtype=float))
+        self.joint_goal = self.trajectory.joints[0].copy()
         self.status = "working"
+
+    def foot_goals(self, t: float, correction: np.ndarray | None = None) -> dict[str, tuple]:
+        """Both soles' goal poses ``side -> (pos, rot)`` in the torso frame at time ``t`` (s) of the
+        current plan; with ``correction`` (fused pitch, roll; rad) the trunk goal turned by it."""
+        goals = self.plan.poses(t)
+        r_pos, r_rot = pose_matrix(goals["r_foot"])
+        if correction is not None:
+            r_pos, r_rot = TrunkStabilizer.apply(r_pos, r_rot, correction)
+        l_rel_pos, l_rel_rot = pose_matrix(goals["l_foot"])
+        return {"left": (r_pos + r_rot @ l_rel_pos, r_rot @ l_rel_rot), "right": (r_pos, r_rot)}
+
+    def _solve_legs(self, q: np.ndarray, feet: dict[str, tuple]) -> bool:
+        """Write the leg IK solution for ``feet`` into ``q``; whether both goals were reachable."""
+        legs, reachable = self.kin.legs_ik(*feet["left"], *feet["right"])
+        q[self._leg_index] = [legs[j] for j in self._leg_joints]
+        return reachable
+
+    def _precompute(self, plan: Plan, q: np.ndarray) -> "JointTrajectory":
+        """The motion in joint space: IK of the spline goals on a grid of ``ik_grid_period`` (plus
+        every knot time), arms seeded with the previous grid point; from the squat on also the
+        legs' sensitivity to the stabiliser's corrections (finite differences of the IK)."""
+        p = self.params
+        knots = np.concatenate([spline.times for spline in plan.splines.values()])
+        times = np.union1d(np.arange(0.0, plan.duration, p.ik_grid_period), knots)
+        joints, trunk = np.empty((len(times), len(q))), np.empty((len(times), 2))
+        sensitivity = np.zeros((len(times), len(q), 2))
+        reachable = np.empty(len(times), dtype=bool)
+        head = {"front": p.head_tilt_front, "back": p.head_tilt_back}.get(plan.direction, p.head_tilt_final)
+        q = q.copy()
+        for k, t in enumerate(times):
+            goals = plan.poses(t)
+            feet = self.foot_goals(t)
+            reachable[k] = self._solve_legs(q, feet)
+            for side in SIDES:
+                idx = self._arm_index[side]
+                q[idx] = self.kin.arm_ik(side, goals[f"{side[0]}_hand"][:3], q[idx], damping=p.arm_ik_damping)
+            q[self._pan] = 0.0
+            q[self._tilt] = head if t < plan.head_zero_at else p.head_tilt_final
+            joints[k] = q
+            trunk[k] = TrunkStabilizer.trunk_goal(feet["right"][1])[:2]
+            if p.stabilizing and t >= plan.stabilize_from:
+                for axis in range(2):
+                    dq = q.copy()
+                    self._solve_legs(dq, self.foot_goals(t, SENSITIVITY_STEP * np.eye(2)[axis]))
+                    sensitivity[k, :, axis] = (dq - q) / SENSITIVITY_STEP
+        return JointTrajectory(times, joints, trunk, sensitivity, reachable)
 
     def measured_poses(self, joint_pos: np.ndarray) -> dict[str, np.ndarray]:
         """The effectors' current pose vectors in the splines' frames, from joint angles."""
@@ -122,38 +180,25 @@ class SplineStandUp:
         if self.status in ("waiting", "failed"):
             return self._limp(sensors)
         t = sensors.time - self._t0
-        plan = self.plan
-        goals = plan.poses(t)
-        r_pos, r_rot = pose_matrix(goals["r_foot"])
-        stabilising = t >= plan.stabilize_from
-        if stabilising and p.fail_safe and self._fallen(r_rot, sensors):
+        trajectory = self.trajectory
+        stabilising = t >= self.plan.stabilize_from
+        trunk_goal = trajectory.trunk_goal(t)
+        if stabilising and p.fail_safe and self._fallen(trunk_goal, sensors):
             self.status = "waiting"
             self._limp_since = sensors.time
             return self._limp(sensors)
+        q = trajectory(t)
         if stabilising and p.stabilizing:
-            r_pos, r_rot = self._stabilizer.correct(r_pos, r_rot, sensors.fused, self.robot.control_period)
-        l_rel_pos, l_rel_rot = pose_matrix(goals["l_foot"])
-        l_pos, l_rot = r_pos + r_rot @ l_rel_pos, r_rot @ l_rel_rot
-        q = self._joints
-        legs, self.reachable = self.kin.legs_ik(l_pos, l_rot, r_pos, r_rot)
-        q[self._leg_index] = [legs[j] for j in self._leg_joints]
-        for side in SIDES:
-            idx = self._arm_index[side]
-            q[idx] = self.kin.arm_ik(side, goals[f"{side[0]}_hand"][:3], q[idx], damping=p.arm_ik_damping)
-        q[self._pan] = 0.0
-        if t < plan.head_zero_at:
-            q[self._tilt] = {"front": p.head_tilt_front, "back": p.head_tilt_back}.get(plan.direction,
-                                                                                        p.head_tilt_final)
-        else:
-            q[self._tilt] = p.head_tilt_final
-        if t >= plan.duration:
-            self._update_finished(t - plan.duration)
+            self.correction = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
+            q += trajectory.sensitivity_at(t) @ self.correction
+        self.joint_goal = q
+        if t >= self.plan.duration:
+            self._update_finished(t - self.plan.duration)
         return self.kin.targets_from_joints(q)
 
-    def _fallen(self, foot_rot: np.ndarray, sensors: Sensors) -> bool:
-        """The trunk is more than ``fall_angle`` off its goal in fused pitch or roll."""
-        goal = TrunkStabilizer.trunk_goal(foot_rot)
-        error = np.abs(goal[:2] - sensors.fused[:2])
+    def _fallen(self, trunk_goal: np.ndarray, sensors: Sensors) -> bool:
+        """The trunk is upside down or more than ``fall_angle`` off its goal fused pitch or roll."""
+        error = np.abs(trunk_goal - sensors.fused[:2])
         return bool(sensors.fused[3] < 0 or error.max() > self.params.fall_angle)
 
     def _update_finished(self, overtime: float) -> None:
@@ -182,6 +227,47 @@ class SplineStandUp:
                 self._start(sensors)
                 return self.step(sensors)
         return self.kin.targets_from_joints(np.asarray(sensors.joint_pos, dtype=float))
+
+
+class JointTrajectory:
+    """A try's precomputed motion sampled at ``times`` (s from the motion's start): joint angles
+    (rad, robot joint order), the trunk goal (fused pitch, roll; rad), the joints' sensitivity to
+    the stabiliser's corrections (rad per rad, shape (n, joints, 2)) and whether the leg IK reached
+    the goals; linearly interpolated, clamped to the sampled range."""
+
+    def __init__(self, times: np.ndarray, joints: np.ndarray, trunk: np.ndarray, sensitivity: np.ndarray,
+                 reachable: np.ndarray) -> None:
+        self.times, self.joints, self.trunk = times, joints, trunk
+        self.sensitivity, self.reachable = sensitivity, reachable
+
+    def _weights(self, t: float) -> tuple[int, float]:
+        k = int(np.searchsorted(self.times, t, side="right")) - 1
+        if k < 0:
+            return 0, 0.0
+        if k >= len(self.times) - 1:
+            return len(self.times) - 2, 1.0
+        return k, (t - self.times[k]) / (self.times[k + 1] - self.times[k])
+
+    def __call__(self, t: float) -> np.ndarray:
+        """Joint angles (rad) at ``t`` (a new array)."""
+        if len(self.times) == 1:
+            return self.joints[0].copy()
+        k, w = self._weights(t)
+        return (1.0 - w) * self.joints[k] + w * self.joints[k + 1]
+
+    def sensitivity_at(self, t: float) -> np.ndarray:
+        """d(joint angles)/d(correction) at ``t`` (joints, 2)."""
+        if len(self.times) == 1:
+            return self.sensitivity[0]
+        k, w = self._weights(t)
+        return (1.0 - w) * self.sensitivity[k] + w * self.sensitivity[k + 1]
+
+    def trunk_goal(self, t: float) -> np.ndarray:
+        """The trunk's goal fused (pitch, roll) (rad) at ``t``."""
+        if len(self.times) == 1:
+            return self.trunk[0]
+        k, w = self._weights(t)
+        return (1.0 - w) * self.trunk[k] + w * self.trunk[k + 1]
 
 
 def _unstabilized(robot: RobotSpec) -> SplineStandUp:

@@ -44,6 +44,10 @@ class SplineParams:
     #: uses 0 (its hand frame differs); ours are the hand points of the standing keyframe.
     hand_walkready_x: float
     hand_walkready_y: float
+    #: Spacing (s) of the precomputed joint trajectory: the IK solves the unstabilised spline goals
+    #: on this grid (and at every knot) when a try starts; steps in between interpolate linearly.
+    #: From the squat on, the stabilised leg goals are solved every control cycle.
+    ik_grid_period: float
     #: Damping (m) of the arms' damped-least-squares IK: larger = smaller, steadier steps through
     #: the arm's singular (stretched) configurations.
     arm_ik_damping: float

@@ -101,14 +101,23 @@ class TrunkStabilizer:
         """Fused angles of the trunk orientation a right-foot goal rotation implies (sole flat)."""
         return rotation_fused_angles(foot_rot.T)
 
+    def correction(self, goal: np.ndarray, measured_fused: np.ndarray, dt: float) -> np.ndarray:
+        """The PID corrections ``(pitch, roll)`` (rad) of the trunk goal ``goal`` = (fused pitch,
+        fused roll) given the IMU's fused angles; ``dt``: control period (s)."""
+        self.error = np.array([goal[0] - measured_fused[0], goal[1] - measured_fused[1]])
+        return np.array([self.pitch(self.error[0], dt), self.roll(self.error[1], dt)])
+
+    @staticmethod
+    def apply(foot_pos: np.ndarray, foot_rot: np.ndarray, correction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The right-foot goal (torso frame) after turning the trunk goal by ``correction``
+        (fused pitch, roll; rad) about the trunk's origin."""
+        goal = TrunkStabilizer.trunk_goal(foot_rot)
+        trunk = fused_to_rotation(goal[0] + correction[0], goal[1] + correction[1], goal[2], goal[3])
+        return trunk.T @ (foot_rot.T @ foot_pos), trunk.T
+
     def correct(self, foot_pos: np.ndarray, foot_rot: np.ndarray, measured_fused: np.ndarray,
                 dt: float) -> tuple[np.ndarray, np.ndarray]:
-        """The corrected right-foot goal ``(pos, rot)`` in the torso frame.
-
-        ``measured_fused``: the IMU's fused ``(pitch, roll, ...)``; ``dt``: control period (s)."""
-        goal = self.trunk_goal(foot_rot)
-        self.error = np.array([goal[0] - measured_fused[0], goal[1] - measured_fused[1]])
-        pitch = goal[0] + self.pitch(self.error[0], dt)
-        roll = goal[1] + self.roll(self.error[1], dt)
-        trunk = fused_to_rotation(pitch, roll, goal[2], goal[3])
-        return trunk.T @ (foot_rot.T @ foot_pos), trunk.T
+        """The corrected right-foot goal ``(pos, rot)`` in the torso frame (:meth:`correction`
+        then :meth:`apply`)."""
+        u = self.correction(self.trunk_goal(foot_rot)[:2], measured_fused, dt)
+        return self.apply(foot_pos, foot_rot, u)
