@@ -22,7 +22,7 @@ The stabiliser keeps running after the motion ends (the end pose is held stabili
 
 Fail-safe (our addition; the thesis' discussion names its absence as the system's largest issue):
 from the squat on, and while standing afterwards, a trunk error (goal − measured fused pitch or
-roll) above ``fall_angle`` means a fall: the controller stops the motion, goes limp (targets =
+roll) above ``fall_angle`` for ``fall_time`` means a fall: the controller stops the motion, goes limp (targets =
 measured angles, status ``waiting``) until the robot rests, and starts again in the direction it
 now lies in (fused pitch > 0: ``front``, else ``back``), at most ``max_tries`` times
 (then status ``failed``). Status: ``working`` → ``finished`` (end pose held, still stabilised).
@@ -105,6 +105,7 @@ class SplineStandUp:
         self._t0 = sensors.time
         self._limp_since = None
         self._stable_for = 0.0
+        self._off_goal_since: float | None = None
         self._stabilizer.reset()
         self.correction = np.zeros(2)
         direction = lying_direction(sensors.fused, self.params.fall_angle)
@@ -197,9 +198,14 @@ class SplineStandUp:
         return self.kin.targets_from_joints(q)
 
     def _fallen(self, trunk_goal: np.ndarray, sensors: Sensors) -> bool:
-        """The trunk is upside down or more than ``fall_angle`` off its goal fused pitch or roll."""
-        error = np.abs(trunk_goal - sensors.fused[:2])
-        return bool(sensors.fused[3] < 0 or error.max() > self.params.fall_angle)
+        """The trunk has been more than ``fall_angle`` off its goal fused pitch or roll for longer
+        than ``fall_time`` (a dynamic push into the squat may pass through such errors briefly)."""
+        if np.abs(trunk_goal - sensors.fused[:2]).max() <= self.params.fall_angle:
+            self._off_goal_since = None
+            return False
+        if self._off_goal_since is None:
+            self._off_goal_since = sensors.time
+        return sensors.time - self._off_goal_since >= self.params.fall_time
 
     def _update_finished(self, overtime: float) -> None:
         """Finish when the trunk error stayed below ``stable_threshold`` for ``stable_duration``,

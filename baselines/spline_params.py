@@ -132,9 +132,11 @@ class SplineParams:
     # -- fail-safe (our addition: the thesis' chapter 6 names its absence as the largest issue)
     #: Feature switch: fall detection with limp phase and retry.
     fail_safe: bool
-    #: A fall is an error of the trunk's fused pitch or roll against its goal above this (rad),
-    #: checked from the start of the stabilised phase on (also while standing afterwards).
+    #: A fall is an error of the trunk's fused pitch or roll against its goal above ``fall_angle``
+    #: (rad) for ``fall_time`` (s), checked from the start of the stabilised phase on (also while
+    #: standing afterwards).
     fall_angle: float
+    fall_time: float
     #: After a fall: time limp (targets = measured angles) before deciding the next try (s).
     limp_time: float
     #: The robot counts as at rest below this IMU angular speed (rad/s) ...

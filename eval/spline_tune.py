@@ -10,8 +10,9 @@ trial length on failure) and ``head`` is ``100·(1 − highest head height / sta
 motion length plus ``--slack`` seconds. Each candidate is tried on ``--episodes`` seeds of
 ``--conditions`` (the mean score counts) and must succeed on all of them to count as successful.
 
-Writes ``<out>/spline_tune_<robot>_<direction>.json`` (the best parameters, the search trace) and
-prints the best values as YAML lines to paste into the data file.
+Writes ``<out>/spline_tune_<robot>_<direction>_<conditions>.json`` (the best parameters, the search
+trace; rewritten at every improvement) and prints the best values to copy into the data file.
+When the step size has shrunk below 1 % of the ranges it restarts at 10 % around the best point.
 
     python -m upright.eval.spline_tune --robot wolfgang --direction back --trials 400 --out results/tune
 """
@@ -30,6 +31,7 @@ from upright.baselines.spline import SplineStandUp
 from upright.baselines.spline_params import SplineParams, load_params
 
 #: Searched parameters per direction with their ranges (reference/controllers.md A.4, angles in rad).
+#: ``rise_time`` is common to both directions and searched with ``front`` only.
 SEARCH: dict[str, dict[str, tuple[float, float]]] = {
     "front": {
         "time_hands_side": (0.05, 1.0), "time_hands_rotate": (0.05, 1.0), "time_hands_front": (0.05, 1.0),
@@ -41,7 +43,7 @@ SEARCH: dict[str, dict[str, tuple[float, float]]] = {
     },
     "back": {
         "time_legs_close": (0.0, 1.0), "time_foot_ground_back": (0.0, 1.0), "time_full_squat_hands": (0.0, 1.0),
-        "time_full_squat_legs": (0.0, 1.0), "wait_in_squat_back": (0.0, 2.0), "rise_time": (0.2, 2.0),
+        "time_full_squat_legs": (0.0, 1.0), "wait_in_squat_back": (0.0, 2.0),
         "arm_side_offset_back": (0.05, 0.25), "arms_angle_back": (np.pi / 2, np.pi), "com_shift_1": (0.0, 0.2),
         "com_shift_2": (0.0, 0.2), "foot_angle": (0.0, np.pi / 2), "hands_behind_back_x": (0.0, 0.3),
         "hands_behind_back_z": (0.0, 0.3), "leg_min_length_back": (0.1, 0.35), "trunk_height_back": (0.0, 0.3),
@@ -78,8 +80,9 @@ def evaluate(env: gym.Env, params: SplineParams, start: str, seeds: list[int], s
 
 
 def search(robot: str, direction: str, trials: int, conditions: str, episodes: int, seed: int,
-           slack: float) -> dict:
-    """The (1+1)-ES of the module docstring; returns the best parameters and the trace."""
+           slack: float, out: Path | None = None) -> dict:
+    """The (1+1)-ES of the module docstring; returns the best parameters and the trace (also
+    written to ``out`` after every improvement when given)."""
     rng = np.random.default_rng(seed)
     space = SEARCH[direction]
     names = list(space)
@@ -92,20 +95,28 @@ def search(robot: str, direction: str, trials: int, conditions: str, episodes: i
     seeds = list(range(episodes))
     best, ok = evaluate(env, params.with_(**dict(zip(names, x.tolist()))), start, seeds, slack)
     sigma, trace = 0.15, [(0, best, ok)]
+
+    def result() -> dict:
+        return {"robot": robot, "direction": direction, "conditions": conditions, "episodes": episodes,
+                "best_score": best, "all_succeeded": ok, "params": dict(zip(names, x.tolist())), "trace": trace}
+
     for k in range(1, trials + 1):
         candidate = np.clip(x + sigma * (high - low) * rng.standard_normal(len(names)), low, high)
         score, success = evaluate(env, params.with_(**dict(zip(names, candidate.tolist()))), start, seeds, slack)
         if score <= best:
             x, best, ok = candidate, score, success
             sigma = min(sigma * 1.5, 0.3)
+            if out is not None:
+                out.write_text(json.dumps(result(), indent=1))
         else:
-            sigma = max(sigma * 1.5 ** -0.25, 0.01)
+            sigma *= 1.5 ** -0.25
+            if sigma < 0.01:  # converged: restart the step size around the best point
+                sigma = 0.1
         trace.append((k, best, ok))
         if k % 10 == 0:
             print(f"trial {k}: best score {best:.1f} (all succeeded: {ok}), sigma {sigma:.3f}", flush=True)
     env.close()
-    return {"robot": robot, "direction": direction, "conditions": conditions, "episodes": episodes,
-            "best_score": best, "all_succeeded": ok, "params": dict(zip(names, x.tolist())), "trace": trace}
+    return result()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -119,9 +130,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    result = search(args.robot, args.direction, args.trials, args.conditions, args.episodes, args.seed, args.slack)
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"spline_tune_{args.robot}_{args.direction}.json"
+    path = args.out / f"spline_tune_{args.robot}_{args.direction}_{args.conditions}.json"
+    result = search(args.robot, args.direction, args.trials, args.conditions, args.episodes, args.seed, args.slack,
+                    path)
     path.write_text(json.dumps(result, indent=1))
     print(f"best score {result['best_score']:.2f}, all succeeded: {result['all_succeeded']}; written {path}")
     for name, value in result["params"].items():
