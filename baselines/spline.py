@@ -16,8 +16,9 @@ reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``.
 
 Computation: steps 1-2 are solved when a try starts, on a grid of ``ik_grid_period`` plus every
 knot time (a joint trajectory, linearly interpolated per control cycle); for the stabilised part the
-same solve also gives the legs' sensitivity to the two corrections (finite differences of the IK),
-so a control cycle costs an interpolation, the PID and a (joints x 2) product instead of IK calls.
+same solve also gives the legs' first and second derivatives with respect to the two corrections
+(central differences of the IK), so a control cycle costs an interpolation, the PID and a
+second-order Taylor step instead of IK calls.
 The stabiliser keeps running after the motion ends (the end pose is held stabilised).
 
 Fail-safe (our addition; the thesis' discussion names its absence as the system's largest issue):
@@ -133,12 +134,12 @@ class SplineStandUp:
     def _precompute(self, plan: Plan, q: np.ndarray) -> "JointTrajectory":
         """The motion in joint space: IK of the spline goals on a grid of ``ik_grid_period`` (plus
         every knot time), arms seeded with the previous grid point; from the squat on also the
-        legs' sensitivity to the stabiliser's corrections (finite differences of the IK)."""
+        legs' derivatives with respect to the stabiliser's corrections (central differences)."""
         p = self.params
         knots = np.concatenate([spline.times for spline in plan.splines.values()])
         times = np.union1d(np.arange(0.0, plan.duration, p.ik_grid_period), knots)
         joints, trunk = np.empty((len(times), len(q))), np.empty((len(times), 2))
-        sensitivity = np.zeros((len(times), len(q), 2))
+        sensitivity, curvature = np.zeros((len(times), len(q), 2)), np.zeros((len(times), len(q), 2))
         reachable = np.empty(len(times), dtype=bool)
         head = {"front": p.head_tilt_front, "back": p.head_tilt_back}.get(plan.direction, p.head_tilt_final)
         q = q.copy()
@@ -154,11 +155,14 @@ class SplineStandUp:
             joints[k] = q
             trunk[k] = TrunkStabilizer.trunk_goal(feet["right"][1])[:2]
             if p.stabilizing and t >= plan.stabilize_from:
+                h = SENSITIVITY_STEP
                 for axis in range(2):
-                    dq = q.copy()
-                    self._solve_legs(dq, self.foot_goals(t, SENSITIVITY_STEP * np.eye(2)[axis]))
-                    sensitivity[k, :, axis] = (dq - q) / SENSITIVITY_STEP
-        return JointTrajectory(times, joints, trunk, sensitivity, reachable)
+                    plus, minus = q.copy(), q.copy()
+                    self._solve_legs(plus, self.foot_goals(t, h * np.eye(2)[axis]))
+                    self._solve_legs(minus, self.foot_goals(t, -h * np.eye(2)[axis]))
+                    sensitivity[k, :, axis] = (plus - minus) / (2.0 * h)
+                    curvature[k, :, axis] = (plus - 2.0 * q + minus) / (h * h)
+        return JointTrajectory(times, joints, trunk, sensitivity, curvature, reachable)
 
     def measured_poses(self, joint_pos: np.ndarray) -> dict[str, np.ndarray]:
         """The effectors' current pose vectors in the splines' frames, from joint angles."""
@@ -191,7 +195,7 @@ class SplineStandUp:
         q = trajectory(t)
         if stabilising and p.stabilizing:
             self.correction = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
-            q += trajectory.sensitivity_at(t) @ self.correction
+            q += trajectory.correction_change(t, self.correction)
         self.joint_goal = q
         if t >= self.plan.duration:
             self._update_finished(t - self.plan.duration)
@@ -237,14 +241,15 @@ class SplineStandUp:
 
 class JointTrajectory:
     """A try's precomputed motion sampled at ``times`` (s from the motion's start): joint angles
-    (rad, robot joint order), the trunk goal (fused pitch, roll; rad), the joints' sensitivity to
-    the stabiliser's corrections (rad per rad, shape (n, joints, 2)) and whether the leg IK reached
-    the goals; linearly interpolated, clamped to the sampled range."""
+    (rad, robot joint order), the trunk goal (fused pitch, roll; rad), the joints' first and second
+    derivatives with respect to the stabiliser's two corrections (central differences of the IK;
+    shape (n, joints, 2) each) and whether the leg IK reached the goals; linearly interpolated,
+    clamped to the sampled range."""
 
     def __init__(self, times: np.ndarray, joints: np.ndarray, trunk: np.ndarray, sensitivity: np.ndarray,
-                 reachable: np.ndarray) -> None:
+                 curvature: np.ndarray, reachable: np.ndarray) -> None:
         self.times, self.joints, self.trunk = times, joints, trunk
-        self.sensitivity, self.reachable = sensitivity, reachable
+        self.sensitivity, self.curvature, self.reachable = sensitivity, curvature, reachable
 
     def _weights(self, t: float) -> tuple[int, float]:
         k = int(np.searchsorted(self.times, t, side="right")) - 1
@@ -261,12 +266,14 @@ class JointTrajectory:
         k, w = self._weights(t)
         return (1.0 - w) * self.joints[k] + w * self.joints[k + 1]
 
-    def sensitivity_at(self, t: float) -> np.ndarray:
-        """d(joint angles)/d(correction) at ``t`` (joints, 2)."""
-        if len(self.times) == 1:
-            return self.sensitivity[0]
-        k, w = self._weights(t)
-        return (1.0 - w) * self.sensitivity[k] + w * self.sensitivity[k + 1]
+    def correction_change(self, t: float, correction: np.ndarray) -> np.ndarray:
+        """The joint angles' change (rad) for a trunk correction (fused pitch, roll; rad) at ``t``:
+        second-order Taylor series per axis (the pitch-roll cross term is neglected)."""
+        k, w = (0, 0.0) if len(self.times) == 1 else self._weights(t)
+        j = min(k + 1, len(self.times) - 1)
+        first = (1.0 - w) * self.sensitivity[k] + w * self.sensitivity[j]
+        second = (1.0 - w) * self.curvature[k] + w * self.curvature[j]
+        return first @ correction + 0.5 * (second @ (correction * correction))
 
     def trunk_goal(self, t: float) -> np.ndarray:
         """The trunk's goal fused (pitch, roll) (rad) at ``t``."""
