@@ -77,8 +77,8 @@ def test_params_are_validated() -> None:
         load_params("asimo")
     with pytest.raises(ValueError, match="unknown spline parameters"):
         load_params("wolfgang").with_(stabilising=False)
-    wolfgang = load_params("wolfgang")
-    assert wolfgang.max_leg_angle == pytest.approx(np.deg2rad(77.64))  # degrees in the file, rad in code
+    nao = load_params("nao")
+    assert nao.max_leg_angle == pytest.approx(np.deg2rad(77.64))  # degrees in the file, rad in code
 
 
 # ---------------------------------------------------------------- stabiliser
@@ -139,10 +139,12 @@ def test_fail_safe_goes_limp_and_retries_in_the_new_direction() -> None:
     c.step(_sensors(robot, t, q, 1.5))  # still lying, but not yet checked
     assert c.status == "working"
     q_fallen = np.full(len(robot.joint_names), 0.1)
-    targets = c.step(_sensors(robot, c.plan.stabilize_from + 0.01, q_fallen, 1.5))  # squat not reached
+    c.step(_sensors(robot, c.plan.stabilize_from + 0.01, q_fallen, 1.5))  # squat not reached ...
+    assert c.status == "working"  # ... but a dynamic push may pass such errors for fall_time
+    t_fall = c.plan.stabilize_from + 0.01 + c.params.fall_time
+    targets = c.step(_sensors(robot, t_fall, q_fallen, 1.5))
     assert c.status == "waiting"
     np.testing.assert_allclose(targets, q_fallen)  # limp: targets follow the measured angles
-    t_fall = c.plan.stabilize_from + 0.01
     c.step(_sensors(robot, t_fall + c.params.limp_time / 2, q_fallen, -1.5))
     assert c.status == "waiting"  # limp phase not over
     c.step(_sensors(robot, t_fall + c.params.limp_time + 0.01, q_fallen, -1.5, gyro=1.0))
@@ -156,12 +158,16 @@ def test_fail_safe_gives_up_after_max_tries_and_can_be_switched_off() -> None:
     c = SplineStandUp(robot, load_params("wolfgang").with_(max_tries=1, limp_time=0.0))
     q = np.zeros(len(robot.joint_names))
     c.reset(_sensors(robot, 0.0, q, 1.5), np.random.default_rng(0))
-    c.step(_sensors(robot, c.plan.stabilize_from + 0.01, q, 1.5))
-    c.step(_sensors(robot, c.plan.stabilize_from + 0.02, q, 1.5))
+    t = c.plan.stabilize_from + 0.01
+    c.step(_sensors(robot, t, q, 1.5))
+    c.step(_sensors(robot, t + c.params.fall_time, q, 1.5))
+    c.step(_sensors(robot, t + c.params.fall_time + 0.01, q, 1.5))
     assert c.status == "failed"
     off = SplineStandUp(robot, load_params("wolfgang").with_(fail_safe=False))
     off.reset(_sensors(robot, 0.0, q, 1.5), np.random.default_rng(0))
-    off.step(_sensors(robot, off.plan.stabilize_from + 0.01, q, 1.5))
+    t = off.plan.stabilize_from + 0.01
+    off.step(_sensors(robot, t, q, 1.5))
+    off.step(_sensors(robot, t + off.params.fall_time, q, 1.5))
     assert off.status == "working"
 
 
@@ -205,13 +211,13 @@ def test_leg_ik_output_meets_the_controllers_foot_goals(robot: str, start: str) 
             checked += 1
             corrected += bool(stabilised and np.any(c.correction != 0))
         _, _, _, _, info = env.step(base.action_from_targets(targets))
-    assert checked > 20 and corrected > 5, (checked, corrected)
+    assert checked >= 10 and corrected >= 5, (checked, corrected)
 
 
 @pytest.mark.parametrize("start", ["prone", "supine"])
 def test_wolfgang_stands_up_in_the_lab(start: str) -> None:
-    run = run_episodes("upright/WolfgangGetUp-v0", "spline", 1, env_kwargs={"start": start, "conditions": "lab"},
-                       progress=False)
+    run = run_episodes("upright/WolfgangGetUp-v0", "spline", 1,
+                       env_kwargs={"start": start, "conditions": "lab", "max_episode_seconds": 8.0}, progress=False)
     record = run.records[0]
     assert record["success"], record
     assert record["time_to_stand"] < 6.0
