@@ -60,6 +60,8 @@ LIMIT_TOL = 1e-3
 #: Targets this far (m) beyond the leg's reach still count as reachable (stretched leg); covers the
 #: model's rounding (see GEOMETRY_TOL).
 REACH_TOL = 1e-4
+#: |cos(hip roll)| below this counts as near the hip's gimbal lock (joint-0 axis parallel to the pitch axes).
+GIMBAL_COS = 0.05
 
 
 @cache
@@ -508,31 +510,37 @@ class Kinematics:
 
     def _pick(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray, candidates,
               polish: bool = True) -> tuple[np.ndarray, bool]:
-        """The first reachable candidate inside the joint ranges, else the least bad one, clipped.
+        """The first reachable candidate inside the joint ranges; else the reachable one that
+        leaves its ranges least (accepted as reachable up to ``LIMIT_TOL``); else the least bad
+        one. Always clipped to the ranges.
 
-        With ``polish``, reachable candidates of a leg whose model geometry is not exact are first
-        polished (:meth:`_polish`).
+        With ``polish``, candidates of a leg whose model geometry is not exact are first polished
+        (:meth:`_polish`): the reachable ones, and the unreachable ones near hip roll ±90°, where
+        the closed form's joint-0 / pitch split is degenerate and the polish finds the solution.
         """
         best: tuple[tuple[bool, float], np.ndarray] | None = None
         for q, ok in candidates:
-            if polish and ok and not leg.exact:
-                q = self._polish(leg, q, pos, rot)
+            if polish and not leg.exact and (ok or abs(math.cos(q[1])) < GIMBAL_COS):
+                q, residual = self._polish(leg, q, pos, rot)
+                ok = ok or residual < 1e-6
             excess = float(np.sum(np.maximum(leg.lower - q, 0.0) + np.maximum(q - leg.upper, 0.0)))
-            if ok and excess <= LIMIT_TOL:
+            if ok and excess <= 1e-12:
                 return np.clip(q, leg.lower, leg.upper), True
             score = (not ok, excess)
             if best is None or score < best[0]:
                 best = (score, q)
         assert best is not None
-        return np.clip(best[1], leg.lower, leg.upper), False
+        (not_ok, excess), q = best
+        return np.clip(q, leg.lower, leg.upper), not not_ok and excess <= LIMIT_TOL
 
     def _polish(self, leg: LegGeometry, q: np.ndarray, pos: np.ndarray, rot: np.ndarray,
-                steps: int = 8, tol: float = 1e-7, damping: float = 1e-4) -> np.ndarray:
+                steps: int = 8, tol: float = 1e-7, damping: float = 1e-4) -> tuple[np.ndarray, float]:
         """Damped Newton steps on the sole-site Jacobian of the private model (position m, rotation rad).
 
         Removes what the closed form misses because the model's axes do not meet exactly (usually
         one step reaches ``tol``; a few near the stretched-leg singularity). Returns the iterate
-        with the smallest error. Only the leg's joints are written into the private model.
+        with the smallest error and that error (max of m and rad). Only the leg's joints are
+        written into the private model.
         """
         m, d = self.model, self.data
         q = q.copy()
@@ -555,7 +563,7 @@ class Kinematics:
             mujoco.mj_jacSite(m, d, self._jacp, self._jacr, leg.sole_site)
             jac = np.vstack([self._jacp[:, leg.dof_adr], self._jacr[:, leg.dof_adr]])
             q += jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
-        return best
+        return best, best_err
 
     def leg_ik_given_first(self, side: str, pos: np.ndarray, R: np.ndarray, first: float) -> tuple[np.ndarray, bool]:
         """Leg IK of ``side`` with joint 0 (NAO HipYawPitch) fixed to ``first`` (rad).
