@@ -70,12 +70,12 @@ class Pid:
         if dt <= 0:
             raise ValueError(f"Pid needs dt > 0, got {dt!r}")
         if self.i != 0.0:
-            self._integral = float(np.clip(self._integral + error * dt, -self.i_clamp / abs(self.i),
-                                           self.i_clamp / abs(self.i)))
+            bound = self.i_clamp / abs(self.i)
+            self._integral = min(max(self._integral + error * dt, -bound), bound)
         rate = 0.0 if self._previous is None else (error - self._previous) / dt
         self._previous = error
         u = self.p * error + self.i * self._integral + self.d * rate
-        return float(np.clip(u, -self.max_output, self.max_output))
+        return min(max(float(u), -self.max_output), self.max_output)
 
 
 class TrunkStabilizer:
