@@ -7,6 +7,11 @@ Get-up success (DESIGN, "What is measured"): the torso is upright (fused pitch a
 and no fall afterwards until the episode ends. ``time_to_stand`` is the time from the start to the
 beginning of that held window. A fall is a torso tilt above :data:`FALLEN_TILT` or the head below
 :data:`FALLEN_HEAD_FRACTION` of its standing height.
+
+Every get-up episode also records the spline thesis's own notion, ``stood_up`` (upright and head
+high for :data:`HOLD_SECONDS`, no fall afterwards, no stillness requirement) with its
+``time_upright``: under the thesis's continuous random torso force a robot that merely stands
+rarely keeps its IMU below 0.15 rad/s for a second, so the thesis counted upright robots.
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ class GetUpTracker:
     start: str
     still_since: float | None = None
     success_time: float | None = None
+    upright_since: float | None = None
+    upright_time: float | None = None
     fallen: bool = True
     falls: int = 0
     _initialised: bool = field(default=False, repr=False)
@@ -86,6 +93,14 @@ class GetUpTracker:
         self.fallen = fallen
         if fallen:
             self.success_time = None  # a fall after standing cancels the success
+            self.upright_time = None
+        if is_upright(p, self.ref):
+            if self.upright_since is None:
+                self.upright_since = p.time
+            if self.upright_time is None and p.time - self.upright_since >= HOLD_SECONDS - 1e-9:
+                self.upright_time = self.upright_since
+        else:
+            self.upright_since = None
         if is_standing_still(p, self.ref):
             if self.still_since is None:
                 self.still_since = p.time
@@ -102,9 +117,12 @@ class GetUpTracker:
     def episode_metrics(self, episode_seconds: float, sim_unstable: bool) -> dict[str, object]:
         """The per-episode summary (JSON-serialisable)."""
         success = bool(self.success and not sim_unstable)
+        stood_up = bool(self.upright_time is not None and not sim_unstable)
         return {
             "success": success,
             "time_to_stand": self.success_time if success else None,
+            "stood_up": stood_up,
+            "time_upright": self.upright_time if stood_up else None,
             "start": self.start,
             "falls": self.falls,
             "sim_unstable": bool(sim_unstable),

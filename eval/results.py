@@ -44,15 +44,22 @@ def rate(hits: int, total: int) -> tuple[float, list[float]]:
 
 
 def getup_summary(records: Sequence[Record]) -> dict[str, Any]:
-    """Success rate (+ 95 % interval), time to stand over the successful episodes, falls."""
+    """Success rate (+ 95 % interval), time to stand over the successful episodes, the thesis's
+    ``stood_up`` rate (upright without the stillness requirement) and its times, falls."""
     successes = sum(bool(r["success"]) for r in records)
     success_rate, ci = rate(successes, len(records))
+    stood = [r for r in records if r.get("stood_up")]
+    stood_rate, stood_ci = rate(len(stood), len(records))
     return {
         "episodes": len(records),
         "successes": successes,
         "success_rate": success_rate,
         "success_ci95": ci,
         "time_to_stand": stats([r["time_to_stand"] for r in records if r["success"]]),
+        "stood_up": len(stood),
+        "stood_up_rate": stood_rate,
+        "stood_up_ci95": stood_ci,
+        "time_upright": stats([r["time_upright"] for r in stood]),
         "falls": sum(int(r["falls"]) for r in records),
         "sim_unstable": sum(bool(r["sim_unstable"]) for r in records),
     }
@@ -147,10 +154,12 @@ def table_rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                  _stats_cell(g["tracking_error"]), f"{g['falls']['episodes_with_fall']}/{g['episodes']}",
                  _stats_cell(g["distance_before_fall"])] for name, g in groups.items()]
     else:
-        header = ["start", "episodes", "success rate", "95 % interval", "time to stand (s) mean / min / max"]
+        header = ["start", "episodes", "success rate", "95 % interval", "time to stand (s) mean / min / max",
+                  "stood up (no stillness)", "time upright (s) mean / min / max"]
         rows = [[name, str(g["episodes"]), f"{g['successes']}/{g['episodes']} ({100 * g['success_rate']:.0f} %)",
                  "[" + ", ".join(f"{v:.2f}" for v in g["success_ci95"]) + "]",
-                 _stats_cell(g["time_to_stand"])] for name, g in groups.items()]
+                 _stats_cell(g["time_to_stand"]), f"{g['stood_up']}/{g['episodes']}",
+                 _stats_cell(g["time_upright"])] for name, g in groups.items()]
     return header, rows
 
 

@@ -107,11 +107,13 @@ def test_ctrl_c_keeps_the_finished_episodes():
     assert aggregate(run)["episodes"] == 2
 
 
-def test_eval_writes_consistent_results(tmp_path, capsys):
+def test_eval_writes_consistent_results(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # a wide console, so rich does not wrap the header
     out = tmp_path / "hold"
     assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "hold", "--episodes", "3", "--start",
                  "standing", "--seed", "2", "--set", "max_episode_seconds=2.0", "--out", str(out)]) == 0
-    assert "success rate" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "success rate" in printed and "stood up (no stillness)" in printed
     result = json.loads((out / "results.json").read_text())
     records = result["episodes_data"]
     assert {k: result[k] for k in ("env", "policy", "conditions", "episodes", "seed")} == {
@@ -161,3 +163,32 @@ def test_video_writes_an_mp4_or_says_why(tmp_path, capsys):
     assert code == 0 and out.stat().st_size > 0
     frames = iio.imread(out, index=None)
     assert frames.shape[0] >= 10 and frames.shape[-1] == 3 and frames.std() > 5
+
+
+def _posture(t: float, angular_speed: float, upright: bool = True):
+    from upright.eval.metrics import Posture
+
+    return Posture(time=t, fused_pitch=0.0 if upright else 1.2, fused_roll=0.0, hemisphere=1.0,
+                   tilt=0.0 if upright else 1.3, head_height=0.5 if upright else 0.1, angular_speed=angular_speed)
+
+
+def test_stood_up_counts_an_upright_robot_that_is_not_still():
+    from upright.eval.metrics import GetUpTracker, StandingReference
+
+    ref = StandingReference(fused_pitch=0.0, fused_roll=0.0, head_height=0.5)
+    shaken = GetUpTracker(ref, "prone")
+    for i in range(200):  # lying for 0.5 s, then upright but shaking (0.3 rad/s > 0.15) for 1.5 s
+        t = i * 0.01
+        shaken.update(_posture(t, 0.3, upright=t >= 0.5))
+    m = shaken.episode_metrics(2.0, sim_unstable=False)
+    assert m["success"] is False and m["time_to_stand"] is None
+    assert m["stood_up"] is True and m["time_upright"] == pytest.approx(0.5)
+    still = GetUpTracker(ref, "prone")
+    for i in range(200):
+        still.update(_posture(i * 0.01, 0.05))
+    assert still.episode_metrics(2.0, sim_unstable=False)["success"] is True
+    fell = GetUpTracker(ref, "prone")
+    for i in range(300):  # upright 1.5 s, then a fall cancels both notions
+        fell.update(_posture(i * 0.01, 0.3, upright=i < 150))
+    m = fell.episode_metrics(3.0, sim_unstable=False)
+    assert m["stood_up"] is False and m["falls"] == 1
