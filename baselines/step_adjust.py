@@ -199,7 +199,6 @@ class StepAdjustWalk:
         self.command = np.zeros(3)
         self._side_sign = {"left": 1.0, "right": -1.0}
         self._standing = self._standing_joints()
-        self._leg_index = {s: [robot.joint_names.index(j) for j in self.kin.leg_joint_names(s)] for s in SIDES}
         self.leveling = SwingFootLeveling(self.params.leveling)
         #: Last frame's diagnostics (m, rad) for plots and tests.
         self.log: dict[str, float] = {}
@@ -336,16 +335,28 @@ class StepAdjustWalk:
                     "swing_pitch": pitch[sw], "phase": ratio}
         return self.kin.targets_from_joints(joints)
 
-    def _measured_com(self, sensors: Sensors) -> float:
-        """CoM x (m) relative to the support sole origin, gravity-aligned (IMU pitch and roll,
-        no yaw), predicted over the actuation delay."""
-        p = self.params
-        sole_pos, _ = self.kin.foot_pose(self._support, sensors.joint_pos)
+    def com_offset(self, sensors: Sensors, side: str) -> np.ndarray:
+        """The measured CoM relative to the ``side`` sole origin (m), in the gravity-aligned
+        heading frame (torso frame turned by the IMU's pitch and roll, not its yaw): x, y are the
+        CoM projected onto the ground relative to the sole, z its height above it."""
+        sole_pos, _ = self.kin.foot_pose(side, sensors.joint_pos)
         com = self.kin.com(sensors.joint_pos)
-        pitch_roll = Rotation.from_quat(np.asarray(sensors.quat)[[1, 2, 3, 0]])
-        yaw = pitch_roll.as_euler("ZYX")[0]
-        tilt = Rotation.from_euler("Z", -yaw) * pitch_roll
-        offset = tilt.apply(com - sole_pos)
+        orientation = Rotation.from_quat(np.asarray(sensors.quat)[[1, 2, 3, 0]])
+        yaw = orientation.as_euler("ZYX")[0]
+        return (Rotation.from_euler("Z", -yaw) * orientation).apply(com - sole_pos)
+
+    def stance_targets(self, shift: np.ndarray) -> np.ndarray:
+        """Joint targets (actuator order) of the walking posture with both feet standing and
+        shifted by ``shift`` = (dx, dy) m in the walk frame (the torso moves the other way); the
+        support-rectangle calibration uses it."""
+        feet = {s: _Foot(float(shift[0]), float(shift[1])) for s in SIDES}
+        return self.kin.targets_from_joints(self._joints_for(feet, {s: 0.0 for s in SIDES}, {s: 0.0 for s in SIDES}))
+
+    def _measured_com(self, sensors: Sensors) -> float:
+        """CoM x (m) relative to the support sole origin (:meth:`com_offset`), predicted over the
+        actuation delay."""
+        p = self.params
+        offset = self.com_offset(sensors, self._support)
         x = float(offset[0])
         if self._com_prev is not None:
             v = (x - self._com_prev) / self.robot.control_period
@@ -392,11 +403,8 @@ class StepAdjustWalk:
             pos = np.array([p.foot_x + foot.x, self._side_sign[s] * p.foot_y + foot.y, -p.walk_height + lift[s]])
             R = _rot_z(foot.yaw) @ _rot_y(pitch[s])
             poses[s] = (to_torso @ pos, to_torso @ R)
-        joints = self._standing.copy()
-        legs = self.kin.legs_ik(poses["left"][0], poses["left"][1], poses["right"][0], poses["right"][1])
-        for s in SIDES:
-            joints[self._leg_index[s]] = legs[s]
-        return joints
+        angles, _ = self.kin.legs_ik(poses["left"][0], poses["left"][1], poses["right"][0], poses["right"][1])
+        return self.kin.with_joints(self._standing, angles)
 
 
 def make_step_adjust(robot: RobotSpec) -> StepAdjustWalk:
