@@ -1,0 +1,683 @@
+"""Robot-side kinematics: forward kinematics, analytic leg IK, arm IK and CoM from the robot's own model.
+
+:class:`Kinematics` loads the robot's MJCF into a PRIVATE ``MjModel``/``MjData`` (never the
+simulation's) with the torso (free joint) fixed at the origin with identity orientation, so every
+pose it returns or takes is in the TORSO frame: x forward, y left, z up; metres and radians.
+
+Leg geometry is read from the model at construction (joint anchors and axes at q = 0), not typed in
+twice. The analytic leg IK covers the 6-DoF legs of both robots with one algorithm:
+
+* joint 0 (NAO HipYawPitch about its 45° axis, Wolfgang HipYaw) is attached to the torso;
+* joints 1/2 (hip roll, hip pitch) have intersecting axes; the intersection ``H`` may sit off the
+  joint-0 axis (Wolfgang: 23 mm forward, 41 mm down) as long as that offset lies in the plane of the
+  joint-0 and hip-roll axes;
+* joints 2, 3, 4 (hip pitch, knee, ankle pitch) are parallel; links may be offset along them
+  (Wolfgang: ~1.5 mm) and the shank may be tilted relative to the thigh at q = 0 (Wolfgang: 15°);
+* joints 4/5 (ankle pitch, ankle roll) intersect at the ankle point ``A``.
+
+Solution order (closed form, no iteration): the ankle point from the sole target; the ankle roll
+from the lateral offset along the pitch axes (``a cos q5 + b sin q5 = δ``); joint 0, hip roll and the
+total pitch from the remaining rotation (an Euler-angle split about the model's axes); the hip
+point ``H`` from joint 0; the knee from the law of cosines in the sagittal plane of the leg; hip
+pitch from the direction ``H → A``; ankle pitch as the rest of the total pitch. Where several
+branches exist the one nearest zero (the knee: nearest the middle of its range) is taken.
+
+NAO's two HipYawPitch joints are one motor: :meth:`Kinematics.legs_ik` chooses one value and solves
+the other leg for that given value (position and sole normal exact, the foot's yaw about its sole
+normal follows), as B-Human's NAO leg IK does.
+
+Arm IK is damped least squares on ``mj_jacSite`` of the private model (3 joints, hand position only).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Mapping, Sequence
+
+import mujoco
+import numpy as np
+import yaml
+
+from upright.envs.robots import RobotSpec
+
+SIDES = ("left", "right")
+#: Joint axes count as parallel / perpendicular (cosine) and as intersecting (m) within this tolerance;
+#: the Wolfgang ankle axes (rounded axis 0.9659/0.2588 in the MJCF) miss each other by 28 µm.
+GEOMETRY_TOL = 1e-4
+#: Joint angles may exceed a limit by this much (rad) before ``leg_ik`` reports clipping (they are
+#: clipped anyway); covers the model's rounding (see GEOMETRY_TOL).
+LIMIT_TOL = 1e-3
+#: Targets this far (m) beyond the leg's reach still count as reachable (stretched leg); covers the
+#: model's rounding (see GEOMETRY_TOL).
+REACH_TOL = 1e-4
+
+
+@lru_cache(maxsize=None)
+def chain_data(robot_name: str) -> dict:
+    """The limb chains and hand points of ``robot_name`` from ``baselines/data/kinematics.yaml``."""
+    text = resources.files("upright.baselines").joinpath("data/kinematics.yaml").read_text()
+    data = yaml.safe_load(text)
+    if robot_name not in data:
+        raise ValueError(f"no kinematic chains for robot {robot_name!r}; known: {', '.join(data)}")
+    return data[robot_name]
+
+
+def check_side(side: str) -> str:
+    """Return ``side`` if it is ``"left"`` or ``"right"``; ValueError naming it otherwise."""
+    if side not in SIDES:
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    return side
+
+
+def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rotation matrix (3, 3) of ``angle`` rad about the unit vector ``axis`` (Rodrigues)."""
+    x, y, z = axis
+    c, s = math.cos(angle), math.sin(angle)
+    t = 1.0 - c
+    return np.array([
+        [c + x * x * t, x * y * t - z * s, x * z * t + y * s],
+        [y * x * t + z * s, c + y * y * t, y * z * t - x * s],
+        [z * x * t - y * s, z * y * t + x * s, c + z * z * t],
+    ])
+
+
+def wrap(angle: float) -> float:
+    """``angle`` wrapped to [-π, π)."""
+    return (angle + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def solve_cos_sin(a: float, b: float, c: float, tol: float = REACH_TOL) -> tuple[tuple[float, float], bool]:
+    """Both roots of ``a cos x + b sin x = c`` (the one nearer zero first), and whether they exist.
+
+    Without a root, the ``x`` that brings the left side closest to ``c`` is returned twice; a miss
+    of at most ``tol`` (in the units of ``c``) still counts as a root.
+    """
+    rho = math.hypot(a, b)
+    phi = math.atan2(b, a)
+    ratio = c / rho if rho > 1e-12 else math.copysign(math.inf, c)
+    exact = abs(c) <= rho + tol
+    d = math.acos(min(1.0, max(-1.0, ratio)))
+    x1, x2 = wrap(phi + d), wrap(phi - d)
+    return ((x1, x2) if abs(x1) <= abs(x2) else (x2, x1)), exact
+
+
+def angle_about(axis: np.ndarray, u: np.ndarray, v: np.ndarray) -> float:
+    """Signed angle (rad) about unit ``axis`` that turns ``u`` onto ``v`` (components normal to the axis)."""
+    up = u - (u @ axis) * axis
+    vp = v - (v @ axis) * axis
+    return math.atan2(float(axis @ np.cross(up, vp)), float(up @ vp))
+
+
+def split_rotation(rot: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                   branch: int = 0) -> tuple[float, float, float]:
+    """Angles ``(x, y, z)`` with ``rot = R(a, x) R(b, y) R(c, z)`` for unit axes ``a ⊥ b``, ``b ⊥ c``.
+
+    There are two solutions; ``branch`` 0 has the middle angle nearer zero, 1 the other. At gimbal
+    lock (``R(b, y) c`` parallel to ``a``) ``x = 0`` and ``z`` takes the whole rotation.
+    """
+    roots, _ = solve_cos_sin(float(a @ c), float(a @ np.cross(b, c)), float(a @ rot @ c))
+    y = roots[branch]
+    m = rotation(b, y) @ c
+    if np.linalg.norm(m - (m @ a) * a) < 1e-9:
+        x = 0.0
+    else:
+        x = angle_about(a, m, rot @ c)
+    rest = rotation(b, -y) @ rotation(a, -x) @ rot  # = R(c, z)
+    z = angle_about(c, b, rest @ b)
+    return x, y, z
+
+
+def _closest_points(p1: np.ndarray, d1: np.ndarray, p2: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, float]:
+    """Midpoint of the closest points of two non-parallel lines and their distance (m)."""
+    w = p1 - p2
+    b = d1 @ d2
+    denom = 1.0 - b * b
+    if denom < 1e-12:
+        raise ValueError("axes are parallel, they have no single intersection")
+    s = (b * (d2 @ w) - (d1 @ w)) / denom
+    t = ((d2 @ w) - b * (d1 @ w)) / denom
+    q1, q2 = p1 + s * d1, p2 + t * d2
+    return 0.5 * (q1 + q2), float(np.linalg.norm(q1 - q2))
+
+
+@dataclass(frozen=True)
+class LegGeometry:
+    """One 6-DoF leg, read from the model at q = 0; points and axes in the torso frame (m).
+
+    Joint order: 0 hip yaw (NAO: HipYawPitch), 1 hip roll, 2 hip pitch, 3 knee, 4 ankle pitch,
+    5 ankle roll. With all angles ``q`` the sole frame's rotation is
+    ``R(axes[0], q0) ... R(axes[5], q5) @ sole_rot0`` (product of exponentials).
+    """
+
+    joint_names: tuple[str, ...]
+    #: Joint axes (6, 3) at q = 0.
+    axes: np.ndarray
+    #: Common direction of the pitch axes (= the ankle-pitch axis) and each pitch joint's sign on it.
+    pitch_axis: np.ndarray
+    pitch_signs: np.ndarray
+    #: A point on the joint-0 axis; the hip point H0 = yaw_point + hip_axial * axes[0] + hip_forward * axes[1].
+    yaw_point: np.ndarray
+    hip_axial: float
+    hip_forward: float
+    hip_point: np.ndarray
+    knee_point: np.ndarray
+    ankle_point: np.ndarray
+    #: Thigh (H → knee) and shank (knee → A) vectors normal to the pitch axis, and the offset of H from A along it.
+    thigh: np.ndarray
+    shank: np.ndarray
+    lateral: float
+    #: Sole frame rotation at q = 0 and the ankle point in the sole frame.
+    sole_rot0: np.ndarray
+    ankle_in_sole: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    #: True when the model's axes meet exactly (NAO); otherwise (Wolfgang, whose MJCF offsets are
+    #: rounded to 0.1 mm so the ankle axes miss by 28 µm) the closed form is polished by Newton steps.
+    exact: bool
+    #: Sole site id and the leg joints' qpos / dof addresses in the private model.
+    sole_site: int
+    qpos_adr: np.ndarray
+    dof_adr: np.ndarray
+
+    @property
+    def thigh_length(self) -> float:
+        """Hip-pitch axis to knee axis (m)."""
+        return float(np.linalg.norm(self.thigh))
+
+    @property
+    def shank_length(self) -> float:
+        """Knee axis to ankle-pitch axis (m)."""
+        return float(np.linalg.norm(self.shank))
+
+
+@dataclass(frozen=True)
+class ArmChain:
+    """One arm: its joints, the three that :meth:`Kinematics.arm_ik` moves, and its hand site."""
+
+    joint_names: tuple[str, ...]
+    ik_joint_names: tuple[str, ...]
+    hand_site: str
+    shoulder: np.ndarray
+
+
+class Kinematics:
+    """Forward/inverse kinematics and CoM of one robot, on a private copy of its MJCF model.
+
+    All poses are ``(pos (3,), R (3, 3))`` in the torso frame. Joint vectors are in the robot's
+    joint order (``RobotSpec.joint_names``, as ``Sensors.joint_pos``).
+    """
+
+    def __init__(self, robot: RobotSpec) -> None:
+        self.robot = robot
+        chains = chain_data(robot.name)
+        spec = mujoco.MjSpec.from_file(str(robot.mjcf))
+        for side in SIDES:
+            hand = chains["hands"][side]
+            spec.body(hand["body"]).add_site(name=f"{side}_hand", pos=hand["pos"])
+        self.model = spec.compile()
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self._qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in robot.joint_names])
+        self._index = {name: i for i, name in enumerate(robot.joint_names)}
+        self._torso = m.body(robot.torso_body).id
+        imu = m.site(robot.imu_site)
+        imu_rot = np.zeros(9)
+        mujoco.mju_quat2Mat(imu_rot, m.site_quat[imu.id])
+        #: Rotation of the IMU frame in the torso frame (identity for both models).
+        self._imu_in_torso = imu_rot.reshape(3, 3) if m.site_bodyid[imu.id] == self._torso else np.eye(3)
+        self._reset_torso()
+        self.set_joints(np.zeros(len(robot.joint_names)))
+        self.legs = {side: self._leg_geometry(side, chains["legs"][side]) for side in SIDES}
+        self.arms = {
+            side: ArmChain(
+                joint_names=tuple(chains["arms"][side]),
+                ik_joint_names=tuple(chains["arm_ik"][side]),
+                hand_site=f"{side}_hand",
+                shoulder=self.data.xanchor[m.joint(chains["arms"][side][0]).id].copy(),
+            )
+            for side in SIDES
+        }
+        self._arm_dofs = {
+            side: np.array([m.jnt_dofadr[m.joint(j).id] for j in a.ik_joint_names]) for side, a in self.arms.items()
+        }
+        self._jacp = np.zeros((3, m.nv))
+        self._jacr = np.zeros((3, m.nv))
+        #: The shared hip joint (NAO): the right leg's first joint follows the left's.
+        self.shared_hip = bool(robot.coupled_joints) and robot.coupled_joints.get(
+            self.legs["right"].joint_names[0]) == self.legs["left"].joint_names[0]
+
+    # ------------------------------------------------------------------ set-up
+    def _reset_torso(self) -> None:
+        qpos = self.data.qpos
+        qpos[:] = self.model.qpos0
+        qpos[0:3] = 0.0
+        qpos[3:7] = (1.0, 0.0, 0.0, 0.0)
+
+    def _leg_geometry(self, side: str, names: Sequence[str]) -> LegGeometry:
+        """Read one leg's axes, anchors and sole offset at q = 0 and check the IK's assumptions."""
+        m, d = self.model, self.data
+        if len(names) != 6:
+            raise ValueError(f"{side} leg of {self.robot.name} must have 6 joints, got {names}")
+        ids = [m.joint(j).id for j in names]
+        axes = np.array([d.xaxis[i] for i in ids])
+        anchors = np.array([d.xanchor[i] for i in ids])
+        n = axes[4]
+        signs = np.array([axes[k] @ n for k in (2, 3, 4)])
+        problems = []
+        if np.any(np.abs(np.abs(signs) - 1.0) > GEOMETRY_TOL):
+            problems.append("hip pitch, knee and ankle pitch axes are not parallel")
+        for a, b, what in ((0, 1, "joint 0 / hip roll"), (1, 4, "hip roll / pitch"), (5, 4, "ankle roll / pitch")):
+            if abs(axes[a] @ axes[b]) > GEOMETRY_TOL:
+                problems.append(f"{what} axes are not perpendicular")
+        hip, gap_hip = _closest_points(anchors[1], axes[1], anchors[2], axes[2])
+        ankle, gap_ankle = _closest_points(anchors[4], axes[4], anchors[5], axes[5])
+        if gap_hip > GEOMETRY_TOL:
+            problems.append(f"hip roll and pitch axes miss each other by {gap_hip:.2e} m")
+        if gap_ankle > GEOMETRY_TOL:
+            problems.append(f"ankle pitch and roll axes miss each other by {gap_ankle:.2e} m")
+        yaw_point = anchors[0]
+        offset = hip - yaw_point
+        hip_axial, hip_forward = float(offset @ axes[0]), float(offset @ axes[1])
+        plane_miss = float(np.linalg.norm(offset - hip_axial * axes[0] - hip_forward * axes[1]))
+        if plane_miss > GEOMETRY_TOL:
+            problems.append("the hip point is not in the plane of the joint-0 and hip-roll axes")
+        if problems:
+            raise ValueError(f"{self.robot.name} {side} leg does not fit the analytic IK: " + "; ".join(problems))
+        knee = anchors[3]
+
+        def normal(v: np.ndarray) -> np.ndarray:
+            return v - (v @ n) * n
+
+        sole = m.site(self.robot.sole_sites[SIDES.index(side)]).id
+        sole_pos, sole_rot = d.site_xpos[sole].copy(), d.site_xmat[sole].reshape(3, 3).copy()
+        limits = np.array([m.jnt_range[i] for i in ids])
+        return LegGeometry(
+            joint_names=tuple(names), axes=axes, pitch_axis=n, pitch_signs=np.sign(signs),
+            yaw_point=yaw_point, hip_axial=hip_axial, hip_forward=hip_forward,
+            hip_point=hip, knee_point=knee, ankle_point=ankle,
+            thigh=normal(knee - hip), shank=normal(ankle - knee), lateral=float((hip - ankle) @ n),
+            sole_rot0=sole_rot, ankle_in_sole=sole_rot.T @ (ankle - sole_pos),
+            lower=limits[:, 0].copy(), upper=limits[:, 1].copy(),
+            exact=max(gap_hip, gap_ankle, plane_miss) < 1e-9, sole_site=sole,
+            qpos_adr=np.array([m.jnt_qposadr[i] for i in ids]), dof_adr=np.array([m.jnt_dofadr[i] for i in ids]),
+        )
+
+    # ------------------------------------------------------------------ joint vectors
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """The robot's joint order."""
+        return self.robot.joint_names
+
+    def joint_index(self, names: Sequence[str]) -> np.ndarray:
+        """Indices of ``names`` in the robot's joint order; ValueError naming an unknown joint."""
+        try:
+            return np.array([self._index[n] for n in names], dtype=int)
+        except KeyError as err:
+            raise ValueError(f"unknown joint {err.args[0]!r} for {self.robot.name}") from None
+
+    def with_joints(self, joint_pos: np.ndarray, values: Mapping[str, float]) -> np.ndarray:
+        """A copy of ``joint_pos`` (robot joint order) with the named joints set to ``values`` (rad)."""
+        out = self._check_joint_vector(joint_pos).copy()
+        out[self.joint_index(list(values))] = list(values.values())
+        return out
+
+    def targets_from_joints(self, joint_pos: np.ndarray) -> np.ndarray:
+        """Actuator-order targets (rad) from a joint-order vector (coupled joints follow their driver)."""
+        return self._check_joint_vector(joint_pos)[list(self.robot.actuated_joint_index)].copy()
+
+    def leg_joint_names(self, side: str) -> tuple[str, ...]:
+        """The six leg joints of ``side`` from hip to ankle."""
+        return self.legs[check_side(side)].joint_names
+
+    def arm_joint_names(self, side: str) -> tuple[str, ...]:
+        """The arm joints of ``side`` from shoulder to wrist."""
+        return self.arms[check_side(side)].joint_names
+
+    def _check_joint_vector(self, joint_pos: np.ndarray) -> np.ndarray:
+        q = np.asarray(joint_pos, dtype=float)
+        if q.shape != (len(self.robot.joint_names),):
+            raise ValueError(
+                f"joint vector must have shape ({len(self.robot.joint_names)},) for {self.robot.name}, got {q.shape}")
+        if not np.all(np.isfinite(q)):
+            raise ValueError(f"joint vector contains non-finite values: {q}")
+        return q
+
+    # ------------------------------------------------------------------ forward kinematics
+    def set_joints(self, joint_pos: np.ndarray) -> None:
+        """Put the private model in ``joint_pos`` (rad, robot joint order) and compute its kinematics."""
+        q = self._check_joint_vector(joint_pos)
+        self.data.qpos[self._qadr] = q
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_comPos(self.model, self.data)
+
+    def site_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Position (m) and rotation of site ``name`` in the torso frame, for the last :meth:`set_joints`."""
+        i = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, name)
+        if i < 0:
+            raise ValueError(f"unknown site {name!r} in the {self.robot.name} model")
+        return self.data.site_xpos[i].copy(), self.data.site_xmat[i].reshape(3, 3).copy()
+
+    def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Position (m) and rotation of body ``name``'s frame in the torso frame, for the last :meth:`set_joints`."""
+        i = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, name)
+        if i < 0:
+            raise ValueError(f"unknown body {name!r} in the {self.robot.name} model")
+        return self.data.xpos[i].copy(), self.data.xmat[i].reshape(3, 3).copy()
+
+    def foot_pose(self, side: str, joint_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pose of the sole site of ``side`` (``l_sole``/``r_sole``) in the torso frame."""
+        sole = self.robot.sole_sites[SIDES.index(check_side(side))]
+        self.set_joints(joint_pos)
+        return self.site_pose(sole)
+
+    def hand_pose(self, side: str, joint_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pose of the hand point of ``side`` (see ``data/kinematics.yaml``) in the torso frame."""
+        self.set_joints(joint_pos)
+        return self.site_pose(self.arms[check_side(side)].hand_site)
+
+    def shoulder_pose(self, side: str) -> tuple[np.ndarray, np.ndarray]:
+        """The shoulder frame of ``side``: origin on the shoulder-pitch axis (its MJCF anchor), torso orientation."""
+        return self.arms[check_side(side)].shoulder.copy(), np.eye(3)
+
+    # ------------------------------------------------------------------ centre of mass
+    def com(self, joint_pos: np.ndarray) -> np.ndarray:
+        """Whole-robot centre of mass (m) in the torso frame, from the model's masses."""
+        self.set_joints(joint_pos)
+        return self.data.subtree_com[self._torso].copy()
+
+    def com_world_aligned(self, joint_pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
+        """:meth:`com` rotated into world orientation by the IMU quaternion ``(w, x, y, z)`` (IMU → world).
+
+        Rotation only: the vector still starts at the torso origin.
+        """
+        qv = np.asarray(quat, dtype=float)
+        if qv.shape != (4,) or not np.all(np.isfinite(qv)) or np.linalg.norm(qv) < 1e-9:
+            raise ValueError(f"quat must be a finite non-zero (w, x, y, z) quaternion, got {quat}")
+        imu_to_world = np.zeros(9)
+        mujoco.mju_quat2Mat(imu_to_world, qv / np.linalg.norm(qv))
+        torso_to_world = imu_to_world.reshape(3, 3) @ self._imu_in_torso.T
+        return torso_to_world @ self.com(joint_pos)
+
+    # ------------------------------------------------------------------ leg IK
+    @staticmethod
+    def _check_pose(pos: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = np.asarray(pos, dtype=float)
+        r = np.asarray(rot, dtype=float)
+        if p.shape != (3,) or not np.all(np.isfinite(p)):
+            raise ValueError(f"position must be a finite (3,) vector, got {pos}")
+        if r.shape != (3, 3) or not np.all(np.isfinite(r)) or not np.allclose(r.T @ r, np.eye(3), atol=1e-6):
+            raise ValueError(f"rotation must be a finite orthonormal (3, 3) matrix, got {rot}")
+        return p, r
+
+    def leg_ik(self, side: str, pos: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Leg angles (6,) (order :meth:`leg_joint_names`) that put the sole of ``side`` at ``pos``, ``R``.
+
+        Closed form (see the module docstring). Of the up to eight solutions the first inside the
+        joint ranges is returned, in the order: ankle roll nearer zero, hip roll nearer zero, knee
+        nearer the middle of its range. ``reachable`` is False when the target is out of reach
+        (then the leg is stretched / folded towards it, orientation kept) or when no solution lies
+        inside the joint ranges (then the least violating one is clipped); the angles are always
+        finite and inside the ranges.
+        """
+        leg = self.legs[check_side(side)]
+        p, rot = self._check_pose(pos, R)
+        g = rot @ leg.sole_rot0.T  # product of the six joint rotations
+        ankle = p + rot @ leg.ankle_in_sole
+        n = leg.pitch_axis
+        e0, e1, e5 = leg.axes[0], leg.axes[1], leg.axes[5]
+        # ankle roll: the offset of H from A along the pitch axes is fixed (the hip's forward
+        # offset is normal to the pitch axes and drops out)
+        w = g.T @ (leg.yaw_point + leg.hip_axial * e0 - ankle)
+        rolls, ok_roll = solve_cos_sin(float(w @ n), -float(w @ np.cross(e5, n)), leg.lateral)
+
+        def candidates():
+            for q5 in dict.fromkeys(rolls):
+                rest = g @ rotation(e5, -q5)
+                for branch in (0, 1):
+                    # joint 0, hip roll and the sum of the pitch angles from the remaining rotation
+                    q0, q1, theta = split_rotation(rest, e0, e1, n, branch)
+                    for knee_branch in (0, 1):
+                        q, ok_leg = self._sagittal(leg, ankle, q0, q1, knee_branch)
+                        s2, s3, s4 = leg.pitch_signs
+                        q[4] = s4 * wrap(theta - s2 * q[2] - s3 * q[3])
+                        q[5] = q5
+                        yield q, ok_roll and ok_leg
+
+        return self._pick(leg, p, rot, candidates())
+
+    def _sagittal(self, leg: LegGeometry, ankle: np.ndarray, q0: float, q1: float,
+                  knee_branch: int) -> tuple[np.ndarray, bool]:
+        """Given joint 0 and hip roll, hip pitch and knee that bring the ankle point to ``ankle``.
+
+        ``knee_branch`` 0 takes the knee angle nearer the middle of its range, 1 the other.
+        Returns the six-vector with entries 0-3 filled and whether the distance was reachable.
+        """
+        n = leg.pitch_axis
+        r0 = rotation(leg.axes[0], q0)
+        hip = leg.yaw_point + leg.hip_axial * leg.axes[0] + leg.hip_forward * (r0 @ leg.axes[1])
+        v = (r0 @ rotation(leg.axes[1], q1)).T @ (ankle - hip)
+        v = v - (v @ n) * n
+        u1 = leg.thigh / leg.thigh_length
+        u2 = np.cross(n, u1)
+
+        def angle(x: np.ndarray) -> float:
+            return math.atan2(float(x @ u2), float(x @ u1))
+
+        l1, l2 = leg.thigh_length, leg.shank_length
+        dist = float(np.linalg.norm(v))
+        c = (dist * dist - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
+        reachable = abs(l1 - l2) - REACH_TOL <= dist <= l1 + l2 + REACH_TOL
+        bend = math.acos(min(1.0, max(-1.0, c)))
+        offset = angle(leg.thigh) - angle(leg.shank)
+        s2, s3, _ = leg.pitch_signs
+        mid = 0.5 * (leg.lower[3] + leg.upper[3])
+        knees = sorted((s3 * wrap(offset + b) for b in (bend, -bend)), key=lambda k: abs(k - mid))
+        knee = knees[knee_branch]
+        reach = leg.thigh + rotation(n, s3 * knee) @ leg.shank
+        phi2 = angle(v) - angle(reach) if dist > 1e-12 else 0.0
+        return np.array([q0, q1, s2 * wrap(phi2), knee, 0.0, 0.0]), reachable
+
+    def _pick(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray, candidates) -> tuple[np.ndarray, bool]:
+        """The first reachable candidate inside the joint ranges, else the least bad one, clipped.
+
+        Reachable candidates of a leg whose model geometry is not exact are first polished.
+        """
+        best: tuple[tuple[bool, float], np.ndarray] | None = None
+        for q, ok in candidates:
+            if ok and not leg.exact:
+                q = self._polish(leg, q, pos, rot)
+            excess = float(np.sum(np.maximum(leg.lower - q, 0.0) + np.maximum(q - leg.upper, 0.0)))
+            if ok and excess <= LIMIT_TOL:
+                return np.clip(q, leg.lower, leg.upper), True
+            score = (not ok, excess)
+            if best is None or score < best[0]:
+                best = (score, q)
+        assert best is not None
+        return np.clip(best[1], leg.lower, leg.upper), False
+
+    def _polish(self, leg: LegGeometry, q: np.ndarray, pos: np.ndarray, rot: np.ndarray,
+                steps: int = 8, tol: float = 1e-7, damping: float = 1e-4) -> np.ndarray:
+        """Damped Newton steps on the sole-site Jacobian of the private model (position m, rotation rad).
+
+        Removes what the closed form misses because the model's axes do not meet exactly (usually
+        one step reaches ``tol``; a few near the stretched-leg singularity). Returns the iterate
+        with the smallest error. Only the leg's joints are written into the private model.
+        """
+        m, d = self.model, self.data
+        q = q.copy()
+        quat = np.zeros(4)
+        err = np.zeros(6)
+        lam2 = damping * damping * np.eye(6)
+        best, best_err = q.copy(), math.inf
+        for _ in range(steps + 1):
+            d.qpos[leg.qpos_adr] = q
+            mujoco.mj_kinematics(m, d)
+            err[:3] = pos - d.site_xpos[leg.sole_site]
+            mujoco.mju_mat2Quat(quat, (rot @ d.site_xmat[leg.sole_site].reshape(3, 3).T).ravel())
+            mujoco.mju_quat2Vel(err[3:], quat, 1.0)
+            size = float(np.max(np.abs(err)))
+            if size < best_err:
+                best, best_err = q.copy(), size
+            if size < tol:
+                break
+            mujoco.mj_comPos(m, d)
+            mujoco.mj_jacSite(m, d, self._jacp, self._jacr, leg.sole_site)
+            jac = np.vstack([self._jacp[:, leg.dof_adr], self._jacr[:, leg.dof_adr]])
+            q += jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
+        return best
+
+    def leg_ik_given_first(self, side: str, pos: np.ndarray, R: np.ndarray, first: float) -> tuple[np.ndarray, bool]:
+        """Leg IK of ``side`` with joint 0 (NAO HipYawPitch) fixed to ``first`` (rad).
+
+        The five remaining joints reach the sole position and the sole normal exactly where the
+        target allows; the foot's rotation about its sole normal is what it comes out as.
+        (The ankle point is taken from the target rotation; for NAO it lies on the sole normal,
+        so this is exact.) Branches and ``reachable`` as in :meth:`leg_ik`.
+        """
+        leg = self.legs[check_side(side)]
+        p, rot = self._check_pose(pos, R)
+        if not math.isfinite(first):
+            raise ValueError(f"first joint angle must be finite, got {first}")
+        ankle = p + rot @ leg.ankle_in_sole
+        n, e0, e1, e5 = leg.pitch_axis, leg.axes[0], leg.axes[1], leg.axes[5]
+        s2, s3, s4 = leg.pitch_signs
+        r0 = rotation(e0, first)
+        hip = leg.yaw_point + leg.hip_axial * e0 + leg.hip_forward * (r0 @ e1)
+        v0 = r0.T @ (ankle - hip)
+        hip_rolls, ok_roll = solve_cos_sin(float(v0 @ n), float(v0 @ np.cross(e1, n)), -leg.lateral)
+        normal0 = leg.sole_rot0[:, 2]
+
+        def candidates():
+            for q1 in dict.fromkeys(hip_rolls):
+                for knee_branch in (0, 1):
+                    q, ok_leg = self._sagittal(leg, ankle, first, q1, knee_branch)
+                    upper_leg = r0 @ rotation(e1, q1) @ rotation(n, s2 * q[2] + s3 * q[3])
+                    target = upper_leg.T @ rot[:, 2]
+                    rolls, ok_normal = solve_cos_sin(
+                        float(n @ normal0), float(n @ np.cross(e5, normal0)), float(n @ target))
+                    for q5 in dict.fromkeys(rolls):
+                        out = q.copy()
+                        out[4] = s4 * angle_about(n, rotation(e5, q5) @ normal0, target)
+                        out[5] = q5
+                        yield out, ok_roll and ok_leg and ok_normal
+
+        return self._pick(leg, p, rot, candidates())
+
+    def legs_ik(self, left_pos: np.ndarray, left_R: np.ndarray, right_pos: np.ndarray, right_R: np.ndarray,
+                hip_yaw_pitch: str = "mean") -> tuple[dict[str, float], bool]:
+        """Both legs: ``({joint name: angle}, reachable)``.
+
+        Wolfgang: the legs are independent and ``hip_yaw_pitch`` is ignored. NAO: both HipYawPitch
+        joints are one motor. ``"left"``/``"right"``: that leg is solved exactly and the other leg
+        is solved for the same HipYawPitch (:meth:`leg_ik_given_first`: position and sole normal
+        exact, its yaw follows); ``"mean"``: the mean of the two free solutions is used for both
+        legs, which shares the yaw error between them.
+        """
+        if hip_yaw_pitch not in ("left", "right", "mean"):
+            raise ValueError(f"hip_yaw_pitch must be 'left', 'right' or 'mean', got {hip_yaw_pitch!r}")
+        targets = {"left": (left_pos, left_R), "right": (right_pos, right_R)}
+        solved = {side: self.leg_ik(side, *targets[side]) for side in SIDES}
+        if self.shared_hip:
+            if hip_yaw_pitch == "mean":
+                first = 0.5 * (solved["left"][0][0] + solved["right"][0][0])
+                redo: tuple[str, ...] = SIDES
+            else:
+                first = solved[hip_yaw_pitch][0][0]
+                redo = tuple(s for s in SIDES if s != hip_yaw_pitch)
+            for side in redo:
+                solved[side] = self.leg_ik_given_first(side, *targets[side], first)
+        angles: dict[str, float] = {}
+        for side in SIDES:
+            angles.update(zip(self.legs[side].joint_names, map(float, solved[side][0])))
+        return angles, all(ok for _, ok in solved.values())
+
+    # ------------------------------------------------------------------ arm IK
+    def arm_ik(self, side: str, hand_pos_in_shoulder_frame: np.ndarray, q0: np.ndarray, *,
+               iterations: int = 40, damping: float = 0.01, tolerance: float = 1e-4,
+               max_step: float = 0.04, max_joint_step: float = 0.2, restarts: int = 0) -> np.ndarray:
+        """Arm angles (order :meth:`arm_joint_names`) that bring the hand point of ``side`` to a position.
+
+        ``hand_pos_in_shoulder_frame`` (m) is relative to :meth:`shoulder_pose` (torso orientation).
+        ``q0`` is the start: a full joint vector or the arm's angles; the joints not in the IK
+        (NAO ElbowYaw, WristYaw) keep its values. Damped least squares on ``mj_jacSite`` of the
+        private model, position only: ``damping`` (m) the DLS damping; each step clipped to the
+        joint ranges (a joint at a limit leaves the step while the step would push it further);
+        the hand moves at most ``max_step`` (m) and each joint at most ``max_joint_step`` (rad)
+        per iteration; stops after ``iterations`` or within ``tolerance`` (m).
+
+        DLS is local: from ``q0`` it follows a smoothly moving target without branch jumps, but a
+        far target across a joint limit can leave it in a local minimum. With ``restarts`` > 0 and
+        the hand still more than 1 mm off, it starts again from that many fixed seeds (shoulder
+        pitch spread over its range, the other joints mid-range) and keeps the closest result.
+        Targets out of reach give the closest point found.
+        """
+        arm = self.arms[check_side(side)]
+        target = np.asarray(hand_pos_in_shoulder_frame, dtype=float)
+        if target.shape != (3,) or not np.all(np.isfinite(target)):
+            raise ValueError(f"hand position must be a finite (3,) vector, got {hand_pos_in_shoulder_frame}")
+        target = arm.shoulder + target
+        start = np.asarray(q0, dtype=float)
+        arm_index = self.joint_index(arm.joint_names)
+        if start.shape == (len(arm.joint_names),):
+            full = np.zeros(len(self.robot.joint_names))
+            full[arm_index] = start
+        else:
+            full = self._check_joint_vector(start).copy()
+        if not np.all(np.isfinite(full)):
+            raise ValueError(f"q0 contains non-finite values: {q0}")
+        ik_index = self.joint_index(arm.ik_joint_names)
+        ids = [self.model.joint(j).id for j in arm.ik_joint_names]
+        lower, upper = self.model.jnt_range[ids, 0], self.model.jnt_range[ids, 1]
+        settings = (iterations, damping, tolerance, max_step, max_joint_step)
+        best_error = self._arm_dls(side, target, full, ik_index, lower, upper, *settings)
+        best = full[arm_index].copy()
+        for i in range(restarts if best_error > 1e-3 else 0):
+            seed = full.copy()
+            seed[ik_index] = 0.5 * (lower + upper)
+            seed[ik_index[0]] = lower[0] + (i + 0.5) / restarts * (upper[0] - lower[0])
+            error = self._arm_dls(side, target, seed, ik_index, lower, upper, *settings)
+            if error < best_error:
+                best_error, best = error, seed[arm_index].copy()
+            if best_error <= 1e-3:
+                break
+        return best
+
+    def _arm_dls(self, side: str, target: np.ndarray, full: np.ndarray, ik_index: np.ndarray,
+                 lower: np.ndarray, upper: np.ndarray, iterations: int, damping: float, tolerance: float,
+                 max_step: float, max_joint_step: float) -> float:
+        """Run the DLS iteration on ``full`` in place; return the remaining hand error (m)."""
+        m, d = self.model, self.data
+        site = m.site(self.arms[side].hand_site).id
+        dofs = self._arm_dofs[side]
+        lam2 = damping * damping * np.eye(3)
+        full[ik_index] = np.clip(full[ik_index], lower, upper)
+        self.set_joints(full)
+        for _ in range(iterations):
+            err = target - d.site_xpos[site]
+            size = float(np.linalg.norm(err))
+            if size < tolerance:
+                return size
+            if size > max_step:  # small Cartesian steps keep the linearisation valid
+                err *= max_step / size
+            mujoco.mj_jacSite(m, d, self._jacp, None, site)
+            jac = self._jacp[:, dofs].copy()
+            q = full[ik_index]
+            step = jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
+            # joints at a limit that the step pushes further out leave the step (active set)
+            blocked = ((q <= lower) & (step < 0.0)) | ((q >= upper) & (step > 0.0))
+            if np.any(blocked):
+                jac[:, blocked] = 0.0
+                step = jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
+            biggest = float(np.max(np.abs(step)))
+            if biggest > max_joint_step:  # near singular poses (straight arm) DLS steps can still be large
+                step *= max_joint_step / biggest
+            full[ik_index] = np.clip(q + step, lower, upper)
+            self.set_joints(full)
+        return float(np.linalg.norm(target - d.site_xpos[site]))
+
+
+__all__ = ["SIDES", "ArmChain", "Kinematics", "LegGeometry", "angle_about", "chain_data", "check_side", "rotation",
+           "solve_cos_sin", "split_rotation", "wrap"]

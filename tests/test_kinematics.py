@@ -1,0 +1,295 @@
+"""Robot-side kinematics: FK against the simulation, analytic leg IK, shared NAO hip, arm IK, CoM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from upright import Simulation
+from upright.baselines.kinematics import Kinematics, split_rotation, rotation
+from upright.envs.robots import get_robot
+
+POSES_PER_LEG = 250
+POS_TOL = 1e-3  # m
+ROT_TOL = 0.01  # rad
+
+
+@pytest.fixture(scope="module", params=["nao", "wolfgang"])
+def kin(request) -> Kinematics:
+    return Kinematics(get_robot(request.param))
+
+
+def _standing(kin: Kinematics) -> np.ndarray:
+    m = kin.model
+    return m.key(kin.robot.standing_pose).qpos[kin._qadr].copy()
+
+
+def _random_leg(kin: Kinematics, side: str, rng: np.random.Generator, base: np.ndarray) -> np.ndarray:
+    leg = kin.legs[side]
+    q = base.copy()
+    q[kin.joint_index(leg.joint_names)] = rng.uniform(leg.lower, leg.upper)
+    return q
+
+
+def _rot_error(a: np.ndarray, b: np.ndarray) -> float:
+    """Angle (rad) of the rotation between ``a`` and ``b``."""
+    return float(np.arccos(np.clip((np.trace(a.T @ b) - 1.0) / 2.0, -1.0, 1.0)))
+
+
+def _pose_error(kin: Kinematics, side: str, q: np.ndarray, pos: np.ndarray, rot: np.ndarray) -> tuple[float, float]:
+    p, r = kin.foot_pose(side, q)
+    return float(np.linalg.norm(p - pos)), _rot_error(r, rot)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_leg_ik_reaches_random_reachable_foot_poses(kin, side):
+    rng = np.random.default_rng(11)
+    base = _standing(kin)
+    idx = kin.joint_index(kin.leg_joint_names(side))
+    worst = (0.0, 0.0)
+    for _ in range(POSES_PER_LEG):
+        q = _random_leg(kin, side, rng, base)
+        pos, rot = kin.foot_pose(side, q)
+        angles, reachable = kin.leg_ik(side, pos, rot)
+        assert reachable, f"{kin.robot.name} {side}: {q[idx]} reported unreachable"
+        leg = kin.legs[side]
+        assert np.all(angles >= leg.lower) and np.all(angles <= leg.upper)
+        solved = base.copy()
+        solved[idx] = angles
+        err = _pose_error(kin, side, solved, pos, rot)
+        worst = (max(worst[0], err[0]), max(worst[1], err[1]))
+    assert worst[0] < POS_TOL and worst[1] < ROT_TOL, f"worst error {worst}"
+
+
+def test_leg_ik_standing_pose_round_trip(kin):
+    """The standing keyframe's feet give back the keyframe's leg angles (the preferred branch)."""
+    q = _standing(kin)
+    for side in ("left", "right"):
+        angles, reachable = kin.leg_ik(side, *kin.foot_pose(side, q))
+        assert reachable
+        np.testing.assert_allclose(angles, q[kin.joint_index(kin.leg_joint_names(side))], atol=1e-3)
+
+
+@pytest.mark.parametrize("mode", ["left", "right", "mean"])
+def test_nao_legs_ik_with_shared_hip_yaw_pitch(mode):
+    kin = Kinematics(get_robot("nao"))
+    rng = np.random.default_rng(5)
+    base = _standing(kin)
+    left, right = kin.leg_joint_names("left"), kin.leg_joint_names("right")
+    for _ in range(POSES_PER_LEG if mode == "mean" else 60):
+        q = _random_leg(kin, "right", rng, _random_leg(kin, "left", rng, base))
+        q[kin.joint_index([right[0]])] = q[kin.joint_index([left[0]])]  # one motor
+        targets = {s: kin.foot_pose(s, q) for s in ("left", "right")}
+        angles, reachable = kin.legs_ik(*targets["left"], *targets["right"], hip_yaw_pitch=mode)
+        assert reachable
+        assert angles[left[0]] == angles[right[0]]
+        solved = kin.with_joints(base, angles)
+        for side in ("left", "right"):
+            pos_err, rot_err = _pose_error(kin, side, solved, *targets[side])
+            assert pos_err < POS_TOL and rot_err < ROT_TOL, (mode, side, pos_err, rot_err)
+
+
+def test_nao_legs_ik_conflicting_hip_yaw_keeps_positions_and_sole_normals():
+    """Feet yawed differently need two HipYawPitch values; with one shared value the positions and
+    sole normals are still reached (the yaw about the normal is what gives)."""
+    kin = Kinematics(get_robot("nao"))
+    base = _standing(kin)
+    pl, rl = kin.foot_pose("left", base)
+    pr, rr = kin.foot_pose("right", base)
+    rl = rotation(np.array([0.0, 0.0, 1.0]), 0.3) @ rl
+    angles, reachable = kin.legs_ik(pl, rl, pr, rr, hip_yaw_pitch="right")
+    assert reachable
+    solved = kin.with_joints(base, angles)
+    for side, (p, r) in (("left", (pl, rl)), ("right", (pr, rr))):
+        p2, r2 = kin.foot_pose(side, solved)
+        assert np.linalg.norm(p2 - p) < POS_TOL
+        assert np.arccos(np.clip(r2[:, 2] @ r[:, 2], -1, 1)) < ROT_TOL
+    # the right leg (chosen) is exact, so the left foot's yaw is what is off
+    assert _rot_error(kin.foot_pose("right", solved)[1], rr) < 1e-9
+    assert _rot_error(kin.foot_pose("left", solved)[1], rl) > 0.05
+
+
+def test_wolfgang_legs_ik_is_two_independent_legs():
+    kin = Kinematics(get_robot("wolfgang"))
+    q = _standing(kin)
+    targets = {s: kin.foot_pose(s, q) for s in ("left", "right")}
+    angles, reachable = kin.legs_ik(*targets["left"], *targets["right"])
+    assert reachable
+    for side in ("left", "right"):
+        single, _ = kin.leg_ik(side, *targets[side])
+        np.testing.assert_array_equal([angles[j] for j in kin.leg_joint_names(side)], single)
+
+
+def test_unreachable_foot_gives_stretched_leg_and_no_nan(kin):
+    base = _standing(kin)
+    pos, rot = kin.foot_pose("left", base)
+    hip = kin.legs["left"].hip_point
+    far = hip + 3.0 * (pos - hip)  # three leg lengths away
+    angles, reachable = kin.leg_ik("left", far, rot)
+    assert not reachable
+    assert np.all(np.isfinite(angles))
+    leg = kin.legs["left"]
+    assert np.all(angles >= leg.lower) and np.all(angles <= leg.upper)
+    # the closest reachable solution: the foot ends up as far towards the target as the leg goes
+    reached, _ = kin.foot_pose("left", kin.with_joints(base, dict(zip(leg.joint_names, angles))))
+    assert np.linalg.norm(far - reached) <= np.linalg.norm(far - pos) + 1e-6
+    ankle_reached = reached + kin.foot_pose("left", base)[1] @ leg.ankle_in_sole
+    assert np.linalg.norm(ankle_reached - hip) >= leg.thigh_length + leg.shank_length - 1e-3  # stretched
+    angles, reachable = kin.leg_ik("left", hip, rot)  # foot at the hip: too close
+    assert not reachable and np.all(np.isfinite(angles))
+
+
+def test_bad_input_raises_naming_it(kin):
+    q = _standing(kin)
+    for call in (lambda: kin.foot_pose("middle", q), lambda: kin.hand_pose("up", q),
+                 lambda: kin.shoulder_pose("centre"), lambda: kin.leg_joint_names("l"),
+                 lambda: kin.leg_ik("both", np.zeros(3), np.eye(3)),
+                 lambda: kin.arm_ik("x", np.zeros(3), q)):
+        with pytest.raises(ValueError, match="side"):
+            call()
+    with pytest.raises(ValueError, match="position"):
+        kin.leg_ik("left", np.array([np.nan, 0.0, 0.0]), np.eye(3))
+    with pytest.raises(ValueError, match="rotation"):
+        kin.leg_ik("left", np.zeros(3), 2.0 * np.eye(3))
+    with pytest.raises(ValueError, match="joint vector"):
+        kin.set_joints(np.zeros(3))
+    with pytest.raises(ValueError, match="hip_yaw_pitch"):
+        kin.legs_ik(np.zeros(3), np.eye(3), np.zeros(3), np.eye(3), hip_yaw_pitch="both")
+    with pytest.raises(ValueError, match="unknown joint 'Tail'"):
+        kin.with_joints(q, {"Tail": 0.0})
+    with pytest.raises(ValueError, match="unknown site"):
+        kin.site_pose("nose")
+
+
+def _sim_sites_in_torso(sim: Simulation, names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    pos, quat = sim.torso_pose()
+    rot = np.zeros(9)
+    import mujoco
+
+    mujoco.mju_quat2Mat(rot, quat)
+    rot = rot.reshape(3, 3)
+    out = {}
+    for name in names:
+        i = sim.model.site(name).id
+        out[name] = (rot.T @ (sim.data.site_xpos[i] - pos), rot.T @ sim.data.site_xmat[i].reshape(3, 3))
+    return out
+
+
+def test_private_fk_and_com_agree_with_the_simulation(kin):
+    robot = kin.robot
+    sim = Simulation(robot.name, "lab")
+    rng = np.random.default_rng(3)
+    sites = [*robot.sole_sites, robot.imu_site, robot.head_top_site, *robot.pressure_sensors[:2]]
+    for random in (False, True):
+        sensors = sim.reset(robot.standing_pose, seed=0)
+        if random:
+            qpos = sim.data.qpos.copy()
+            lo, hi = sim.model.jnt_range[1:].T
+            joints = rng.uniform(lo, hi)
+            qpos[7:] = joints
+            if kin.shared_hip:  # one motor: the right joint equals the left
+                m = sim.model
+                qpos[m.jnt_qposadr[m.joint("RHipYawPitch").id]] = qpos[m.jnt_qposadr[m.joint("LHipYawPitch").id]]
+            sensors = sim.reset(robot.standing_pose, seed=0, qpos=qpos)
+        truth = _sim_sites_in_torso(sim, sites)
+        kin.set_joints(sensors.joint_pos)
+        for name in sites:
+            p, r = kin.site_pose(name)
+            np.testing.assert_allclose(p, truth[name][0], atol=1e-9, err_msg=name)
+            np.testing.assert_allclose(r, truth[name][1], atol=1e-9, err_msg=name)
+        # CoM: the simulation's (world) CoM in the torso frame
+        pos, quat = sim.torso_pose()
+        import mujoco
+
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, quat)
+        rot = rot.reshape(3, 3)
+        np.testing.assert_allclose(kin.com(sensors.joint_pos), rot.T @ (sim.com() - pos), atol=1e-9)
+        # rotated by the IMU orientation: the world-frame offset of the CoM from the torso origin
+        np.testing.assert_allclose(kin.com_world_aligned(sensors.joint_pos, sensors.quat), sim.com() - pos,
+                                   atol=1e-6)
+
+
+def test_hand_and_shoulder_frames(kin):
+    """Shoulder at the shoulder-pitch anchor; the hand point at its documented offset from the
+    last arm body (robots.md)."""
+    q = np.zeros(len(kin.joint_names))
+    for side, sign in (("left", 1.0), ("right", -1.0)):
+        pos, rot = kin.shoulder_pose(side)
+        np.testing.assert_array_equal(rot, np.eye(3))
+        assert sign * pos[1] > 0.07 and pos[2] > 0.09
+        hand, _ = kin.hand_pose(side, q)
+        if kin.robot.name == "nao":  # straight arm pointing forward at q = 0: 105 + 55.95 + 57.75 mm
+            np.testing.assert_allclose(hand - pos, [0.105 + 0.05595 + 0.05775, sign * 0.015, -0.0123], atol=2e-4)
+        else:  # upper arm hangs down 144 mm, forearm points forward to the wrist frame
+            assert hand[0] - pos[0] > 0.2 and pos[2] - hand[2] > 0.14
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_arm_ik_reaches_random_reachable_hand_positions(kin, side):
+    rng = np.random.default_rng(17)
+    m = kin.model
+    arm = kin.arms[side]
+    ik = kin.joint_index(arm.ik_joint_names)
+    ids = [m.joint(j).id for j in arm.ik_joint_names]
+    lo, hi = m.jnt_range[ids].T
+    base = _standing(kin)
+    shoulder, _ = kin.shoulder_pose(side)
+    errors, local_errors = [], []
+    for _ in range(60):
+        q = base.copy()
+        q[ik] = rng.uniform(lo, hi)
+        hand, _ = kin.hand_pose(side, q)
+        # from the standing arms, anywhere in the workspace: with restarts
+        angles = kin.arm_ik(side, hand - shoulder, base, iterations=60, restarts=6)
+        solved = kin.with_joints(base, dict(zip(arm.joint_names, angles)))
+        errors.append(np.linalg.norm(kin.hand_pose(side, solved)[0] - hand))
+        held = [j for j in arm.joint_names if j not in arm.ik_joint_names]
+        np.testing.assert_array_equal(solved[kin.joint_index(held)], base[kin.joint_index(held)])
+        # tracking: from a start near the solution, plain local DLS
+        start = q.copy()
+        start[ik] = np.clip(q[ik] + rng.uniform(-0.3, 0.3, 3), lo, hi)
+        angles = kin.arm_ik(side, hand - shoulder, start)
+        assert np.all(angles[[arm.joint_names.index(j) for j in arm.ik_joint_names]] >= lo - 1e-12)
+        local_errors.append(np.linalg.norm(kin.hand_pose(side, kin.with_joints(start, dict(zip(
+            arm.joint_names, angles))))[0] - hand))
+    assert max(local_errors) < 3e-3, max(local_errors)
+    assert max(errors) < 3e-3, sorted(errors)[-3:]
+
+
+def test_targets_from_joints_and_joint_names(kin):
+    q = np.arange(len(kin.joint_names), dtype=float)
+    targets = kin.targets_from_joints(q)
+    assert targets.shape == (len(kin.robot.actuator_names),)
+    for i, name in enumerate(kin.robot.actuator_names):
+        assert targets[i] == q[kin.robot.joint_names.index(name)]
+    for side in ("left", "right"):
+        assert len(kin.leg_joint_names(side)) == 6
+        assert set(kin.leg_joint_names(side)) <= set(kin.joint_names)
+        assert set(kin.arm_joint_names(side)) <= set(kin.joint_names)
+
+
+def test_leg_geometry_is_read_from_the_model():
+    nao = Kinematics(get_robot("nao")).legs["left"]
+    assert nao.thigh_length == pytest.approx(0.100) and nao.shank_length == pytest.approx(0.1029)
+    np.testing.assert_allclose(nao.hip_point, [0.0, 0.05, -0.085], atol=1e-12)
+    np.testing.assert_allclose(nao.ankle_in_sole, [0.0, 0.0, 0.04519], atol=1e-12)
+    wolfgang = Kinematics(get_robot("wolfgang")).legs["left"]
+    # robots.md 2(a): hip roll/pitch intersection 23.1 mm forward of the yaw axis, 41.4 mm below it
+    np.testing.assert_allclose(wolfgang.hip_point, [0.0231, 0.055, -0.0414], atol=1e-9)
+    assert wolfgang.thigh_length == pytest.approx(0.169, abs=1e-3)
+    assert wolfgang.shank_length == pytest.approx(0.170, abs=1e-3)
+
+
+def test_split_rotation_recovers_the_angles():
+    rng = np.random.default_rng(0)
+    a = np.array([0.0, np.sqrt(0.5), -np.sqrt(0.5)])  # NAO's HipYawPitch axis
+    b, c = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+    for _ in range(100):
+        x, y, z = rng.uniform(-1.2, 1.2, 3)
+        rot = rotation(a, x) @ rotation(b, y) @ rotation(c, z)
+        branches = [split_rotation(rot, a, b, c, branch) for branch in (0, 1)]
+        for bx, by, bz in branches:  # both branches are the same rotation ...
+            np.testing.assert_allclose(rotation(a, bx) @ rotation(b, by) @ rotation(c, bz), rot, atol=1e-9)
+        assert abs(branches[0][1]) <= abs(branches[1][1])  # ... the first with the smaller middle angle
+        assert min(np.max(np.abs(np.subtract(br, (x, y, z)))) for br in branches) < 1e-9
