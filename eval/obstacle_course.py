@@ -86,7 +86,11 @@ def run_course(configuration: str, speed: float, seed: int) -> dict[str, Any]:
             break
         if terminated:
             x = float(pos[0])
-            falls.append({"x": x, "obstacle": obstacle_at(x) or "beyond the course", "time": elapsed})
+            pitch, roll = base.posture().fused_pitch, base.posture().fused_roll
+            direction = ("forward" if pitch > 0 else "backward") if abs(pitch) >= abs(roll) else (
+                "right" if roll > 0 else "left")
+            falls.append({"x": x, "obstacle": obstacle_at(x) or "beyond the course", "time": elapsed,
+                          "direction": direction})
             qpos = start_qpos.copy()
             qpos[0] = x
             sensors = sim.reset(base.robot.standing_pose, seed=seed, qpos=qpos)

@@ -28,7 +28,7 @@ from upright.envs.simulation import Simulation
 
 #: Torso shift speed (m/s), gyro rate that marks the beginning of a fall (rad/s), largest shift (m).
 SHIFT_SPEED = 0.01
-FALL_GYRO = 0.3
+FALL_GYRO = 0.1
 MAX_SHIFT = 0.15
 #: Directions of the torso shift: name, unit vector in the walk frame, gyro axis that sees the fall.
 DIRECTIONS = {"front": ((1.0, 0.0), 1), "back": ((-1.0, 0.0), 1), "left": ((0.0, 1.0), 0), "right": ((0.0, -1.0), 0)}

@@ -111,3 +111,41 @@ def test_leveling_follows_the_support_sole_error_when_leaning_forward():
     # Back to zero over the last quarter of the step.
     assert lev.target(np.deg2rad(8.0), np.deg2rad(-6.0), 1.0, 0.0) == 0.0
     assert lev.target(np.deg2rad(8.0), np.deg2rad(-6.0), 0.875, 0.0) == pytest.approx(np.deg2rad(-3.0))
+
+
+def test_parameter_files_load_and_configurations_switch_the_stabilisations():
+    from upright.baselines.step_adjust import CONFIGURATIONS, load_params
+
+    for robot in ("nao", "wolfgang"):
+        params = load_params(robot)
+        assert params.support_back < 0.0 < params.support_front
+        assert params.leveling.min_torso_rotation == pytest.approx(np.deg2rad(5.0))
+        for name, (wsa, sfl) in CONFIGURATIONS.items():
+            configured = params.with_configuration(name)
+            assert (configured.step_adjustment, configured.swing_leveling) == (wsa, sfl)
+    with pytest.raises(ValueError, match="Newest"):
+        load_params("nao").with_configuration("Newest")
+
+
+def test_nao_walks_forward_for_3_seconds_without_falling():
+    import gymnasium as gym
+
+    from upright.policies.registry import load_policy
+
+    env = gym.make("upright/NaoWalk-v0", command=(0.2, 0.0, 0.0), conditions="lab", max_episode_seconds=4.0)
+    policy = load_policy("step_adjust")
+    observation, info = env.reset(seed=0)
+    policy.reset(env, 0)
+    start = env.unwrapped.sim.torso_pose()[0].copy()
+    adjusted = 0
+    while True:
+        observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
+        walk = policy._controller
+        adjusted += walk.log.get("swing_x", 0.0) != 0.0
+        if terminated or truncated:
+            break
+    moved = env.unwrapped.sim.torso_pose()[0] - start
+    assert not terminated and info["episode_metrics"]["falls"] == 0
+    assert moved[0] > 0.3  # 1 s into the walking posture, then 3 s at up to 0.2 m/s
+    assert abs(moved[1]) < 0.15
+    assert adjusted > 0
