@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,10 @@ def run_course(configuration: str, speed: float, seed: int) -> dict[str, Any]:
             "seconds": elapsed}
 
 
+def _run_task(task: tuple[str, float, int]) -> dict[str, Any]:
+    return run_course(*task)
+
+
 def falls_table(runs: list[dict[str, Any]], columns: list[tuple[str, float]]) -> list[list[str]]:
     """Rows ``obstacle, falls per column..., sum`` like the paper's tables, then a ``sum`` row and
     a ``runs reaching the end`` row."""
@@ -139,22 +144,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=8, help="runs (robots) per configuration and speed")
     parser.add_argument("--seed", type=int, default=0, help="run i uses seed + i")
     parser.add_argument("--tables", nargs="+", default=["1", "2"], choices=["1", "2"])
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument("--out", default="results/obstacle_course")
     args = parser.parse_args(argv)
-    if args.runs < 1:
-        raise ValueError(f"--runs must be >= 1, got {args.runs!r}")
+    if args.runs < 1 or args.workers < 1:
+        raise ValueError(f"--runs and --workers must be >= 1, got {args.runs!r}, {args.workers!r}")
     jobs: list[tuple[str, float]] = []
     if "1" in args.tables:
         jobs += [(c, TABLE1[0]) for c in TABLE1[1]]
     if "2" in args.tables:
         jobs += [(c, v) for v in TABLE2[0] for c in TABLE2[1]]
+    tasks = [(configuration, speed, args.seed + i) for configuration, speed in jobs for i in range(args.runs)]
     runs = []
-    for configuration, speed in jobs:
-        for i in range(args.runs):
-            result = run_course(configuration, speed, args.seed + i)
+    with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+        for result in pool.imap(_run_task, tasks):
             runs.append(result)
-            print(f"{configuration} {speed:.2f} m/s run {i}: {len(result['falls'])} falls "
-                  f"{[f['obstacle'] for f in result['falls']]}, end reached: {result['reached_end']}", flush=True)
+            print(f"{result['configuration']} {result['speed']:.2f} m/s seed {result['seed']}: "
+                  f"{len(result['falls'])} falls {[(f['obstacle'], f['direction']) for f in result['falls']]}, "
+                  f"end reached: {result['reached_end']}", flush=True)
     md = []
     if "1" in args.tables:
         cols = [(c, TABLE1[0]) for c in TABLE1[1]]
