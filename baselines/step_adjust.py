@@ -31,6 +31,7 @@ in there comes from ``python -m upright.eval.step_adjust_calibration``.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from typing import Any
@@ -242,7 +243,8 @@ class StepAdjustWalk:
         self._com_prev: float | None = None
         self._com_velocity = 0.0
         self._adjusting = False
-        self._commanded = self._walk_joints.copy()
+        #: Joint requests of the last ``delay_cycles + 1`` frames (the oldest is what the servos follow now).
+        self._requests: deque[np.ndarray] = deque([self._walk_joints.copy()], maxlen=self.robot.delay_cycles + 1)
         self.status = "working"
 
     def step(self, sensors: Sensors) -> np.ndarray:
@@ -324,13 +326,16 @@ class StepAdjustWalk:
         self._feet = planned
         pitch = {su: p.gyro_balance * self._gyro, sw: 0.0}
         if p.swing_leveling:
-            measured = _pitch_of(self.kin.foot_pose(su, sensors.joint_pos)[1]) + p.trunk_pitch
-            error = measured - pitch[su]
+            # Measured support-sole pitch against the one requested when the measured joints were
+            # commanded (the oldest request in the delay queue), both from the model's FK.
+            measured = _pitch_of(self.kin.foot_pose(su, sensors.joint_pos)[1])
+            requested = _pitch_of(self.kin.foot_pose(su, self._requests[0])[1])
             torso = float(sensors.fused[0]) - p.trunk_pitch
-            pitch[sw] = self.leveling.update(torso, error, ratio, swing_dx, planned[sw].x - planned[su].x, dt)
+            pitch[sw] = self.leveling.update(torso, measured - requested, ratio, swing_dx,
+                                             planned[sw].x - planned[su].x, dt)
         lifts = {sw: lift, su: 0.0}
         joints = self._joints_for(planned, lifts, pitch)
-        self._commanded = joints
+        self._requests.append(joints)
         self.log = {"com_x": com_x, "swing_x": planned[sw].x, "support_x": planned[su].x,
                     "swing_pitch": pitch[sw], "phase": ratio}
         return self.kin.targets_from_joints(joints)
