@@ -170,6 +170,11 @@ def _pitch_of(R: np.ndarray) -> float:
     return float(np.arctan2(-R[2, 0], np.hypot(R[0, 0], R[1, 0])))
 
 
+def _foot_loads(sensors: Sensors) -> dict[str, float]:
+    """Summed pressure (N) under each foot (``Sensors.foot_pressure``: 4 left, then 4 right)."""
+    return {"left": float(np.sum(sensors.foot_pressure[:4])), "right": float(np.sum(sensors.foot_pressure[4:]))}
+
+
 def _rot_y(angle: float) -> np.ndarray:
     c, s = np.cos(angle), np.sin(angle)
     return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
@@ -205,9 +210,8 @@ class StepAdjustWalk:
         self.log: dict[str, float] = {}
 
     def _standing_joints(self) -> np.ndarray:
-        import mujoco
-
-        model = mujoco.MjModel.from_xml_path(str(self.robot.mjcf))
+        """Joint angles (robot joint order) of the standing keyframe of the robot's own model."""
+        model = self.kin.model
         key = model.key(self.robot.standing_pose)
         adr = [model.jnt_qposadr[model.joint(j).id] for j in self.robot.joint_names]
         return key.qpos[adr].copy()
@@ -281,7 +285,7 @@ class StepAdjustWalk:
             return True
         if t < lo:
             return False
-        load = {"left": float(np.sum(sensors.foot_pressure[:4])), "right": float(np.sum(sensors.foot_pressure[4:]))}
+        load = _foot_loads(sensors)
         return load[self._swing] > load[self._support]
 
     def _begin_step(self, first: bool) -> None:
@@ -376,7 +380,7 @@ class StepAdjustWalk:
         sw, su = self._swing, self._support
         w_t, u_t = planned[sw].x, planned[su].x
         adjustment = self._w_bar_prev - self._w_plan_prev
-        load = {"left": float(np.sum(sensors.foot_pressure[:4])), "right": float(np.sum(sensors.foot_pressure[4:]))}
+        load = _foot_loads(sensors)
         total = load["left"] + load["right"]
         gated = total <= 0.0 or load[su] < load[sw] or (
             load[sw] > p.unloaded_fraction * total and ratio > p.early_contact_phase)
