@@ -38,16 +38,16 @@ from upright.policies.registry import load_policy
 
 #: Per direction: the command axis, its sign, and the command values tried (m/s or rad/s).
 DIRECTIONS: dict[str, tuple[int, float, np.ndarray]] = {
-    "forward": (0, 1.0, np.round(np.arange(0.05, 0.501, 0.05), 3)),
-    "sideways": (1, 1.0, np.round(np.arange(0.025, 0.301, 0.025), 3)),
-    "backward": (0, -1.0, np.round(np.arange(0.05, 0.401, 0.05), 3)),
-    "turning": (2, 1.0, np.round(np.deg2rad(np.arange(15.0, 181.0, 15.0)), 4)),
+    "forward": (0, 1.0, np.round(np.arange(0.05, 0.401, 0.05), 3)),
+    "sideways": (1, 1.0, np.round(np.arange(0.025, 0.251, 0.025), 3)),
+    "backward": (0, -1.0, np.round(np.arange(0.05, 0.301, 0.05), 3)),
+    "turning": (2, 1.0, np.round(np.deg2rad(np.arange(15.0, 151.0, 15.0)), 4)),
 }
 #: Push protocol: walk in place, push at these times (s; spread over one gait cycle), 0.1 s long,
 #: impulses tried (N·s), episode length (s).
 PUSH_TIMES = (4.0, 4.1, 4.2, 4.3)
 PUSH_DURATION = 0.1
-PUSH_IMPULSES = np.round(np.arange(0.25, 6.01, 0.25), 2)
+PUSH_IMPULSES = np.round(np.arange(0.25, 4.01, 0.25), 2)
 PUSH_EPISODE_SECONDS = 8.0
 
 
