@@ -304,6 +304,7 @@ class StepAdjustWalk:
         if first:
             self._lift *= p.first_step_lift_factor
         self._phase = 0.0
+        self.leveling.start_step()
         self._start = {s: replace(self._feet[s]) for s in SIDES}
         self._w_plan_prev = self._w_bar_prev = self._feet[self._swing].x
 

@@ -106,11 +106,13 @@ def test_leveling_follows_the_support_sole_error_when_leaning_forward():
     first = SwingFootLeveling(LevelingParams()).update(np.deg2rad(8.0), np.deg2rad(-6.0), 0.3, 0.001, 0.0, 0.012)
     assert first == pytest.approx(-2 * np.deg2rad(40.0) * 0.012)
     # Upright torso or a sole error in the other direction: no leveling.
-    assert SwingFootLeveling(LevelingParams()).target(0.0, np.deg2rad(-6.0), 0.3, 0.0) == 0.0
-    assert SwingFootLeveling(LevelingParams()).target(np.deg2rad(8.0), np.deg2rad(6.0), 0.3, 0.0) == 0.0
-    # Back to zero over the last quarter of the step.
-    assert lev.target(np.deg2rad(8.0), np.deg2rad(-6.0), 1.0, 0.0) == 0.0
-    assert lev.target(np.deg2rad(8.0), np.deg2rad(-6.0), 0.875, 0.0) == pytest.approx(np.deg2rad(-3.0))
+    assert SwingFootLeveling(LevelingParams()).target(0.0, np.deg2rad(-6.0), 0.0) == 0.0
+    assert SwingFootLeveling(LevelingParams()).target(np.deg2rad(8.0), np.deg2rad(6.0), 0.0) == 0.0
+    # Faded back to the normal pitch over the last quarter of the step; a new step starts at zero.
+    assert lev.update(np.deg2rad(8.0), np.deg2rad(-6.0), 0.875, 0.001, 0.0, 0.012) == pytest.approx(np.deg2rad(-3.0))
+    assert lev.update(np.deg2rad(8.0), np.deg2rad(-6.0), 1.0, 0.001, 0.0, 0.012) == 0.0
+    lev.start_step()
+    assert lev.offset == 0.0
 
 
 def test_parameter_files_load_and_configurations_switch_the_stabilisations():
