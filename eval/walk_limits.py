@@ -142,8 +142,9 @@ def _markdown(mode: str, meta: dict[str, Any], result: dict[str, Any]) -> str:
         return "\n".join(lines) + "\n"
     last = result["runs"][-1] if result["runs"] else None
     first_fail = f"{last['impulse']:g} N·s" if last and last["falls"] else "none up to the last tried"
+    limit = "—" if result["limit_impulse"] is None else f"{result['limit_impulse']:g} N·s"
     return (f"{title}\n\n| largest lateral impulse survived | first impulse with a fall |\n|---|---|\n"
-            f"| {'—' if result['limit_impulse'] is None else f'{result['limit_impulse']:g} N·s'} | {first_fail} |\n")
+            f"| {limit} | {first_fail} |\n")
 
 
 def main(argv: list[str] | None = None) -> int:
