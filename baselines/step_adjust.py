@@ -86,6 +86,8 @@ class StepAdjustParams:
     walk_height: float = 0.315
     #: Sole x in the walk frame when standing (m): minus B-Human's torsoOffset (torso ahead of the ankles).
     foot_x: float = -0.012
+    #: x of the sole's centre from the sole origin (m): the pivot of the swing foot's leveling.
+    foot_center_x: float = 0.02
     #: Sole y distance from the torso's centre line (m).
     foot_y: float = 0.05
     #: Nominal trunk pitch (rad, + forward): the walk frame is the torso frame turned by it.
@@ -339,7 +341,9 @@ class StepAdjustWalk:
             pitch[sw] = self.leveling.update(torso, measured - requested, ratio, swing_dx,
                                              planned[sw].x - planned[su].x, dt)
         lifts = {sw: lift, su: 0.0}
-        joints = self._joints_for(planned, lifts, pitch)
+        # The support foot pitches about its ankle (gyro balance on the ankle pitch); the leveled
+        # swing sole about its centre, so leveling lowers neither its heel nor its toes.
+        joints = self._joints_for(planned, lifts, pitch, {su: 0.0, sw: p.foot_center_x})
         self._requests.append(joints)
         self.log = {"com_x": com_x, "swing_x": planned[sw].x, "support_x": planned[su].x,
                     "swing_pitch": pitch[sw], "phase": ratio}
@@ -403,7 +407,8 @@ class StepAdjustWalk:
         self._w_plan_prev, self._w_bar_prev = w_t, w_bar
         planned[sw].x, planned[su].x = w_bar, u_bar
 
-    def _joints_for(self, feet: dict[str, _Foot], lift: dict[str, float], pitch: dict[str, float]) -> np.ndarray:
+    def _joints_for(self, feet: dict[str, _Foot], lift: dict[str, float], pitch: dict[str, float],
+                    pivot: dict[str, float] | None = None) -> np.ndarray:
         """Leg IK for the walk-frame foot offsets; the rest of the body keeps the standing pose."""
         p = self.params
         to_torso = _rot_y(p.trunk_pitch).T
@@ -412,6 +417,9 @@ class StepAdjustWalk:
             foot = feet[s]
             pos = np.array([p.foot_x + foot.x, self._side_sign[s] * p.foot_y + foot.y, -p.walk_height + lift[s]])
             R = _rot_z(foot.yaw) @ _rot_y(pitch[s])
+            if pivot is not None:  # pitch about a point `pivot[s]` ahead of the sole origin
+                centre = np.array([pivot[s], 0.0, 0.0])
+                pos = pos + _rot_z(foot.yaw) @ centre - R @ centre
             poses[s] = (to_torso @ pos, to_torso @ R)
         angles, _ = self.kin.legs_ik(poses["left"][0], poses["left"][1], poses["right"][0], poses["right"][1])
         return self.kin.with_joints(self._standing, angles)

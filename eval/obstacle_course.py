@@ -144,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=8, help="runs (robots) per configuration and speed")
     parser.add_argument("--seed", type=int, default=0, help="run i uses seed + i")
     parser.add_argument("--tables", nargs="+", default=["1", "2"], choices=["1", "2"])
+    parser.add_argument("--only", nargs="+", default=None, metavar="CONFIG@SPEED",
+                        help="run only these columns (e.g. New@0.25); the tables show what was run")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                        help="run nothing: build the tables from the runs in these obstacle_course.json files")
     parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument("--out", default="results/obstacle_course")
     args = parser.parse_args(argv)
@@ -154,8 +158,15 @@ def main(argv: list[str] | None = None) -> int:
         jobs += [(c, TABLE1[0]) for c in TABLE1[1]]
     if "2" in args.tables:
         jobs += [(c, v) for v in TABLE2[0] for c in TABLE2[1]]
+    if args.only is not None:
+        wanted = {(c, float(v)) for c, _, v in (item.partition("@") for item in args.only)}
+        jobs = [job for job in jobs if job in wanted]
     tasks = [(configuration, speed, args.seed + i) for configuration, speed in jobs for i in range(args.runs)]
     runs = []
+    if args.merge is not None:
+        tasks = []
+        for path in args.merge:
+            runs += json.loads(Path(path).read_text())["runs"]
     with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
         for result in pool.imap(_run_task, tasks):
             runs.append(result)

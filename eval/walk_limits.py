@@ -47,7 +47,7 @@ DIRECTIONS: dict[str, tuple[int, float, np.ndarray]] = {
 #: impulses tried (N·s), episode length (s).
 PUSH_TIMES = (4.0, 4.1, 4.2, 4.3)
 PUSH_DURATION = 0.1
-PUSH_IMPULSES = np.round(np.arange(0.25, 4.01, 0.25), 2)
+PUSH_IMPULSES = np.round(np.arange(0.5, 4.01, 0.5), 2)
 PUSH_EPISODE_SECONDS = 8.0
 
 
