@@ -15,7 +15,9 @@ localisation, ``STEER_GAIN``), which only the experiment sees.
 
     python -m upright.eval.obstacle_course --runs 8 --out results/obstacle_course
 
-Table 1: Old / WSA / SFL / New at 250 mm/s; Table 2: Old and New at 300 and 350 mm/s. Writes
+Table 1: Old / WSA / SFL / New at 250 mm/s; Table 2: Old and New at 300 and 350 mm/s (commands
+above the walk's ``max_forward`` are clipped by the walk, NAO: 0.3 m/s, rUNSWift's MAX_FORWARD).
+``--only New@0.25 ...`` runs some columns, ``--merge a.json b.json`` builds the tables from saved runs. Writes
 ``obstacle_course.json`` and ``obstacle_course.md`` under ``--out`` and prints both tables.
 """
 
