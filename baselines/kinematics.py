@@ -19,12 +19,18 @@ Solution order (closed form, no iteration): the ankle point from the sole target
 from the lateral offset along the pitch axes (``a cos q5 + b sin q5 = δ``); joint 0, hip roll and the
 total pitch from the remaining rotation (an Euler-angle split about the model's axes); the hip
 point ``H`` from joint 0; the knee from the law of cosines in the sagittal plane of the leg; hip
-pitch from the direction ``H → A``; ankle pitch as the rest of the total pitch. Where several
-branches exist the one nearest zero (the knee: nearest the middle of its range) is taken.
+pitch from the direction ``H → A``; ankle pitch as the rest of the total pitch. Of the up to eight
+branches the first inside the joint ranges is taken (ankle roll and hip roll nearer zero, knee
+nearer the middle of its range first). The NAO model's axes meet exactly, so the closed form is
+exact (~1e-15 m). The Wolfgang MJCF's offsets are rounded to 0.1 mm, so its ankle axes miss each
+other by 28 µm; there the closed-form result is polished by a few damped Newton steps on the
+sole-site Jacobian (``mj_jacSite``), which also fixes the ill-conditioned hip-yaw / pitch split at
+hip roll ±90°.
 
-NAO's two HipYawPitch joints are one motor: :meth:`Kinematics.legs_ik` chooses one value and solves
-the other leg for that given value (position and sole normal exact, the foot's yaw about its sole
-normal follows), as B-Human's NAO leg IK does.
+NAO's two HipYawPitch joints are one motor: :meth:`Kinematics.legs_ik` chooses one value (default
+the mean of the two legs' free solutions, or one leg's) and solves each other leg for that given
+value (position and sole normal exact, the foot's yaw about its sole normal follows), the B-Human
+way of sharing the joint.
 
 Arm IK is damped least squares on ``mj_jacSite`` of the private model (3 joints, hand position only).
 """
@@ -32,18 +38,19 @@ Arm IK is damped least squares on ``mj_jacSite`` of the private model (3 joints,
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
-from typing import Mapping, Sequence
 
 import mujoco
 import numpy as np
 import yaml
 
-from upright.envs.robots import RobotSpec
+from upright.envs.robots import RobotSpec, get_robot
 
 SIDES = ("left", "right")
+_EYE = np.eye(3)
 #: Joint axes count as parallel / perpendicular (cosine) and as intersecting (m) within this tolerance;
 #: the Wolfgang ankle axes (rounded axis 0.9659/0.2588 in the MJCF) miss each other by 28 µm.
 GEOMETRY_TOL = 1e-4
@@ -53,9 +60,11 @@ LIMIT_TOL = 1e-3
 #: Targets this far (m) beyond the leg's reach still count as reachable (stretched leg); covers the
 #: model's rounding (see GEOMETRY_TOL).
 REACH_TOL = 1e-4
+#: |cos(hip roll)| below this counts as near the hip's gimbal lock (joint-0 axis parallel to the pitch axes).
+GIMBAL_COS = 0.05
 
 
-@lru_cache(maxsize=None)
+@cache
 def chain_data(robot_name: str) -> dict:
     """The limb chains and hand points of ``robot_name`` from ``baselines/data/kinematics.yaml``."""
     text = resources.files("upright.baselines").joinpath("data/kinematics.yaml").read_text()
@@ -84,6 +93,11 @@ def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
     ])
 
 
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross product of two 3-vectors (``np.cross`` costs ~25x more on single vectors)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 def wrap(angle: float) -> float:
     """``angle`` wrapped to [-π, π)."""
     return (angle + math.pi) % (2.0 * math.pi) - math.pi
@@ -108,7 +122,7 @@ def angle_about(axis: np.ndarray, u: np.ndarray, v: np.ndarray) -> float:
     """Signed angle (rad) about unit ``axis`` that turns ``u`` onto ``v`` (components normal to the axis)."""
     up = u - (u @ axis) * axis
     vp = v - (v @ axis) * axis
-    return math.atan2(float(axis @ np.cross(up, vp)), float(up @ vp))
+    return math.atan2(float(axis @ cross(up, vp)), float(up @ vp))
 
 
 def split_rotation(rot: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray,
@@ -118,7 +132,7 @@ def split_rotation(rot: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     There are two solutions; ``branch`` 0 has the middle angle nearer zero, 1 the other. At gimbal
     lock (``R(b, y) c`` parallel to ``a``) ``x = 0`` and ``z`` takes the whole rotation.
     """
-    roots, _ = solve_cos_sin(float(a @ c), float(a @ np.cross(b, c)), float(a @ rot @ c))
+    roots, _ = solve_cos_sin(float(a @ c), float(a @ cross(b, c)), float(a @ rot @ c))
     y = roots[branch]
     m = rotation(b, y) @ c
     if np.linalg.norm(m - (m @ a) * a) < 1e-9:
@@ -207,10 +221,15 @@ class Kinematics:
     """Forward/inverse kinematics and CoM of one robot, on a private copy of its MJCF model.
 
     All poses are ``(pos (3,), R (3, 3))`` in the torso frame. Joint vectors are in the robot's
-    joint order (``RobotSpec.joint_names``, as ``Sensors.joint_pos``).
+    joint order (``RobotSpec.joint_names``, as ``Sensors.joint_pos``). The private model holds one
+    state: ``foot_pose``, ``hand_pose``, ``com``, ``leg_ik`` and ``arm_ik`` overwrite it, so call
+    :meth:`set_joints` right before :meth:`site_pose` / :meth:`body_pose`. One instance per
+    controller (not thread-safe); construction costs a model compile (~10 ms), calls allocate no
+    MuJoCo objects.
     """
 
-    def __init__(self, robot: RobotSpec) -> None:
+    def __init__(self, robot: RobotSpec | str) -> None:
+        robot = get_robot(robot) if isinstance(robot, str) else robot
         self.robot = robot
         chains = chain_data(robot.name)
         spec = mujoco.MjSpec.from_file(str(robot.mjcf))
@@ -223,11 +242,13 @@ class Kinematics:
         self._qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in robot.joint_names])
         self._index = {name: i for i, name in enumerate(robot.joint_names)}
         self._torso = m.body(robot.torso_body).id
-        imu = m.site(robot.imu_site)
+        imu = m.site(robot.imu_site).id
+        if m.site_bodyid[imu] != self._torso:
+            raise ValueError(f"IMU site {robot.imu_site!r} of {robot.name} is not on the torso body")
         imu_rot = np.zeros(9)
-        mujoco.mju_quat2Mat(imu_rot, m.site_quat[imu.id])
+        mujoco.mju_quat2Mat(imu_rot, m.site_quat[imu])
         #: Rotation of the IMU frame in the torso frame (identity for both models).
-        self._imu_in_torso = imu_rot.reshape(3, 3) if m.site_bodyid[imu.id] == self._torso else np.eye(3)
+        self._imu_in_torso = imu_rot.reshape(3, 3)
         self._reset_torso()
         self.set_joints(np.zeros(len(robot.joint_names)))
         self.legs = {side: self._leg_geometry(side, chains["legs"][side]) for side in SIDES}
@@ -324,6 +345,13 @@ class Kinematics:
         out[self.joint_index(list(values))] = list(values.values())
         return out
 
+    def keyframe_joints(self, name: str | None = None) -> np.ndarray:
+        """Joint vector (rad, robot joint order) of the MJCF keyframe ``name`` (default: the standing pose)."""
+        name = name or self.robot.standing_pose
+        if mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_KEY, name) < 0:
+            raise ValueError(f"unknown keyframe {name!r} for {self.robot.name}; valid: {', '.join(self.robot.poses)}")
+        return self.model.key(name).qpos[self._qadr].copy()
+
     def targets_from_joints(self, joint_pos: np.ndarray) -> np.ndarray:
         """Actuator-order targets (rad) from a joint-order vector (coupled joints follow their driver)."""
         return self._check_joint_vector(joint_pos)[list(self.robot.actuated_joint_index)].copy()
@@ -408,7 +436,7 @@ class Kinematics:
         r = np.asarray(rot, dtype=float)
         if p.shape != (3,) or not np.all(np.isfinite(p)):
             raise ValueError(f"position must be a finite (3,) vector, got {pos}")
-        if r.shape != (3, 3) or not np.all(np.isfinite(r)) or not np.allclose(r.T @ r, np.eye(3), atol=1e-6):
+        if r.shape != (3, 3) or not np.all(np.isfinite(r)) or float(np.max(np.abs(r.T @ r - _EYE))) > 1e-4:
             raise ValueError(f"rotation must be a finite orthonormal (3, 3) matrix, got {rot}")
         return p, r
 
@@ -431,7 +459,7 @@ class Kinematics:
         # ankle roll: the offset of H from A along the pitch axes is fixed (the hip's forward
         # offset is normal to the pitch axes and drops out)
         w = g.T @ (leg.yaw_point + leg.hip_axial * e0 - ankle)
-        rolls, ok_roll = solve_cos_sin(float(w @ n), -float(w @ np.cross(e5, n)), leg.lateral)
+        rolls, ok_roll = solve_cos_sin(float(w @ n), -float(w @ cross(e5, n)), leg.lateral)
 
         def candidates():
             for q5 in dict.fromkeys(rolls):
@@ -461,7 +489,7 @@ class Kinematics:
         v = (r0 @ rotation(leg.axes[1], q1)).T @ (ankle - hip)
         v = v - (v @ n) * n
         u1 = leg.thigh / leg.thigh_length
-        u2 = np.cross(n, u1)
+        u2 = cross(n, u1)
 
         def angle(x: np.ndarray) -> float:
             return math.atan2(float(x @ u2), float(x @ u1))
@@ -480,31 +508,39 @@ class Kinematics:
         phi2 = angle(v) - angle(reach) if dist > 1e-12 else 0.0
         return np.array([q0, q1, s2 * wrap(phi2), knee, 0.0, 0.0]), reachable
 
-    def _pick(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray, candidates) -> tuple[np.ndarray, bool]:
-        """The first reachable candidate inside the joint ranges, else the least bad one, clipped.
+    def _pick(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray, candidates,
+              polish: bool = True) -> tuple[np.ndarray, bool]:
+        """The first reachable candidate inside the joint ranges; else the reachable one that
+        leaves its ranges least (accepted as reachable up to ``LIMIT_TOL``); else the least bad
+        one. Always clipped to the ranges.
 
-        Reachable candidates of a leg whose model geometry is not exact are first polished.
+        With ``polish``, candidates of a leg whose model geometry is not exact are first polished
+        (:meth:`_polish`): the reachable ones, and the unreachable ones near hip roll ±90°, where
+        the closed form's joint-0 / pitch split is degenerate and the polish finds the solution.
         """
         best: tuple[tuple[bool, float], np.ndarray] | None = None
         for q, ok in candidates:
-            if ok and not leg.exact:
-                q = self._polish(leg, q, pos, rot)
+            if polish and not leg.exact and (ok or abs(math.cos(q[1])) < GIMBAL_COS):
+                q, residual = self._polish(leg, q, pos, rot)
+                ok = ok or residual < 1e-6
             excess = float(np.sum(np.maximum(leg.lower - q, 0.0) + np.maximum(q - leg.upper, 0.0)))
-            if ok and excess <= LIMIT_TOL:
+            if ok and excess <= 1e-12:
                 return np.clip(q, leg.lower, leg.upper), True
             score = (not ok, excess)
             if best is None or score < best[0]:
                 best = (score, q)
         assert best is not None
-        return np.clip(best[1], leg.lower, leg.upper), False
+        (not_ok, excess), q = best
+        return np.clip(q, leg.lower, leg.upper), not not_ok and excess <= LIMIT_TOL
 
     def _polish(self, leg: LegGeometry, q: np.ndarray, pos: np.ndarray, rot: np.ndarray,
-                steps: int = 8, tol: float = 1e-7, damping: float = 1e-4) -> np.ndarray:
+                steps: int = 8, tol: float = 1e-7, damping: float = 1e-4) -> tuple[np.ndarray, float]:
         """Damped Newton steps on the sole-site Jacobian of the private model (position m, rotation rad).
 
         Removes what the closed form misses because the model's axes do not meet exactly (usually
         one step reaches ``tol``; a few near the stretched-leg singularity). Returns the iterate
-        with the smallest error. Only the leg's joints are written into the private model.
+        with the smallest error and that error (max of m and rad). Only the leg's joints are
+        written into the private model.
         """
         m, d = self.model, self.data
         q = q.copy()
@@ -527,7 +563,7 @@ class Kinematics:
             mujoco.mj_jacSite(m, d, self._jacp, self._jacr, leg.sole_site)
             jac = np.vstack([self._jacp[:, leg.dof_adr], self._jacr[:, leg.dof_adr]])
             q += jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
-        return best
+        return best, best_err
 
     def leg_ik_given_first(self, side: str, pos: np.ndarray, R: np.ndarray, first: float) -> tuple[np.ndarray, bool]:
         """Leg IK of ``side`` with joint 0 (NAO HipYawPitch) fixed to ``first`` (rad).
@@ -535,7 +571,8 @@ class Kinematics:
         The five remaining joints reach the sole position and the sole normal exactly where the
         target allows; the foot's rotation about its sole normal is what it comes out as.
         (The ankle point is taken from the target rotation; for NAO it lies on the sole normal,
-        so this is exact.) Branches and ``reachable`` as in :meth:`leg_ik`.
+        so this is exact.) Branches and ``reachable`` as in :meth:`leg_ik`; no Newton polish
+        (it would move joint 0), so on a model whose axes miss (Wolfgang) it is good to ~0.1 mm.
         """
         leg = self.legs[check_side(side)]
         p, rot = self._check_pose(pos, R)
@@ -547,7 +584,7 @@ class Kinematics:
         r0 = rotation(e0, first)
         hip = leg.yaw_point + leg.hip_axial * e0 + leg.hip_forward * (r0 @ e1)
         v0 = r0.T @ (ankle - hip)
-        hip_rolls, ok_roll = solve_cos_sin(float(v0 @ n), float(v0 @ np.cross(e1, n)), -leg.lateral)
+        hip_rolls, ok_roll = solve_cos_sin(float(v0 @ n), float(v0 @ cross(e1, n)), -leg.lateral)
         normal0 = leg.sole_rot0[:, 2]
 
         def candidates():
@@ -557,14 +594,14 @@ class Kinematics:
                     upper_leg = r0 @ rotation(e1, q1) @ rotation(n, s2 * q[2] + s3 * q[3])
                     target = upper_leg.T @ rot[:, 2]
                     rolls, ok_normal = solve_cos_sin(
-                        float(n @ normal0), float(n @ np.cross(e5, normal0)), float(n @ target))
+                        float(n @ normal0), float(n @ cross(e5, normal0)), float(n @ target))
                     for q5 in dict.fromkeys(rolls):
                         out = q.copy()
                         out[4] = s4 * angle_about(n, rotation(e5, q5) @ normal0, target)
                         out[5] = q5
                         yield out, ok_roll and ok_leg and ok_normal
 
-        return self._pick(leg, p, rot, candidates())
+        return self._pick(leg, p, rot, candidates(), polish=False)
 
     def legs_ik(self, left_pos: np.ndarray, left_R: np.ndarray, right_pos: np.ndarray, right_R: np.ndarray,
                 hip_yaw_pitch: str = "mean") -> tuple[dict[str, float], bool]:

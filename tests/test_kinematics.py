@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 import pytest
 
 from upright import Simulation
-from upright.baselines.kinematics import Kinematics, split_rotation, rotation
+from upright.baselines.kinematics import Kinematics, rotation, split_rotation
 from upright.envs.robots import get_robot
 
 POSES_PER_LEG = 250
@@ -20,8 +21,7 @@ def kin(request) -> Kinematics:
 
 
 def _standing(kin: Kinematics) -> np.ndarray:
-    m = kin.model
-    return m.key(kin.robot.standing_pose).qpos[kin._qadr].copy()
+    return kin.keyframe_joints()
 
 
 def _random_leg(kin: Kinematics, side: str, rng: np.random.Generator, base: np.ndarray) -> np.ndarray:
@@ -137,6 +137,11 @@ def test_unreachable_foot_gives_stretched_leg_and_no_nan(kin):
     assert np.linalg.norm(ankle_reached - hip) >= leg.thigh_length + leg.shank_length - 1e-3  # stretched
     angles, reachable = kin.leg_ik("left", hip, rot)  # foot at the hip: too close
     assert not reachable and np.all(np.isfinite(angles))
+    # in reach, but the foot yawed 2 rad needs a hip (yaw) angle beyond its range: clipped, reported
+    yawed = rotation(np.array([0.0, 0.0, 1.0]), 2.0) @ rot
+    angles, reachable = kin.leg_ik("left", pos, yawed)
+    assert not reachable and np.all(np.isfinite(angles))
+    assert np.all(angles >= leg.lower) and np.all(angles <= leg.upper)
 
 
 def test_bad_input_raises_naming_it(kin):
@@ -159,13 +164,13 @@ def test_bad_input_raises_naming_it(kin):
         kin.with_joints(q, {"Tail": 0.0})
     with pytest.raises(ValueError, match="unknown site"):
         kin.site_pose("nose")
+    with pytest.raises(ValueError, match="unknown keyframe 'sitting'"):
+        kin.keyframe_joints("sitting")
 
 
 def _sim_sites_in_torso(sim: Simulation, names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     pos, quat = sim.torso_pose()
     rot = np.zeros(9)
-    import mujoco
-
     mujoco.mju_quat2Mat(rot, quat)
     rot = rot.reshape(3, 3)
     out = {}
@@ -199,8 +204,6 @@ def test_private_fk_and_com_agree_with_the_simulation(kin):
             np.testing.assert_allclose(r, truth[name][1], atol=1e-9, err_msg=name)
         # CoM: the simulation's (world) CoM in the torso frame
         pos, quat = sim.torso_pose()
-        import mujoco
-
         rot = np.zeros(9)
         mujoco.mju_quat2Mat(rot, quat)
         rot = rot.reshape(3, 3)
@@ -270,7 +273,7 @@ def test_targets_from_joints_and_joint_names(kin):
 
 
 def test_leg_geometry_is_read_from_the_model():
-    nao = Kinematics(get_robot("nao")).legs["left"]
+    nao = Kinematics("nao").legs["left"]  # a robot name works as well as a RobotSpec
     assert nao.thigh_length == pytest.approx(0.100) and nao.shank_length == pytest.approx(0.1029)
     np.testing.assert_allclose(nao.hip_point, [0.0, 0.05, -0.085], atol=1e-12)
     np.testing.assert_allclose(nao.ankle_in_sole, [0.0, 0.0, 0.04519], atol=1e-12)
@@ -293,3 +296,27 @@ def test_split_rotation_recovers_the_angles():
             np.testing.assert_allclose(rotation(a, bx) @ rotation(b, by) @ rotation(c, bz), rot, atol=1e-9)
         assert abs(branches[0][1]) <= abs(branches[1][1])  # ... the first with the smaller middle angle
         assert min(np.max(np.abs(np.subtract(br, (x, y, z)))) for br in branches) < 1e-9
+
+
+def test_leg_ik_targets_move_the_simulated_robot_as_commanded(kin):
+    """Closed loop through the real physics: lowering both feet targets by 3 cm (a squat) with
+    ``legs_ik`` and sending the angles as servo targets lowers the standing torso by ~3 cm
+    (plus servo sag under the robot's weight) and keeps it upright."""
+    sim = Simulation(kin.robot.name, "lab")
+    sensors = sim.reset(seed=0)
+    start = sensors.joint_pos.copy()
+    height0, tilt0 = sim.torso_pose()[0][2], sim.torso_tilt()
+    feet = {side: kin.foot_pose(side, start) for side in ("left", "right")}
+    up = np.array([0.0, 0.0, 0.03])
+    angles, reachable = kin.legs_ik(feet["left"][0] + up, feet["left"][1], feet["right"][0] + up, feet["right"][1])
+    assert reachable
+    goal = kin.with_joints(start, angles)
+    ramp = int(round(0.5 / kin.robot.control_period))
+    for i in range(3 * ramp):
+        blend = min(1.0, (i + 1) / ramp)
+        sensors = sim.step(kin.targets_from_joints((1.0 - blend) * start + blend * goal))
+    drop = height0 - sim.torso_pose()[0][2]
+    assert abs(drop - 0.03) < 0.012, drop
+    assert abs(sim.torso_tilt() - tilt0) < 0.1
+    for side in ("left", "right"):  # measured joint angles put the feet near the targets
+        assert np.linalg.norm(kin.foot_pose(side, sensors.joint_pos)[0] - (feet[side][0] + up)) < 0.015

@@ -1,0 +1,277 @@
+"""The walk of two alternating 3D linear inverted pendulums without double support
+(Graf & Röfer 2011, section 2) and its correction from the observed CoM (section 3.2).
+
+A :class:`PendulumPlayer` holds the current single-support phase, the plan of the next one and the
+time within the phase; it plans each phase when it begins (step durations by the iterative method,
+the sagittal origin from the linear system (9) with the capped origin offset), advances in time,
+and re-determines the current phase from a filtered CoM state. Pure numpy; the posture it
+describes (CoM, feet, torso yaw) is in the current phase frame ``Q`` (x forward, y left, m, rad).
+
+Sides: ``+1`` left support, ``-1`` right support, ``0`` the start phase on both feet, whose pendulum
+origin lies under the foot that will swing first, so the CoM starts moving onto the first support
+foot from rest.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from upright.baselines import pendulum
+
+
+@dataclass(frozen=True)
+class PlayerParams:
+    """Pendulum and step parameters of one robot (m, s, rad)."""
+
+    #: Pendulum height h (m), k = sqrt(g / h); may differ from the real CoM height (paper sec. 4).
+    pendulum_height: float
+    #: Half the lateral distance between the feet in ``Q`` (m).
+    foot_y: float
+    #: Optimal pendulum origin in ``Q``: x (m, along the foot) and |y| (m, under the foot).
+    ref_x: float
+    ref_y: float
+    #: Nominal duration of a full cycle, two single-support phases (s); sets the apex offset
+    #: ``|x0y| = ref_y / cosh(k · step_duration / 4)`` so that in place the CoM meets the midline
+    #: at the support switch.
+    step_duration: float
+    #: Largest allowed |r_x − ref_x| (m) when a phase is planned: the capped origin offset of
+    #: section 2.3 (it limits acceleration).
+    origin_x_cap: float
+    #: Largest allowed |r_x − ref_x| (m) when a phase is re-planned by the correction (B-Human 2013
+    #: separates the two: walkRefXPlanningLimit [−2, 3] mm, walkRefXLimit ±30 mm).
+    correction_origin_x_cap: float
+    #: Lateral origin offset (m) of the start phase, under the foot that swings first.
+    start_origin_y: float
+    #: Step limits per phase: forward, backward (m, both >= 0), sideways per full cycle (m),
+    #: turn per full cycle (rad).
+    max_step_forward: float
+    max_step_backward: float
+    max_step_sideways: float
+    max_turn: float
+    #: Smallest lateral apex offset (m) the correction may produce; a filtered state closer to
+    #: crossing over the origin (equation 19's root near zero or imaginary) is not adopted.
+    min_apex: float = 0.005
+    #: A correction that would make the phase last longer than this multiple of the nominal phase
+    #: (step_duration / 2) is not adopted.
+    max_phase_scale: float = 1.5
+
+    @property
+    def k(self) -> float:
+        """Pendulum constant (1/s)."""
+        return pendulum.omega(self.pendulum_height)
+
+    @property
+    def apex_y(self) -> float:
+        """|x0y| (m): lateral CoM offset from the origin at the apex."""
+        return self.ref_y / float(np.cosh(self.k * self.step_duration / 4.0))
+
+
+@dataclass
+class Phase:
+    """One single-support phase (or the start phase). Vectors are (x, y) in its frame ``Q``."""
+
+    support: int
+    r: np.ndarray
+    x0: np.ndarray
+    v0: np.ndarray
+    tb: float
+    te: float = 0.0
+    #: Step (s̄x, s̄y, turn) from ``Q`` to the next phase's frame, as achieved after capping.
+    step: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    #: The step the command asked for (before capping the origin offset).
+    desired_step: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    #: Swing foot (x, y, yaw) in ``Q`` when the phase begins.
+    swing_start: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def com(self, t: float, k: float) -> tuple[np.ndarray, np.ndarray]:
+        """CoM position (in ``Q``) and velocity at phase time ``t``."""
+        x, v = pendulum.propagate(self.x0, self.v0, k, t)
+        return self.r + x, v
+
+
+@dataclass(frozen=True)
+class Posture:
+    """Where the walk wants the body at one instant, in the phase frame ``Q`` (m, rad)."""
+
+    support: int
+    com_xy: np.ndarray
+    torso_yaw: float
+    #: Feet (x, y, z, yaw) of the sole frames, left and right.
+    left: np.ndarray
+    right: np.ndarray
+    #: Phase progress in [0, 1].
+    ratio: float
+
+
+def _rot(yaw: float) -> np.ndarray:
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([[c, -s], [s, c]])
+
+
+def _blend(ratio: float) -> float:
+    """0.5 − 0.5 cos(π·ratio): smooth 0 → 1 (B-Human's swing blend)."""
+    return 0.5 - 0.5 * float(np.cos(np.pi * ratio))
+
+
+class PendulumPlayer:
+    """Plays the alternating pendulums for a velocity command (vx m/s, vy m/s, yaw rate rad/s)."""
+
+    def __init__(self, params: PlayerParams) -> None:
+        self.p = params
+        self.k = params.k
+        self.command = np.zeros(3)
+        self.phase: Phase | None = None
+        self.t = 0.0
+        #: Next phase: (support, r̄, x̄0, v̄0, t̄b).
+        self.next: tuple[int, np.ndarray, np.ndarray, np.ndarray, float] | None = None
+        self.phase_count = 0
+
+    # ------------------------------------------------------------------ planning
+    def start(self, first_support: int, com_x: float) -> None:
+        """Begin on both feet with the CoM at rest at (``com_x``, 0) in ``Q``; the first single-support
+        phase stands on ``first_support`` (+1 left, −1 right)."""
+        if first_support not in (1, -1):
+            raise ValueError(f"first_support must be +1 (left) or -1 (right), got {first_support!r}")
+        r = np.array([self.p.ref_x, -first_support * self.p.start_origin_y])
+        x0 = np.array([com_x - r[0], -r[1]])
+        self.phase = Phase(0, r, x0, np.zeros(2), tb=0.0,
+                           swing_start=np.array([0.0, -first_support * self.p.foot_y, 0.0]))
+        self._first_support = first_support
+        self.t = 0.0
+        self.phase_count = 0
+        self._plan(self.phase, 0.0)
+
+    def _next_support(self, phase: Phase) -> int:
+        return self._first_support if phase.support == 0 else -phase.support
+
+    def _desired_step(self, phase: Phase) -> np.ndarray:
+        """The step (s̄x, s̄y, turn) the command asks of ``phase`` (its swing foot is −support), from
+        the nominal durations (the actual phase duration changes with every correction)."""
+        if phase.support == 0:
+            return np.zeros(3)
+        vx, vy, wz = self.command
+        p = self.p
+        cycle = p.step_duration
+        swing = -phase.support
+        sx = float(np.clip(vx * cycle / 2.0, -p.max_step_backward, p.max_step_forward))
+        # Sideways and turning: the foot on the side of the motion leads, the other one closes up.
+        sy = float(np.clip(vy * cycle, -p.max_step_sideways, p.max_step_sideways)) if vy * swing > 0 else 0.0
+        turn = float(np.clip(wz * cycle, -p.max_turn, p.max_turn)) if wz * swing > 0 else 0.0
+        return np.array([sx, sy, turn])
+
+    def _plan(self, phase: Phase, t: float, cap: float | None = None) -> None:
+        """Plan ``phase`` from time ``t`` on: its end ``te``, the next phase's begin, the sagittal
+        origin and state (equation 9, origin offset capped to ``cap``, default the planning cap) and
+        the step actually made."""
+        p, k = self.p, self.k
+        support_next = self._next_support(phase)
+        r_next = np.array([p.ref_x, support_next * p.ref_y])
+        x0y_next = -support_next * p.apex_y
+        desired = self._desired_step(phase)
+        te, tb_next = pendulum.switch_times(phase.x0[1], phase.r[1], k, x0y_next, r_next[1], k, desired[1], t)
+        pos, vel = phase.com(t, k)
+        r, x0, v0, v0_next = pendulum.connect(k, t, pos[0], vel[0], te, k, tb_next, desired[0], r_next[0])
+        step_x = desired[0]
+        cap = p.origin_x_cap if cap is None else cap
+        if abs(r - p.ref_x) > cap:
+            r = p.ref_x + np.sign(r - p.ref_x) * cap
+            step_x, x0, v0, v0_next = pendulum.connect_with_origin(k, t, pos[0], vel[0], r, te, k, tb_next, r_next[0])
+        phase.r[0], phase.x0[0], phase.v0[0] = r, x0, v0
+        phase.te = te
+        phase.desired_step = desired
+        phase.step = np.array([step_x, desired[1], desired[2]])
+        self.next = (support_next, r_next, np.array([0.0, x0y_next]), np.array([v0_next, 0.0]), tb_next)
+
+    def _switch(self) -> None:
+        """Begin the planned next phase; the old support foot becomes the swing foot."""
+        old = self.phase
+        support, r, x0, v0, tb = self.next
+        s = old.step
+        back = _rot(-s[2])
+        old_support_foot = back @ (np.array([0.0, old.support * self.p.foot_y]) - s[:2])
+        swing_start = (np.array([*old_support_foot, -s[2]]) if old.support != 0
+                       else np.array([0.0, -support * self.p.foot_y, 0.0]))
+        self.phase = Phase(support, r.copy(), x0.copy(), v0.copy(), tb, swing_start=swing_start)
+        self.t = tb + (self.t - old.te)
+        self.phase_count += 1
+        self._plan(self.phase, self.phase.tb)
+
+    def advance(self, dt: float) -> None:
+        """Move on by ``dt`` (s), switching the support leg when the phase ends."""
+        self.t += dt
+        while self.t >= self.phase.te:
+            self._switch()
+
+    def advanced(self, dt: float) -> "PendulumPlayer":
+        """A copy moved on by ``dt`` (s): the prediction over the actuation delay (equation 21)."""
+        other = copy.deepcopy(self)
+        other.advance(dt)
+        return other
+
+    # ------------------------------------------------------------------ state and correction
+    def expected(self) -> tuple[np.ndarray, np.ndarray]:
+        """Expected CoM position (in ``Q``) and velocity now (equation 10 and ẋ(tᵢ))."""
+        return self.phase.com(self.t, self.k)
+
+    def correct(self, position: np.ndarray, velocity: np.ndarray) -> bool:
+        """Re-determine the current phase so that it passes through the filtered CoM ``position``
+        (in ``Q``) with ``velocity`` (equations 15–20), then re-plan its end and the sagittal
+        origin. Returns False (and changes nothing) in the start phase or when the corrected
+        pendulums cannot meet."""
+        phase = self.phase
+        if phase.support == 0:
+            return False
+        x_rel = position[1] - phase.r[1]
+        if x_rel * x_rel - (velocity[1] / self.k) ** 2 < self.p.min_apex**2:
+            return False
+        x0y, t = pendulum.lateral_apex(x_rel, velocity[1], self.k, self.p.min_apex)
+        if np.sign(x0y) != np.sign(phase.x0[1]):
+            return False
+        trial = copy.deepcopy(phase)
+        trial.x0 = np.array([position[0] - phase.r[0], x0y])
+        trial.v0 = np.array([velocity[0], 0.0])
+        # Shift the phase clock so that its begin keeps its distance from the corrected time.
+        trial.tb = phase.tb + (t - self.t)
+        # Sagittal state at time t: the system (9) is solved from (position, velocity) at t.
+        trial.x0[0], trial.v0[0] = self._sagittal_at_zero(position[0] - phase.r[0], velocity[0], t)
+        planned_next = self.next
+        try:
+            self._plan(trial, t, self.p.correction_origin_x_cap)
+        except ValueError:
+            self.next = planned_next
+            return False
+        if trial.te - trial.tb > self.p.max_phase_scale * self.p.step_duration / 2.0:
+            self.next = planned_next
+            return False
+        self.phase, self.t = trial, t
+        return True
+
+    def _sagittal_at_zero(self, x_rel: float, v: float, t: float) -> tuple[float, float]:
+        """The sagittal state at t = 0 of a pendulum that is at ``x_rel`` with ``v`` at time ``t``."""
+        x0, v0 = pendulum.propagate(x_rel, v, self.k, -t)
+        return float(x0), float(v0)
+
+    # ------------------------------------------------------------------ posture
+    def posture(self, lift_height: float) -> Posture:
+        """The posture now: CoM (x, y), feet and torso yaw in ``Q``; the swing foot moves along a
+        cosine blend and lifts by ``lift_height`` (m) at mid-phase."""
+        phase = self.phase
+        com, _ = self.expected()
+        ratio = float(np.clip((self.t - phase.tb) / max(phase.te - phase.tb, 1e-6), 0.0, 1.0))
+        w = self.p.foot_y
+        if phase.support == 0:
+            left, right = np.array([0.0, w, 0.0, 0.0]), np.array([0.0, -w, 0.0, 0.0])
+            return Posture(0, com, 0.0, left, right, ratio)
+        s = phase.step
+        target = np.array([*(s[:2] + _rot(s[2]) @ np.array([0.0, -phase.support * w])), s[2]])
+        b = _blend(ratio)
+        xy_yaw = phase.swing_start + b * (target - phase.swing_start)
+        lift = lift_height * _blend(2.0 * ratio)
+        swing = np.array([xy_yaw[0], xy_yaw[1], lift, xy_yaw[2]])
+        support = np.array([0.0, phase.support * w, 0.0, 0.0])
+        torso_yaw = 0.5 * (phase.swing_start[2] + b * (s[2] - phase.swing_start[2]))
+        left, right = (support, swing) if phase.support == 1 else (swing, support)
+        return Posture(phase.support, com, torso_yaw, left, right, ratio)

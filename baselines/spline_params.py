@@ -1,0 +1,175 @@
+"""Parameters of the spline stand-up (Bit-Bots "dynup"), one named, documented set per robot.
+
+Every field of :class:`SplineParams` is a parameter of the reference engine (shared
+``reference/controllers.md`` part (a), tables A.2/A.3; Stelter 2020, appendix B) or of our additions
+(head handling, fail-safe). The values per robot live in ``baselines/data/spline_<robot>.yaml``;
+keys ending in ``_deg`` are given in degrees there (as in the Bit-Bots configs) and converted to
+radians on loading (the suffix is dropped). Units in code: m, s, rad.
+
+Frames (all right-handed, x forward, y left, z up): the right-foot spline is the right sole in the
+torso frame; the left-foot spline is the left sole in the right-sole frame; the hand splines are the
+hand positions relative to the shoulder joint, in torso orientation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from importlib import resources
+
+import numpy as np
+import yaml
+
+
+@dataclass(frozen=True)
+class SplineParams:
+    """All tunable numbers of the spline stand-up. Units: m, s, rad (see the module docstring)."""
+
+    # -- geometry of the key poses
+    #: Shoulder-to-hand length used for stretched-arm hand targets (m), ``L`` in A.2.
+    arm_extended_length: float
+    #: Lateral distance between the soles' centres (m).
+    foot_distance: float
+    # -- end pose (walkready), the last knot of the rise
+    #: Final sole-to-torso height (m).
+    trunk_height: float
+    #: Final forward lean of the torso relative to the soles (rad, + = forward).
+    trunk_pitch: float
+    #: Final forward offset of the torso over the soles (m).
+    trunk_x_final: float
+    #: Final hand height relative to the shoulder (m, negative = below).
+    hand_walkready_height: float
+    #: Final hand pitch (rad); the arms' IK is position-only (3-DoF arms), kept for the spline.
+    hand_walkready_pitch: float
+    #: Final forward and outward offsets of the hands relative to the shoulders (m); the reference
+    #: uses 0 (its hand frame differs); ours are the hand points of the standing keyframe.
+    hand_walkready_x: float
+    hand_walkready_y: float
+    #: Spacing (s) of the precomputed joint trajectory: the IK solves the unstabilised spline goals
+    #: on this grid (and at every knot) when a try starts; steps in between interpolate linearly.
+    #: From the squat on, the stabilised leg goals are solved every control cycle.
+    ik_grid_period: float
+    #: Damping (m) of the arms' damped-least-squares IK: larger = smaller, steadier steps through
+    #: the arm's singular (stretched) configurations.
+    arm_ik_damping: float
+    # -- front (prone) sequence, A.2 FRONT
+    time_hands_side: float  #: s, arms stretched sideways
+    time_hands_rotate: float  #: s, hands rotated
+    time_hands_front: float  #: s, hands forward over the head
+    time_foot_close: float  #: s, legs pulled in
+    time_foot_ground_front: float  #: s, feet under the body
+    time_torso_45: float  #: s, torso pushed up to about 45 deg
+    time_to_squat: float  #: s, push into the squat
+    wait_in_squat_front: float  #: s, settle in the squat
+    #: Lateral hand offset from the shoulder in the front sequence (m).
+    arm_side_offset_front: float
+    #: Hand pitch while pulling the hands forward (rad).
+    hands_pitch: float
+    #: Shortest sole-to-torso leg length in the front squat (m).
+    leg_min_length_front: float
+    #: Leg rotation about y while placing the feet (rad).
+    max_leg_angle: float
+    #: Torso overshoot angle in the front squat (rad, negative = leaning back).
+    trunk_overshoot_angle_front: float
+    #: Torso x offset over the feet in the front squat (m).
+    trunk_x_front: float
+    # -- back (supine) sequence, A.2 BACK
+    time_legs_close: float  #: s, legs pulled in, hands behind the back
+    time_foot_ground_back: float  #: s, torso pushed up, feet under the body
+    time_full_squat_hands: float  #: s, arms extended backwards
+    time_full_squat_legs: float  #: s, feet to the final angle
+    wait_in_squat_back: float  #: s, settle in the squat
+    #: Lateral hand offset from the shoulder in the back sequence (m).
+    arm_side_offset_back: float
+    #: Arm rotation backwards before pushing (rad).
+    arms_angle_back: float
+    #: Trunk shift bringing the CoM over the feet at knot 1 (m).
+    com_shift_1: float
+    #: Trunk shift at knots 3 and 4 (m).
+    com_shift_2: float
+    #: Foot-torso angle while placing the feet (rad).
+    foot_angle: float
+    #: Hand position behind the back, x and z magnitudes (m).
+    hands_behind_back_x: float
+    hands_behind_back_z: float
+    #: Shortest leg length in the back sequence (m).
+    leg_min_length_back: float
+    #: Trunk lift that keeps the servos off the ground (m).
+    trunk_height_back: float
+    #: Torso overshoot when pushing onto the feet (rad).
+    trunk_overshoot_angle_back: float
+    # -- rise (common end of both sequences)
+    rise_time: float  #: s, squat to walkready
+    # -- head (A.1 step 4)
+    #: Names of the head's pan and tilt joints in this robot.
+    head_pan_joint: str
+    head_tilt_joint: str
+    #: Head tilt held in the front / back sequence until the head-zero instant (rad).
+    head_tilt_front: float
+    head_tilt_back: float
+    #: Head tilt after the head-zero instant and in the end pose (rad).
+    head_tilt_final: float
+    # -- stabiliser (fused-angle PID on the trunk, A.1 step 2)
+    #: Feature switch: stabiliser on (True) or off (ablation).
+    stabilizing: bool
+    #: Gains: correction (rad) per fused-angle error (rad), per rad·s, per rad/s. Sign convention
+    #: of this package: a positive gain turns the trunk goal against the measured error (see
+    #: :mod:`upright.baselines.stabilizer`).
+    pitch_p: float
+    pitch_i: float
+    pitch_d: float
+    roll_p: float
+    roll_i: float
+    roll_d: float
+    #: Bound of the integral term's contribution (rad, anti-windup).
+    i_clamp: float
+    #: Bound of the total correction (rad).
+    max_correction: float
+    #: Fused-angle error accepted as stable (rad) and how long it must hold to finish (s).
+    stable_threshold: float
+    stable_duration: float
+    #: Longest time after the nominal end to wait for stability (s).
+    stabilization_timeout: float
+    # -- fail-safe (our addition: the thesis' chapter 6 names its absence as the largest issue)
+    #: Feature switch: fall detection with limp phase and retry.
+    fail_safe: bool
+    #: A fall is an error of the trunk's fused pitch or roll against its goal above ``fall_angle``
+    #: (rad) for ``fall_time`` (s), checked from the start of the stabilised phase on (also while
+    #: standing afterwards).
+    fall_angle: float
+    fall_time: float
+    #: After a fall: time limp (targets = measured angles) before deciding the next try (s).
+    limp_time: float
+    #: The robot counts as at rest below this IMU angular speed (rad/s) ...
+    rest_gyro: float
+    #: ... and the limp phase ends at the latest after this (s).
+    max_limp_time: float
+    #: Tries (the first one included) before giving up (status ``failed``).
+    max_tries: int
+
+    def with_(self, **changes: object) -> "SplineParams":
+        """A copy with some parameters changed; unknown names raise ValueError."""
+        names = {f.name for f in fields(self)}
+        unknown = set(changes) - names
+        if unknown:
+            raise ValueError(f"unknown spline parameters {sorted(unknown)}; valid: {', '.join(sorted(names))}")
+        return replace(self, **changes)
+
+
+def load_params(robot: str) -> SplineParams:
+    """The parameters of ``robot`` from ``baselines/data/spline_<robot>.yaml``."""
+    name = f"spline_{robot}.yaml"
+    path = resources.files("upright.baselines") / "data" / name
+    if not path.is_file():
+        raise ValueError(f"no spline stand-up parameters for robot {robot!r} (missing data/{name})")
+    raw = yaml.safe_load(path.read_text())
+    values: dict[str, object] = {}
+    for key, value in raw.items():
+        if key.endswith("_deg"):
+            values[key[: -len("_deg")]] = float(np.deg2rad(value))
+        else:
+            values[key] = value
+    names = {f.name for f in fields(SplineParams)}
+    missing, unknown = names - set(values), set(values) - names
+    if missing or unknown:
+        raise ValueError(f"{name}: missing parameters {sorted(missing)}, unknown parameters {sorted(unknown)}")
+    return SplineParams(**values)

@@ -1,0 +1,207 @@
+"""The 3D-LIPM walk: pendulum equations, step planning, observer, correction, and a short walk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from upright.baselines import pendulum
+from upright.baselines.com_observer import ComObserver
+from upright.baselines.lipm_player import PendulumPlayer, PlayerParams
+
+K = pendulum.omega(0.262)
+NAO_PLAYER = PlayerParams(pendulum_height=0.262, foot_y=0.05, ref_x=0.016, ref_y=0.05, step_duration=0.525,
+                          origin_x_cap=0.004, correction_origin_x_cap=0.03, start_origin_y=0.03, max_step_forward=0.08,
+                          max_step_backward=0.06, max_step_sideways=0.08, max_turn=0.5)
+
+
+def test_omega_rejects_bad_height():
+    with pytest.raises(ValueError, match="-0.1"):
+        pendulum.omega(-0.1)
+
+
+def test_propagate_is_the_pendulum_solution():
+    """x(t) of equation 1 satisfies ẍ = k² x and its derivative is equation 2."""
+    x0, v0, t, h = 0.02, -0.1, 0.13, 1e-5
+    x, v = pendulum.propagate(x0, v0, K, t)
+    xp, _ = pendulum.propagate(x0, v0, K, t + h)
+    xm, _ = pendulum.propagate(x0, v0, K, t - h)
+    assert v == pytest.approx((xp - xm) / (2 * h), rel=1e-6)
+    assert (xp - 2 * x + xm) / h**2 == pytest.approx(K**2 * x, rel=1e-4)
+
+
+@pytest.mark.parametrize("step_y", [0.0, -0.03, -0.08])
+def test_switch_times_make_lateral_motion_continuous(step_y):
+    """At te / t̄b the CoM (in Q) and its velocity are the same under both pendulums (eq. 4, 5);
+    left support, the right foot steps outwards by -step_y."""
+    ry, ry_next, x0y, x0y_next = 0.05, -0.05, -0.037, 0.037
+    te, tb_next = pendulum.switch_times(x0y, ry, K, x0y_next, ry_next, K, step_y, t_now=-0.13)
+    pos_end, vel_end = pendulum.propagate(x0y, 0.0, K, te)
+    pos_next, vel_next = pendulum.propagate(x0y_next, 0.0, K, tb_next)
+    assert ry + pos_end == pytest.approx(step_y + ry_next + pos_next, abs=1e-7)
+    assert vel_end == pytest.approx(vel_next, abs=1e-9)
+    assert te > 0 > tb_next
+
+
+def test_switch_times_symmetric_in_place():
+    """In place with the apex offset from the nominal duration, the switch is at a quarter cycle."""
+    te, tb_next = pendulum.switch_times(-NAO_PLAYER.apex_y, 0.05, K, NAO_PLAYER.apex_y, -0.05, K, 0.0, -0.1)
+    assert te == pytest.approx(0.525 / 4, abs=1e-6)
+    assert tb_next == pytest.approx(-te, abs=1e-6)
+
+
+def test_switch_times_reports_impossible_switch():
+    with pytest.raises(ValueError, match="no support switch"):
+        pendulum.switch_times(-0.037, 0.05, K, 0.037, -0.05, K, 0.0, t_now=0.0, t_max=0.01)
+
+
+def test_connect_solves_the_linear_system():
+    """The solution of (9) satisfies all four equations on the sagittal axis."""
+    t, x_t, v_t, te, tb_next, step, r_next = -0.12, -0.01, 0.25, 0.13, -0.12, 0.06, 0.016
+    r, x0, v0, v0n = pendulum.connect(K, t, x_t, v_t, te, K, tb_next, step, r_next)
+    x, v = pendulum.propagate(x0, v0, K, t)
+    assert r + x == pytest.approx(x_t)
+    assert v == pytest.approx(v_t)
+    xe, ve = pendulum.propagate(x0, v0, K, te)
+    xn, vn = pendulum.propagate(0.0, v0n, K, tb_next)
+    assert ve == pytest.approx(vn)
+    assert r + xe == pytest.approx(step + r_next + xn)
+    # With the origin given, the step comes out: the same solution gives back the same step.
+    step2, x02, v02, v0n2 = pendulum.connect_with_origin(K, t, x_t, v_t, r, te, K, tb_next, r_next)
+    assert (step2, x02, v02, v0n2) == pytest.approx((step, x0, v0, v0n))
+
+
+def test_lateral_apex_inverts_the_pendulum():
+    """Equations 19 and 20 recover the apex offset and the time of a lateral state."""
+    x0y, t = -0.037, 0.07
+    x, v = pendulum.propagate(x0y, 0.0, K, t)
+    assert pendulum.lateral_apex(float(x), float(v), K, 0.002) == pytest.approx((x0y, t))
+
+
+def _walk_world(player: PendulumPlayer, seconds: float, dt: float = 0.012) -> np.ndarray:
+    """CoM positions in a fixed frame while the player runs (no turning)."""
+    origin, out = np.zeros(2), []
+    for _ in range(int(seconds / dt)):
+        out.append(origin + player.expected()[0])
+        before, step = player.phase_count, player.phase.step.copy()
+        player.advance(dt)
+        if player.phase_count != before:
+            origin = origin + step[:2]
+    return np.array(out)
+
+
+def test_player_com_is_continuous_across_support_switches():
+    player = PendulumPlayer(NAO_PLAYER)
+    player.command = np.array([0.25, 0.05, 0.0])
+    player.start(-1, NAO_PLAYER.ref_x)
+    com = _walk_world(player, 4.0)
+    jumps = np.linalg.norm(np.diff(com, axis=0), axis=1)
+    assert player.phase_count > 10
+    assert jumps.max() < 0.006  # < 0.5 m/s × 12 ms: no jump at any switch
+    assert com[-1, 0] > 0.5 and com[-1, 1] > 0.05
+
+
+def test_capped_origin_limits_acceleration():
+    """From rest, a fast command is reached over several steps: |r_x − ref_x| never exceeds the
+    cap and the achieved step is smaller than the requested one at first."""
+    player = PendulumPlayer(NAO_PLAYER)
+    player.command = np.array([0.3, 0.0, 0.0])
+    player.start(1, NAO_PLAYER.ref_x)
+    steps = []
+    for _ in range(200):
+        before = player.phase_count
+        phase = player.phase
+        player.advance(0.012)
+        if player.phase_count != before and phase.support != 0:
+            assert abs(phase.r[0] - NAO_PLAYER.ref_x) <= NAO_PLAYER.origin_x_cap + 1e-12
+            steps.append((phase.step[0], phase.desired_step[0]))
+    assert steps[0][0] < steps[0][1] - 0.01
+    assert steps[-1][0] == pytest.approx(steps[-1][1], abs=1e-6)
+
+
+def test_correction_passes_through_the_filtered_state():
+    """After correcting to a perturbed state, the expected CoM equals that state (eq. 15, 16)."""
+    player = PendulumPlayer(NAO_PLAYER)
+    player.start(1, NAO_PLAYER.ref_x)
+    player.advance(0.5)
+    pos, vel = player.expected()
+    assert player.phase.support != 0
+    target_pos, target_vel = pos + np.array([0.003, -0.004]), vel + np.array([0.02, -0.03])
+    assert player.correct(target_pos, target_vel)
+    new_pos, new_vel = player.expected()
+    assert new_pos == pytest.approx(target_pos, abs=1e-9)
+    assert new_vel == pytest.approx(target_vel, abs=1e-9)
+
+
+def test_prediction_crosses_into_the_next_phase():
+    """Equation 21: predicting past te gives the next phase's pendulum in its own frame."""
+    player = PendulumPlayer(NAO_PLAYER)
+    player.start(1, NAO_PLAYER.ref_x)
+    player.advance(0.4)
+    remaining = player.phase.te - player.t
+    ahead = player.advanced(remaining + 0.02)
+    assert ahead.phase_count == player.phase_count + 1
+    support, r, x0, v0, tb = player.next
+    expected, _ = pendulum.propagate(x0, v0, player.k, tb + 0.02)
+    assert ahead.expected()[0] == pytest.approx(r + expected, abs=1e-9)
+
+
+def test_observer_follows_a_constant_offset():
+    """With the measurement offset by 5 mm from the expectation, the filtered position moves
+    towards the measurement but only partly per cycle (small process noise)."""
+    obs = ComObserver(((1e-4, 3e-3), (1e-4, 3e-3)), (2e-3, 2e-3))
+    obs.reset(np.zeros(2), np.zeros(2))
+    first, _ = obs.update(np.zeros(2), np.zeros(2), np.array([0.005, -0.005]), 0.012)
+    assert 0.0 < first[0] < 0.0025 and -0.0025 < first[1] < 0.0
+    for _ in range(100):
+        pos, _ = obs.update(np.zeros(2), np.zeros(2), np.array([0.005, -0.005]), 0.012)
+    # The prediction is the pendulum's, so each cycle adopts the same fraction of the error.
+    assert pos[0] == pytest.approx(-pos[1])
+    assert 0.0 < pos[0] < 0.005
+
+
+def test_observer_rejects_bad_noise():
+    with pytest.raises(ValueError, match="-1"):
+        ComObserver(((-1.0, 1.0), (1.0, 1.0)), (1.0, 1.0))
+
+
+def test_params_load_for_both_robots():
+    from upright.baselines.lipm import LipmParams
+
+    for robot in ("nao", "wolfgang"):
+        params = LipmParams.for_robot(robot)
+        assert params.player.pendulum_height > 0 and params.com_height > 0
+    with pytest.raises(ValueError, match="robotx"):
+        LipmParams.for_robot("robotx")
+
+
+def test_nao_walks_forward_in_the_environment():
+    """Integration: the registered baseline, real physics; 1.5 s to the walking posture, then 3 s
+    of walking at 0.1 m/s without falling, the torso moving forward."""
+    import gymnasium as gym
+
+    import upright  # noqa: F401  (registers the environments)
+    from upright.policies.registry import load_policy
+
+    env = gym.make("upright/NaoWalk-v0", command=(0.1, 0.0, 0.0), max_episode_seconds=4.5)
+    policy = load_policy("lipm")
+    obs, info = env.reset(seed=0)
+    policy.reset(env, 0)
+    start = env.unwrapped.sim.torso_pose()[0].copy()
+    while True:
+        obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
+        if terminated or truncated:
+            break
+    moved = env.unwrapped.sim.torso_pose()[0] - start
+    env.close()
+    assert info["episode_metrics"]["falls"] == 0
+    assert truncated and not terminated
+    assert moved[0] > 0.12 and abs(moved[1]) < 0.1
+
+
+def test_controller_rejects_bad_command():
+    from upright.baselines.lipm import LipmWalk
+
+    walk = LipmWalk("nao")
+    with pytest.raises(ValueError, match="nan"):
+        walk.set_command(np.array([np.nan, 0.0, 0.0]))
