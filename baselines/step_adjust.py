@@ -1,0 +1,433 @@
+"""``step_adjust``: the rUNSWift-style walk with B-Human's step adjustment and swing-foot leveling.
+
+Reichenberg & Röfer, "Step Adjustment for a Robust Humanoid Walk" (RoboCup 2021), on the walk of
+Hengst ("rUNSWift Walk2014 Report", 2014) as B-Human uses it (controllers.md part (d)).
+
+Base walk (D.1). Every step (half cycle) of duration ``T`` fixes Cartesian trajectories of both
+feet in the walk frame (the torso frame turned by the nominal trunk pitch, so its x-y plane is
+parallel to the ground when the robot walks as planned) from the step size the commanded velocity
+needs: the support foot moves linearly from where it is to ``-step/2``, the swing foot to
+``+step/2`` along :func:`parabolic_step` and is lifted along :func:`parabolic_return`. Lateral
+steps and turning work the same way on the feet's y offsets and yaw angles. There is no active
+weight shift: lifting the swing foot lets the robot sway over the support foot ("natural lateral
+sway"), and the step ends when the foot pressure moves to the swing foot (support-foot switch from
+the pressure sensors) once ``support_switch_phase[0]·T`` has passed, or at the latest after
+``support_switch_phase[1]·T``. The filtered sagittal gyro pitches the support foot against the
+torso's rotation. Leg angles come from the robot model's analytic leg IK.
+
+Stabilisations, each switchable (the paper's configurations Old / WSA / SFL / New, see
+:data:`CONFIGURATIONS`):
+
+* step adjustment (:mod:`~upright.baselines.step_adjustment`, Algorithm 1): the CoM, measured from
+  the joint angles and the IMU orientation relative to the support sole and predicted over the
+  actuation delay with an inverted pendulum, must stay in a tolerance range spanned by both feet;
+  if it leaves it the swing foot follows it and the support foot moves by half the amount the other
+  way (sagittal only);
+* swing-foot leveling (:mod:`~upright.baselines.swing_leveling`, section 5).
+
+Parameters per robot live in ``baselines/data/step_adjust_<robot>.yaml``; the support rectangle
+in there comes from ``python -m upright.eval.step_adjust_calibration``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field, fields, replace
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import yaml
+from scipy.spatial.transform import Rotation
+
+from upright.baselines import register_controller
+from upright.baselines.kinematics import Kinematics
+from upright.baselines.step_adjustment import adjust_step, predict_com, tolerance_range
+from upright.baselines.swing_leveling import LevelingParams, SwingFootLeveling
+from upright.envs.robots import RobotSpec
+from upright.envs.sensors import Sensors
+
+SIDES = ("left", "right")
+
+#: The paper's configurations: (step adjustment, swing-foot leveling).
+CONFIGURATIONS: dict[str, tuple[bool, bool]] = {
+    "Old": (False, False),
+    "WSA": (True, False),
+    "SFL": (False, True),
+    "New": (True, True),
+}
+
+
+def parabolic_step(f: float) -> float:
+    """rUNSWift's swing-foot progress: 2f² for f < 0.5, else 4f − 2f² − 1 (0 → 1, f clipped to [0, 1])."""
+    f = min(max(f, 0.0), 1.0)
+    return 2.0 * f * f if f < 0.5 else 4.0 * f - 2.0 * f * f - 1.0
+
+
+def parabolic_return(f: float) -> float:
+    """rUNSWift's foot-height profile: 8f² (f < 0.25), 1 − 8(f − 0.5)² (f < 0.75), 8(1 − f)²; peak 1 at 0.5."""
+    f = min(max(f, 0.0), 1.0)
+    if f < 0.25:
+        return 8.0 * f * f
+    if f < 0.75:
+        return 1.0 - 8.0 * (f - 0.5) ** 2
+    return 8.0 * (1.0 - f) ** 2
+
+
+@dataclass
+class StepAdjustParams:
+    """Every tunable number of the walk (SI units: m, s, rad). Loaded from the robot's YAML file,
+    where each value's source is noted."""
+
+    #: Step (half-cycle) duration (s) and its increase per m/s of sideways speed (s per m/s).
+    period: float = 0.25
+    period_side_factor: float = 0.3
+    #: Sole height below the torso origin while walking, in the walk frame (m).
+    walk_height: float = 0.315
+    #: Sole x in the walk frame when standing (m): minus B-Human's torsoOffset (torso ahead of the ankles).
+    foot_x: float = -0.012
+    #: x of the sole's centre from the sole origin (m): the pivot of the swing foot's leveling.
+    foot_center_x: float = 0.02
+    #: Sole y distance from the torso's centre line (m).
+    foot_y: float = 0.05
+    #: Nominal trunk pitch (rad, + forward): the walk frame is the torso frame turned by it.
+    trunk_pitch: float = 0.0
+    #: Swing-foot lift (m), its increase per m/s of forward and of sideways speed (s), and the factor
+    #: on the first step.
+    foot_lift: float = 0.013
+    foot_lift_forward: float = 0.02
+    foot_lift_side: float = 0.04
+    first_step_lift_factor: float = 0.5
+    #: Support-foot switch window as fractions of the step duration (earliest, forced).
+    support_switch_phase: tuple[float, float] = (0.5, 3.0)
+    #: Sagittal gyro balance: low-pass ratio of the filter and gain on the support foot pitch (rad per rad/s).
+    gyro_lowpass: float = 0.6
+    gyro_balance: float = 0.05
+    #: Speed limits (m/s, m/s, rad/s) forward, backward, sideways, turning.
+    max_forward: float = 0.3
+    max_backward: float = 0.2
+    max_side: float = 0.2
+    max_turn: float = 2.0
+    #: Largest speed change per step (m/s, m/s, rad/s).
+    max_acceleration: tuple[float, float, float] = (0.1, 0.1, 0.5)
+    #: Time (s) to move from the measured start pose into the walking posture.
+    start_time: float = 1.0
+    #: Step adjustment on/off (WSA) and swing-foot leveling on/off (SFL).
+    step_adjustment: bool = True
+    swing_leveling: bool = True
+    #: Support rectangle of one sole, x of its back and front edges relative to the sole origin (m),
+    #: from the calibration script.
+    support_back: float = -0.050
+    support_front: float = 0.099
+    #: Tolerance range as fractions of the support rectangle from its back edge (desiredFootArea).
+    foot_area: tuple[float, float] = (0.3, 0.6)
+    #: Largest adjustment speed (m/s; maxVelForward) and CoM low-pass ratio while adjusting.
+    max_adjust_speed: float = 0.15
+    com_lowpass: float = 0.7
+    #: Reachable swing-foot x range relative to the nominal foot x (m; clipForward).
+    clip_forward: tuple[float, float] = (-0.07, 0.035)
+    #: With the swing foot on the ground, adjust only before this step phase (first 20 %).
+    early_contact_phase: float = 0.2
+    #: Low-pass ratio of the CoM velocity estimate used for the prediction.
+    com_velocity_lowpass: float = 0.5
+    #: Fraction of the weight (of the summed pressure) below which a foot counts as unloaded.
+    unloaded_fraction: float = 0.1
+    leveling: LevelingParams = field(default_factory=LevelingParams)
+
+    def with_configuration(self, name: str) -> "StepAdjustParams":
+        """A copy with the stabilisations of the paper's configuration ``name`` (Old/WSA/SFL/New)."""
+        try:
+            wsa, sfl = CONFIGURATIONS[name]
+        except KeyError:
+            raise ValueError(f"unknown configuration {name!r}; valid: {', '.join(CONFIGURATIONS)}") from None
+        return replace(self, step_adjustment=wsa, swing_leveling=sfl)
+
+
+def load_params(robot: str) -> StepAdjustParams:
+    """The parameters of ``robot`` from ``baselines/data/step_adjust_<robot>.yaml`` (values in the
+    file's units as documented there: lengths m, times s, angles deg where the key ends in ``_deg``)."""
+    text = resources.files("upright.baselines").joinpath(f"data/step_adjust_{robot}.yaml").read_text()
+    raw: dict[str, Any] = yaml.safe_load(text)["params"]
+    return _from_dict(StepAdjustParams, raw)
+
+
+def _from_dict(cls: type, raw: dict[str, Any]) -> Any:
+    names = {f.name: f for f in fields(cls)}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        name, degrees = (key[:-4], True) if key.endswith("_deg") else (key, False)
+        if name not in names:
+            raise ValueError(f"unknown {cls.__name__} parameter {key!r}")
+        if isinstance(value, dict):
+            values[name] = _from_dict(LevelingParams, value)
+        elif isinstance(value, list):
+            values[name] = tuple(np.deg2rad(value)) if degrees else tuple(float(v) for v in value)
+        else:
+            values[name] = float(np.deg2rad(value)) if degrees else value
+    return cls(**values)
+
+
+def _pitch_of(R: np.ndarray) -> float:
+    """Pitch (rad, + = x axis tipped down, i.e. toes down) of a rotation matrix's x axis."""
+    return float(np.arctan2(-R[2, 0], np.hypot(R[0, 0], R[1, 0])))
+
+
+def _foot_loads(sensors: Sensors) -> dict[str, float]:
+    """Summed pressure (N) under each foot (``Sensors.foot_pressure``: 4 left, then 4 right)."""
+    return {"left": float(np.sum(sensors.foot_pressure[:4])), "right": float(np.sum(sensors.foot_pressure[4:]))}
+
+
+def _rot_y(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def _rot_z(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+@dataclass
+class _Foot:
+    """One foot's walk-frame state: offsets from its nominal position (m), yaw (rad)."""
+
+    x: float = 0.0
+    y: float = 0.0
+    yaw: float = 0.0
+
+
+class StepAdjustWalk:
+    """The walk controller (see the module docstring); ``params`` may be changed before ``reset``."""
+
+    def __init__(self, robot: RobotSpec, params: StepAdjustParams | None = None) -> None:
+        self.robot = robot
+        self.params = params if params is not None else load_params(robot.name)
+        self.kin = Kinematics(robot)
+        self.status = "waiting"
+        self.command = np.zeros(3)
+        self._side_sign = {"left": 1.0, "right": -1.0}
+        self._standing = self._standing_joints()
+        self.leveling = SwingFootLeveling(self.params.leveling)
+        #: Last frame's diagnostics (m, rad) for plots and tests.
+        self.log: dict[str, float] = {}
+
+    def _standing_joints(self) -> np.ndarray:
+        """Joint angles (robot joint order) of the standing keyframe of the robot's own model."""
+        model = self.kin.model
+        key = model.key(self.robot.standing_pose)
+        adr = [model.jnt_qposadr[model.joint(j).id] for j in self.robot.joint_names]
+        return key.qpos[adr].copy()
+
+    # ------------------------------------------------------------------ interface
+    def set_command(self, command: np.ndarray) -> None:
+        """Velocity command (vx m/s, vy m/s, yaw rate rad/s), torso frame."""
+        command = np.asarray(command, dtype=float)
+        if command.shape != (3,) or not np.all(np.isfinite(command)):
+            raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
+        self.command = command
+
+    def reset(self, sensors: Sensors, rng: np.random.Generator) -> None:
+        """Start from the measured pose: first move into the walking posture, then walk."""
+        p = self.params
+        self.leveling = SwingFootLeveling(p.leveling)
+        self._time = 0.0
+        self._start_joints = np.asarray(sensors.joint_pos, dtype=float).copy()
+        self._walk_joints = self._joints_for({s: _Foot() for s in SIDES}, {s: 0.0 for s in SIDES}, {s: 0.0 for s in SIDES})
+        self._started = False
+        self._feet = {s: _Foot() for s in SIDES}
+        self._start = {s: _Foot() for s in SIDES}
+        self._speed = np.zeros(3)
+        self._step_size = np.zeros(3)
+        self._support = "right"
+        self._phase = 0.0
+        self._period = p.period
+        self._lift = p.foot_lift * p.first_step_lift_factor
+        self._gyro = 0.0
+        self._w_plan_prev = 0.0
+        self._w_bar_prev = 0.0
+        self._com_filtered: float | None = None
+        self._com_prev: float | None = None
+        self._com_velocity = 0.0
+        self._adjusting = False
+        #: Joint requests of the last ``delay_cycles + 1`` frames (the oldest is what the servos follow now).
+        self._requests: deque[np.ndarray] = deque([self._walk_joints.copy()], maxlen=self.robot.delay_cycles + 1)
+        self.status = "working"
+
+    def step(self, sensors: Sensors) -> np.ndarray:
+        """Joint targets (rad, actuator order) for this control cycle."""
+        dt = self.robot.control_period
+        self._time += dt
+        p = self.params
+        self._gyro = p.gyro_lowpass * self._gyro + (1.0 - p.gyro_lowpass) * float(sensors.gyro[1])
+        if not self._started:
+            s = min(self._time / p.start_time, 1.0)
+            blend = 0.5 - 0.5 * np.cos(np.pi * s)
+            joints = (1.0 - blend) * self._start_joints + blend * self._walk_joints
+            if s >= 1.0:
+                self._started = True
+                self._begin_step(first=True)
+            return self.kin.targets_from_joints(joints)
+        self._phase += dt
+        if self._switch_due(sensors):
+            self._support = self._swing
+            self._begin_step(first=False)
+        return self._walk(sensors, dt)
+
+    # ------------------------------------------------------------------ the gait
+    @property
+    def _swing(self) -> str:
+        return "left" if self._support == "right" else "right"
+
+    def _switch_due(self, sensors: Sensors) -> bool:
+        """Support-foot switch: the swing foot carries more than the support foot once the
+        earliest switch phase has passed, or the step has lasted the forced maximum."""
+        lo, hi = self.params.support_switch_phase
+        t = self._phase / self._period
+        if t >= hi:
+            return True
+        if t < lo:
+            return False
+        load = _foot_loads(sensors)
+        return load[self._swing] > load[self._support]
+
+    def _begin_step(self, first: bool) -> None:
+        """Fix the new step: speed ramped towards the command, step sizes, period, lift."""
+        p = self.params
+        target = np.array([
+            np.clip(self.command[0], -p.max_backward, p.max_forward),
+            np.clip(self.command[1], -p.max_side, p.max_side),
+            np.clip(self.command[2], -p.max_turn, p.max_turn),
+        ])
+        acc = np.asarray(p.max_acceleration)
+        self._speed = self._speed + np.clip(target - self._speed, -acc, acc)
+        self._period = p.period + p.period_side_factor * abs(self._speed[1])
+        self._step_size = self._speed * self._period
+        self._lift = p.foot_lift + p.foot_lift_forward * abs(self._speed[0]) + p.foot_lift_side * abs(self._speed[1])
+        if first:
+            self._lift *= p.first_step_lift_factor
+        self._phase = 0.0
+        self.leveling.start_step()
+        self._start = {s: replace(self._feet[s]) for s in SIDES}
+        self._w_plan_prev = self._w_bar_prev = self._feet[self._swing].x
+
+    def _planned(self) -> tuple[dict[str, _Foot], float]:
+        """The base walk's foot offsets at this phase and the swing foot's lift (m)."""
+        f = self._phase / self._period
+        sw, su = self._swing, self._support
+        a, b = self._start[sw], self._start[su]
+        s_x, s_y, s_t = self._step_size
+        ps, lin = parabolic_step(f), min(f, 1.0)
+        swing = _Foot(a.x + (s_x / 2 - a.x) * ps, a.y + (s_y / 2 - a.y) * ps, a.yaw + (s_t / 2 - a.yaw) * ps)
+        support = _Foot(b.x + (-s_x / 2 - b.x) * lin, b.y + (-s_y / 2 - b.y) * lin, b.yaw + (-s_t / 2 - b.yaw) * lin)
+        return {sw: swing, su: support}, self._lift * parabolic_return(f)
+
+    def _walk(self, sensors: Sensors, dt: float) -> np.ndarray:
+        p = self.params
+        planned, lift = self._planned()
+        sw, su = self._swing, self._support
+        ratio = self._phase / self._period
+        com_x = self._measured_com(sensors)
+        if p.step_adjustment:
+            self._adjust(planned, com_x, sensors, ratio, dt)
+        swing_dx = planned[sw].x - self._feet[sw].x
+        self._feet = planned
+        pitch = {su: p.gyro_balance * self._gyro, sw: 0.0}
+        if p.swing_leveling:
+            # Measured support-sole pitch against the one requested when the measured joints were
+            # commanded (the oldest request in the delay queue), both from the model's FK.
+            measured = _pitch_of(self.kin.foot_pose(su, sensors.joint_pos)[1])
+            requested = _pitch_of(self.kin.foot_pose(su, self._requests[0])[1])
+            torso = float(sensors.fused[0]) - p.trunk_pitch
+            pitch[sw] = self.leveling.update(torso, measured - requested, ratio, swing_dx,
+                                             planned[sw].x - planned[su].x, dt)
+        lifts = {sw: lift, su: 0.0}
+        # The support foot pitches about its ankle (gyro balance on the ankle pitch); the leveled
+        # swing sole about its centre, so leveling lowers neither its heel nor its toes.
+        joints = self._joints_for(planned, lifts, pitch, {su: 0.0, sw: p.foot_center_x})
+        self._requests.append(joints)
+        self.log = {"com_x": com_x, "swing_x": planned[sw].x, "support_x": planned[su].x,
+                    "swing_pitch": pitch[sw], "phase": ratio}
+        return self.kin.targets_from_joints(joints)
+
+    def com_offset(self, sensors: Sensors, side: str) -> np.ndarray:
+        """The measured CoM relative to the ``side`` sole origin (m), in the gravity-aligned
+        heading frame (torso frame turned by the IMU's pitch and roll, not its yaw): x, y are the
+        CoM projected onto the ground relative to the sole, z its height above it."""
+        sole_pos, _ = self.kin.foot_pose(side, sensors.joint_pos)
+        com = self.kin.com(sensors.joint_pos)
+        orientation = Rotation.from_quat(np.asarray(sensors.quat)[[1, 2, 3, 0]])
+        yaw = orientation.as_euler("ZYX")[0]
+        return (Rotation.from_euler("Z", -yaw) * orientation).apply(com - sole_pos)
+
+    def stance_targets(self, shift: np.ndarray) -> np.ndarray:
+        """Joint targets (actuator order) of the walking posture with both feet standing and
+        shifted by ``shift`` = (dx, dy) m in the walk frame (the torso moves the other way); the
+        support-rectangle calibration uses it."""
+        feet = {s: _Foot(float(shift[0]), float(shift[1])) for s in SIDES}
+        return self.kin.targets_from_joints(self._joints_for(feet, {s: 0.0 for s in SIDES}, {s: 0.0 for s in SIDES}))
+
+    def _measured_com(self, sensors: Sensors) -> float:
+        """CoM x (m) relative to the support sole origin (:meth:`com_offset`), predicted over the
+        actuation delay."""
+        p = self.params
+        offset = self.com_offset(sensors, self._support)
+        x = float(offset[0])
+        if self._com_prev is not None:
+            v = (x - self._com_prev) / self.robot.control_period
+            self._com_velocity = p.com_velocity_lowpass * self._com_velocity + (1 - p.com_velocity_lowpass) * v
+        self._com_prev = x
+        horizon = self.robot.delay_cycles * self.robot.control_period
+        return predict_com(x, self._com_velocity, p.support_back, p.support_front, float(offset[2]), horizon)
+
+    def _adjust(self, planned: dict[str, _Foot], com_x: float, sensors: Sensors, ratio: float, dt: float) -> None:
+        """Algorithm 1 on the planned sagittal foot positions (offsets from the nominal foot x)."""
+        p = self.params
+        sw, su = self._swing, self._support
+        w_t, u_t = planned[sw].x, planned[su].x
+        adjustment = self._w_bar_prev - self._w_plan_prev
+        load = _foot_loads(sensors)
+        total = load["left"] + load["right"]
+        gated = total <= 0.0 or load[su] < load[sw] or (
+            load[sw] > p.unloaded_fraction * total and ratio > p.early_contact_phase)
+        if gated:
+            w_bar, u_bar = w_t + adjustment, u_t - adjustment / 2.0
+        else:
+            m_raw = self._feet[su].x + com_x
+            if self._adjusting and self._com_filtered is not None:
+                m = p.com_lowpass * self._com_filtered + (1.0 - p.com_lowpass) * m_raw
+            else:
+                m = m_raw
+            self._com_filtered = m
+            t_min, t_max = tolerance_range(p.support_back, p.support_front, p.foot_area)
+            result = adjust_step(w_t, self._w_plan_prev, self._w_bar_prev, u_t, m, p.max_adjust_speed * dt, t_min, t_max)
+            lo, hi = p.clip_forward
+            w_bar = float(np.clip(result.swing_x, min(lo, w_t), max(hi, w_t)))
+            u_bar = u_t - (w_bar - w_t) / 2.0
+        self._adjusting = abs(w_bar - w_t) > 1e-4
+        self._w_plan_prev, self._w_bar_prev = w_t, w_bar
+        planned[sw].x, planned[su].x = w_bar, u_bar
+
+    def _joints_for(self, feet: dict[str, _Foot], lift: dict[str, float], pitch: dict[str, float],
+                    pivot: dict[str, float] | None = None) -> np.ndarray:
+        """Leg IK for the walk-frame foot offsets; the rest of the body keeps the standing pose."""
+        p = self.params
+        to_torso = _rot_y(p.trunk_pitch).T
+        poses = {}
+        for s in SIDES:
+            foot = feet[s]
+            pos = np.array([p.foot_x + foot.x, self._side_sign[s] * p.foot_y + foot.y, -p.walk_height + lift[s]])
+            R = _rot_z(foot.yaw) @ _rot_y(pitch[s])
+            if pivot is not None:  # pitch about a point `pivot[s]` ahead of the sole origin
+                centre = np.array([pivot[s], 0.0, 0.0])
+                pos = pos + _rot_z(foot.yaw) @ centre - R @ centre
+            poses[s] = (to_torso @ pos, to_torso @ R)
+        angles, _ = self.kin.legs_ik(poses["left"][0], poses["left"][1], poses["right"][0], poses["right"][1])
+        return self.kin.with_joints(self._standing, angles)
+
+
+def make_step_adjust(robot: RobotSpec) -> StepAdjustWalk:
+    """The registered factory: the walk with the robot's parameters from its data file."""
+    return StepAdjustWalk(robot)
+
+
+register_controller("step_adjust", make_step_adjust, robots=("nao", "wolfgang"), task="walk")

@@ -1,0 +1,105 @@
+"""Step adjustment (Reichenberg & Röfer, "Step Adjustment for a Robust Humanoid Walk", Algorithm 1)
+and the CoM prediction it uses over the actuation delay.
+
+All positions are forward (x) components in the robot's torso frame, in metres. ``w`` is the swing
+foot's x, ``u`` the support foot's x as the base walk plans them; a bar marks the adjusted values,
+``t`` the current control frame and ``t - 1`` the previous one (the paper's notation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class StepAdjustment:
+    """Result of one frame of Algorithm 1."""
+
+    #: Adjusted swing-foot x (m).
+    swing_x: float
+    #: Adjusted support-foot x (m).
+    support_x: float
+    #: The signed violation δ of the tolerance range by the CoM (m; 0 inside the range).
+    violation: float
+
+
+def adjust_step(w_t: float, w_prev: float, w_bar_prev: float, u_t: float, m: float, p_max: float,
+                t_min: float, t_max: float) -> StepAdjustment:
+    """Algorithm 1 of the paper for one control frame.
+
+    Args:
+        w_t, w_prev: the planned swing-foot x of this and the previous frame (m).
+        w_bar_prev: the adjusted swing-foot x of the previous frame (m).
+        u_t: the planned support-foot x of this frame (m).
+        m: the CoM projected onto the foot plane, x (m), same frame as the feet.
+        p_max: the largest change of the adjustment per frame (m), > 0.
+        t_min, t_max: the tolerance range relative to the sole origins (m), ``t_min <= t_max``.
+
+    Line by line as printed, with one reading made explicit: lines 5, 6, 8 and 9 use
+    ``ŵ_t + Δŵ_{t-1}`` (the swing position after the decay of the old adjustment), and line 10 adds
+    the clipped δ to that same position. With line 10 taken literally (``ŵ_t`` without the decay) an
+    adjustment never returns to zero and the per-frame speed limit of lines 8-9 would not hold;
+    B-Human's code (BH-21 ``WalkStepAdjustment::addBalance``, controllers.md D.2 step 5) includes
+    the decay.
+    """
+    if not p_max > 0.0:
+        raise ValueError(f"p_max must be > 0, got {p_max!r}")
+    if t_min > t_max:
+        raise ValueError(f"tolerance range must have t_min <= t_max, got ({t_min!r}, {t_max!r})")
+    dw_prev = w_bar_prev - w_prev  # 1: the adjustment of the previous frame
+    decay = float(np.clip(-dw_prev, -p_max, p_max))  # 2: its decay, at most p_max per frame
+    dw = w_t - w_prev  # 3: the planned motion of the swing foot
+    w_hat = w_bar_prev + dw + decay  # 4 (+ decay, see above)
+    support = u_t - (dw_prev + decay) / 2.0  # the support foot carries minus half the adjustment
+    lower = min(w_hat, support) + t_min  # 5
+    upper = max(w_hat, support) + t_max  # 6
+    delta = min(m - lower, 0.0) + max(m - upper, 0.0)  # 7
+    p_lo = min(0.0, -p_max - dw) - max(decay, 0.0)  # 8
+    p_hi = max(0.0, p_max - dw) - min(decay, 0.0)  # 9
+    w_bar = w_hat + float(np.clip(delta, p_lo, p_hi))  # 10
+    u_bar = u_t - (w_bar - w_t) / 2.0  # 11
+    return StepAdjustment(w_bar, u_bar, delta)
+
+
+def predict_lipm(x: float, v: float, pivot: float, height: float, horizon: float, gravity: float = 9.81
+                 ) -> tuple[float, float]:
+    """Closed-form linear inverted pendulum: CoM position and velocity ``horizon`` seconds ahead.
+
+    ``x``, ``v``: CoM position (m) and velocity (m/s) along one horizontal axis; ``pivot``: the
+    point the pendulum rotates about (m, same axis); ``height``: CoM height over it (m). With
+    ``T_c = sqrt(height / gravity)``: x(t) = p + (x - p) cosh(t/T_c) + T_c v sinh(t/T_c).
+    """
+    if not height > 0.0:
+        raise ValueError(f"pendulum height must be > 0, got {height!r}")
+    tc = np.sqrt(height / gravity)
+    c, s = np.cosh(horizon / tc), np.sinh(horizon / tc)
+    return pivot + (x - pivot) * c + tc * v * s, (x - pivot) / tc * s + v * c
+
+
+def predict_com(x: float, v: float, support_back: float, support_front: float, height: float,
+                horizon: float) -> float:
+    """The CoM x (m) ``horizon`` s ahead, relative to the support sole origin, as the step
+    adjustment uses it to bridge the actuation delay (paper section 3; BH-21 ``predictRotation``,
+    controllers.md D.3): the robot tips about the edge of its support rectangle
+    ``[support_back, support_front]`` (m) that the CoM is beyond; inside the rectangle it is
+    statically stable (no tipping torque) and the CoM moves on at its measured velocity."""
+    pivot = float(np.clip(x, support_back, support_front))
+    if pivot == x:
+        return x + v * horizon
+    return float(predict_lipm(x, v, pivot, height, horizon)[0])
+
+
+def tolerance_range(support_back: float, support_front: float, foot_area: tuple[float, float]
+                    ) -> tuple[float, float]:
+    """The tolerance range (T_min, T_max) in m relative to the sole origin: the fractions
+    ``foot_area`` of the calibrated support rectangle's length, counted from its back edge
+    (paper section 3 and Fig. 4; BH-21 ``desiredFootArea``)."""
+    lo, hi = foot_area
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError(f"foot_area must be fractions 0 <= lo <= hi <= 1, got {foot_area!r}")
+    if not support_back < support_front:
+        raise ValueError(f"support rectangle back {support_back!r} must lie behind front {support_front!r}")
+    length = support_front - support_back
+    return support_back + lo * length, support_back + hi * length

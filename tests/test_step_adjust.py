@@ -1,0 +1,153 @@
+"""The step_adjust walk: Algorithm 1 (each clipping case), the CoM prediction, the swing-foot
+leveling's sign, the parameter file, and NAO walking forward in the real simulation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from upright.baselines.step_adjustment import adjust_step, predict_com, predict_lipm, tolerance_range
+from upright.baselines.swing_leveling import LevelingParams, SwingFootLeveling
+
+P = 0.002  # p_max: 2 mm per frame
+T_MIN, T_MAX = -0.005, 0.040  # tolerance range relative to the sole origins (m)
+
+
+def test_com_inside_the_range_leaves_the_plan_unchanged():
+    # Swing foot planned from 0 to 3 mm, support at -20 mm, CoM between them: nothing to adjust.
+    r = adjust_step(w_t=0.003, w_prev=0.0, w_bar_prev=0.0, u_t=-0.020, m=0.010, p_max=P, t_min=T_MIN, t_max=T_MAX)
+    assert r.violation == 0.0
+    assert r.swing_x == pytest.approx(0.003)
+    assert r.support_x == pytest.approx(-0.020)
+
+
+def test_small_violation_behind_moves_swing_back_and_support_forward_by_half():
+    # Range: [min(w, u) + T_min, ...] = [-0.025, ...]; CoM 1 mm behind it, less than p_max.
+    r = adjust_step(w_t=0.0, w_prev=0.0, w_bar_prev=0.0, u_t=-0.020, m=-0.026, p_max=P, t_min=T_MIN, t_max=T_MAX)
+    assert r.violation == pytest.approx(-0.001)
+    assert r.swing_x == pytest.approx(-0.001)
+    assert r.support_x == pytest.approx(-0.020 + 0.0005)
+
+
+def test_large_violation_behind_is_clipped_to_p_max_against_the_planned_motion():
+    # The plan moves the swing foot 3 mm forward this frame; the CoM is far behind: the foot may
+    # go back at most p_max from where it was (line 8: p_min = -p_max - Δw).
+    r = adjust_step(w_t=0.003, w_prev=0.0, w_bar_prev=0.0, u_t=-0.020, m=-0.100, p_max=P, t_min=T_MIN, t_max=T_MAX)
+    assert r.violation < -0.05
+    assert r.swing_x == pytest.approx(-P)
+    assert r.support_x == pytest.approx(-0.020 + (0.003 + P) / 2)
+
+
+def test_large_violation_ahead_is_clipped_to_p_max():
+    # Swing foot not moving; CoM far ahead: swing forward by p_max (line 9: p_max - Δw).
+    r = adjust_step(w_t=0.0, w_prev=0.0, w_bar_prev=0.0, u_t=-0.020, m=0.200, p_max=P, t_min=T_MIN, t_max=T_MAX)
+    assert r.violation > 0.1
+    assert r.swing_x == pytest.approx(P)
+    assert r.support_x == pytest.approx(-0.020 - P / 2)
+
+
+def test_violation_ahead_adds_nothing_when_the_plan_already_moves_faster_than_p_max():
+    # Δw = 5 mm > p_max: line 9 gives max(0, p_max - Δw) = 0, the plan alone is followed.
+    r = adjust_step(w_t=0.005, w_prev=0.0, w_bar_prev=0.0, u_t=-0.020, m=0.200, p_max=P, t_min=T_MIN, t_max=T_MAX)
+    assert r.swing_x == pytest.approx(0.005)
+    assert r.support_x == pytest.approx(-0.020)
+
+
+def test_an_old_adjustment_decays_by_at_most_p_max_per_frame():
+    # Last frame the swing foot was adjusted 10 mm backwards; the CoM is now inside the range.
+    r = adjust_step(w_t=0.0, w_prev=0.0, w_bar_prev=-0.010, u_t=-0.020, m=0.0, p_max=P, t_min=T_MIN, t_max=T_MAX)
+    assert r.violation == 0.0
+    assert r.swing_x == pytest.approx(-0.010 + P)
+    assert r.support_x == pytest.approx(-0.020 + (0.010 - P) / 2)
+    # A small adjustment (below p_max) is removed completely.
+    r = adjust_step(w_t=0.0, w_prev=0.0, w_bar_prev=-0.001, u_t=-0.020, m=0.0, p_max=P, t_min=T_MIN, t_max=T_MAX)
+    assert r.swing_x == pytest.approx(0.0)
+
+
+def test_an_old_adjustment_is_kept_while_the_com_is_still_outside():
+    # Adjusted 10 mm back, CoM still behind the (de-adjusted) range: the decay is undone (line 8
+    # subtracts max(Δŵ, 0)), the foot keeps going back by at most p_max.
+    r = adjust_step(w_t=0.0, w_prev=0.0, w_bar_prev=-0.010, u_t=-0.020, m=-0.100, p_max=P, t_min=T_MIN, t_max=T_MAX)
+    assert r.swing_x == pytest.approx(-0.010 - P)
+
+
+def test_bad_arguments_name_the_value():
+    with pytest.raises(ValueError, match="p_max"):
+        adjust_step(0.0, 0.0, 0.0, 0.0, 0.0, p_max=0.0, t_min=T_MIN, t_max=T_MAX)
+    with pytest.raises(ValueError, match="t_min"):
+        adjust_step(0.0, 0.0, 0.0, 0.0, 0.0, p_max=P, t_min=0.01, t_max=0.0)
+    with pytest.raises(ValueError, match="foot_area"):
+        tolerance_range(-0.05, 0.1, (0.7, 0.3))
+
+
+def test_tolerance_range_and_pendulum_prediction():
+    lo, hi = tolerance_range(-0.05, 0.10, (0.3, 0.6))
+    assert (lo, hi) == pytest.approx((-0.005, 0.040))
+    # Inside the support rectangle the CoM moves on at its velocity; beyond the front edge it
+    # accelerates away from it (tipping), faster than at constant velocity.
+    assert predict_com(0.0, 0.1, -0.05, 0.10, 0.25, 0.036) == pytest.approx(0.0036)
+    beyond = predict_com(0.12, 0.1, -0.05, 0.10, 0.25, 0.036)
+    assert beyond > 0.12 + 0.1 * 0.036
+    # The closed form solves x'' = g/h (x - p): compare with a fine numerical integration.
+    x, v, h, dt = 0.02, -0.1, 0.25, 1e-5
+    for _ in range(int(0.036 / dt)):
+        v += 9.81 / h * x * dt
+        x += v * dt
+    assert predict_lipm(0.02, -0.1, 0.0, h, 0.036)[0] == pytest.approx(x, abs=1e-5)
+
+
+def test_leveling_follows_the_support_sole_error_when_leaning_forward():
+    lev = SwingFootLeveling(LevelingParams())
+    # Torso 8 deg forward, support sole measured 6 deg toes-up relative to its request: the swing
+    # foot's pitch offset goes the same way (toes up, negative), rate limited at 2 x 40 deg/s.
+    for _ in range(40):
+        offset = lev.update(np.deg2rad(8.0), np.deg2rad(-6.0), 0.3, 0.001, 0.0, 0.012)
+    assert offset == pytest.approx(np.deg2rad(-6.0), abs=1e-6)
+    first = SwingFootLeveling(LevelingParams()).update(np.deg2rad(8.0), np.deg2rad(-6.0), 0.3, 0.001, 0.0, 0.012)
+    assert first == pytest.approx(-2 * np.deg2rad(40.0) * 0.012)
+    # Upright torso or a sole error in the other direction: no leveling.
+    assert SwingFootLeveling(LevelingParams()).target(0.0, np.deg2rad(-6.0), 0.0) == 0.0
+    assert SwingFootLeveling(LevelingParams()).target(np.deg2rad(8.0), np.deg2rad(6.0), 0.0) == 0.0
+    # Faded back to the normal pitch over the last quarter of the step; a new step starts at zero.
+    assert lev.update(np.deg2rad(8.0), np.deg2rad(-6.0), 0.875, 0.001, 0.0, 0.012) == pytest.approx(np.deg2rad(-3.0))
+    assert lev.update(np.deg2rad(8.0), np.deg2rad(-6.0), 1.0, 0.001, 0.0, 0.012) == 0.0
+    lev.start_step()
+    assert lev.offset == 0.0
+
+
+def test_parameter_files_load_and_configurations_switch_the_stabilisations():
+    from upright.baselines.step_adjust import CONFIGURATIONS, load_params
+
+    for robot in ("nao", "wolfgang"):
+        params = load_params(robot)
+        assert params.support_back < 0.0 < params.support_front
+        assert params.leveling.min_torso_rotation == pytest.approx(np.deg2rad(5.0))
+        for name, (wsa, sfl) in CONFIGURATIONS.items():
+            configured = params.with_configuration(name)
+            assert (configured.step_adjustment, configured.swing_leveling) == (wsa, sfl)
+    with pytest.raises(ValueError, match="Newest"):
+        load_params("nao").with_configuration("Newest")
+
+
+def test_nao_walks_forward_for_3_seconds_without_falling():
+    import gymnasium as gym
+
+    from upright.policies.registry import load_policy
+
+    env = gym.make("upright/NaoWalk-v0", command=(0.2, 0.0, 0.0), conditions="lab", max_episode_seconds=4.0)
+    policy = load_policy("step_adjust")
+    observation, info = env.reset(seed=0)
+    policy.reset(env, 0)
+    start = env.unwrapped.sim.torso_pose()[0].copy()
+    adjusted = 0
+    while True:
+        observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
+        walk = policy._controller
+        adjusted += walk.log.get("swing_x", 0.0) != 0.0
+        if terminated or truncated:
+            break
+    moved = env.unwrapped.sim.torso_pose()[0] - start
+    assert not terminated and info["episode_metrics"]["falls"] == 0
+    assert moved[0] > 0.3  # 1 s into the walking posture, then 3 s at up to 0.2 m/s
+    assert abs(moved[1]) < 0.15
+    assert adjusted > 0
