@@ -554,6 +554,7 @@ class KeyframeController:
             return
         (plo, phi), (rlo, rhi) = eng["safe_upright"]["pitch"], eng["safe_upright"]["roll"]
         self.kf = None
+        self._range = None
         self.unbalanced = self.meas.copy()
         self._balance_offsets = np.zeros(self.nu)
         if plo <= self.pitch <= phi and rlo <= self.roll <= rhi:
