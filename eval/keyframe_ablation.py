@@ -43,7 +43,7 @@ class WornHipConditions(Conditions):
 
     closing: tuple[float, float] = (3.5, 4.3)
     hyp_lag: tuple[float, float] = (0.05, 0.10)
-    stuck_duration: tuple[float, float] = (0.2, 0.4)
+    stuck_duration: tuple[float, float] = (0.15, 0.3)
     strength: tuple[float, float] = (0.6, 0.8)
 
     def sample(self, joint_names: tuple[str, ...], rng: np.random.Generator) -> SampledConditions:
