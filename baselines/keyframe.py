@@ -508,7 +508,7 @@ class KeyframeController:
         if self.state == "helpMe":
             self.stiff[:] = 0.0
             if abs(self.pitch) < 30 and abs(self.roll) < 30:
-                self._start_motion("stand", t)
+                self._start_motion(self.e["decide"]["upright"], t)
             return np.full(self.nu, np.nan)
         if self.state == "finished":
             if abs(self.pitch) > 45 or abs(self.roll) > 45:  # fell again: a new get-up
@@ -558,11 +558,11 @@ class KeyframeController:
         self.unbalanced = self.meas.copy()
         self._balance_offsets = np.zeros(self.nu)
         if plo <= self.pitch <= phi and rlo <= self.roll <= rhi:
-            self._start_motion("stand", t)
+            self._start_motion(eng["decide"]["upright"], t)
         else:
             if self._after_breakup and self.pitch > 0:
                 self._stretch_ms = eng["recover_stretch_ms"]
-            self._start_motion("recoverGeneric", t)
+            self._start_motion(eng["decide"]["lying"], t)
         self._after_breakup = False
 
     def _break_up_pose(self, t: float) -> np.ndarray:
@@ -620,7 +620,7 @@ def make_keyframe(robot: RobotSpec) -> KeyframeController:
 def _register() -> None:
     from upright.baselines import register_controller
 
-    register_controller("keyframe", make_keyframe, robots=("nao",), task="getup")
+    register_controller("keyframe", make_keyframe, robots=("nao", "wolfgang"), task="getup")
 
 
 _register()

@@ -21,7 +21,7 @@ from upright.envs.robots import RobotSpec
 DATA_DIR = Path(__file__).parent / "data"
 #: Sentinels in joint tables: keep the previous request / unstiffen the joint.
 IGNORE, OFF = "ign", "off"
-INTERPOLATIONS = ("linear", "sin_min_to_max", "sin_zero_to_max")
+INTERPOLATIONS = ("linear", "sin_min_to_max", "sin_zero_to_max", "quintic")
 UNBOUNDED = (-2000.0, 2000.0)
 
 
@@ -29,7 +29,9 @@ def interpolate(kind: str, ratio: float) -> float:
     """Progress (0..1) of a keyframe at time ``ratio`` (0..1) of its duration.
 
     ``linear``: r; ``sin_min_to_max``: 0.5 sin(πr − π/2) + 0.5; ``sin_zero_to_max``: sin(πr/2)
-    (B-Human's three interpolation types, controllers.md B.1)."""
+    (B-Human's three interpolation types, controllers.md B.1); ``quintic``: 10r³ − 15r⁴ + 6r⁵
+    (zero velocity and acceleration at both ends: the Bit-Bots animation splines,
+    wolfgang-animations.md section 1)."""
     r = min(max(ratio, 0.0), 1.0)
     if kind == "linear":
         return r
@@ -37,6 +39,8 @@ def interpolate(kind: str, ratio: float) -> float:
         return 0.5 * np.sin(np.pi * r - np.pi / 2) + 0.5
     if kind == "sin_zero_to_max":
         return float(np.sin(np.pi * r / 2))
+    if kind == "quintic":
+        return r**3 * (10.0 - 15.0 * r + 6.0 * r * r)
     raise ValueError(f"unknown interpolation {kind!r}; valid: {', '.join(INTERPOLATIONS)}")
 
 
