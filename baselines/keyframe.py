@@ -165,6 +165,7 @@ class KeyframeController:
         self.kf: Keyframe | None = None
         self.prev_kf: Keyframe | None = None
         self._loops: dict[str, int] = {}
+        self._resume_index = 0
         self._stretch_ms = 0.0
         self._after_breakup = False
         self._com_diff = np.zeros(2)
@@ -255,13 +256,14 @@ class KeyframeController:
         self.motion = motion
         self.queue = list(motion.blocks)
         self._loops = {}
-        self._start_block(self.queue.pop(0), t, init_stiffness=True)
+        self._start_block(self.queue.pop(0), t)
 
-    def _start_block(self, name: str, t: float, init_stiffness: bool) -> None:
+    def _start_block(self, name: str, t: float) -> None:
+        """Start block ``name`` at its first keyframe; its base stiffness replaces the current one
+        (limbs with base −1 keep theirs)."""
         self.block = self.lib.blocks[name]
-        if init_stiffness or self.block is not None:
-            base = self.block.stiffness
-            self.stiff = np.where(np.isnan(base), self.stiff, base)
+        base = self.block.stiffness
+        self.stiff = np.where(np.isnan(base), self.stiff, base)
         self.kf_index = 0
         self._start_keyframe(t)
 
@@ -417,7 +419,7 @@ class KeyframeController:
                 rest = self.block.name
                 self.queue.insert(0, rest)
                 self._resume_index = self.kf_index + 1 if not early else self.kf_index
-            self._start_block(br.block, t, br.init_stiffness)
+            self._start_block(br.block, t)
             return True
         return False
 
@@ -448,7 +450,7 @@ class KeyframeController:
             return
         if self.queue:
             name = self.queue.pop(0)
-            resume = getattr(self, "_resume_index", 0)
+            resume = self._resume_index
             self._resume_index = 0
             self.block = self.lib.blocks[name]
             base = self.block.stiffness

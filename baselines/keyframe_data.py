@@ -110,7 +110,10 @@ class CompensationEntry:
 
 @dataclass(frozen=True)
 class Branch:
-    """Jump to a block (inserted before the rest of the motion) or to a whole motion."""
+    """Jump to a block (inserted before the rest of the motion) or to a whole motion.
+
+    ``init_stiffness`` is kept from the reference tables; our engine always applies a started
+    block's base stiffness, so it does not change the behaviour."""
 
     block: str | None
     motion: str | None
