@@ -152,3 +152,24 @@ def test_registered_as_prior():
     assert observation.shape == env.observation_space.shape
     assert isinstance(make_controller("keyframe", NAO, "getup"), KeyframeController)
     env.close()
+
+
+def test_side_recovery_turns_the_robot_and_it_stands_up():
+    """On its side (torso rolled 90°, controller running from the first instant) the recover block
+    branches to the side recovery, which turns the robot onto its back; it then stands up."""
+    from upright import Simulation
+
+    sim = Simulation("nao", "lab")
+    qpos = sim.model.key("stand").qpos.copy()
+    qpos[3:7] = [np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0]
+    qpos[2] = 0.1
+    sensors = sim.reset("stand", seed=0, qpos=qpos)
+    controller = KeyframeController(NAO)
+    controller.reset(sensors, np.random.default_rng(0))
+    assert abs(np.rad2deg(sensors.fused[1])) > 80
+    for _ in range(int(14.0 / NAO.control_period)):
+        sensors = sim.step(controller.step(sensors))
+    blocks = {name for _, name, _, _ in controller.history}
+    assert blocks & {"recoverBack", "recoverFront"}, controller.history
+    assert blocks & {"back", "front"}
+    assert sim.head_height() > 0.45 and np.rad2deg(sim.torso_tilt()) < 20
