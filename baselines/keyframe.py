@@ -29,6 +29,16 @@ position-error torque of the P servo by s; ``off`` joints get their measured ang
 
 Status: ``working`` (deciding, moving, balancing out), ``waiting``, ``failed`` (breaking up),
 ``finished``, ``help``.
+
+Departures from B-Human's engine (controllers.md B.1–B.3): the joint error goes straight into
+equations 2–4 (no extra ``LowPassFilterPR`` on the raw error; the paper names none); the balancer's
+output low-pass is a first-order filter (factor 0.35, between B-Human's 0.2 and 0.5); no mirroring
+of motions and no head-button abort; a wait with several conditions ends when each holds or has
+reached its own maximum wait; the break-up holds the measured angles at low stiffness (B-Human's
+``sitBack``/``sitFrontGetUp`` poses are not in the reference); a broken joint is a leg joint that
+stays ``broken_joint.error`` off its request without moving for ``broken_joint.seconds`` (B-Human
+reads a separate motor-malfunction detector). After ``finished`` the last request is held; if the
+torso tilts beyond 45° again a new get-up starts.
 """
 
 from __future__ import annotations
