@@ -9,9 +9,10 @@ than 20° during the leg-closing phase, plus weak leg motors), drawn per episode
   ``frontUpright`` pull-in) lasting ``stuck_duration`` s;
 * ``L/RHipPitch``, ``L/RHipRoll``, ``L/RKneePitch`` strength drawn from ``strength`` (0.6–0.8).
 
-Both arms of the ablation see exactly the same episodes (same seeds → same wear). The peak
-hip-yaw-pitch error the controller measured (request 3 cycles ago − measured) is recorded per
-episode so the "20–30°" can be checked. Flat floor, otherwise ``lab``.
+Both arms of the ablation see exactly the same episodes (same seeds → same wear). To check the
+"20–30°", the peak hip-yaw-pitch error the controller measures (request 3 cycles ago − measured)
+in the leg-closing phase is recorded for the first ``--check`` episodes with compensation off.
+Flat floor, otherwise ``lab``.
 
 ``python -m upright.eval.keyframe_ablation --episodes 100 --out results/keyframe_ablation``
 """
