@@ -99,13 +99,16 @@ def peak_hyp_errors(start: str, conditions: Conditions, episodes: int) -> list[f
     return peaks
 
 
-def run(episodes: int, out: Path, workers: int, starts: tuple[str, ...], check: int = 20) -> dict[str, Any]:
+def run(episodes: int, out: Path, workers: int, starts: tuple[str, ...], check: int = 20,
+        arms: tuple[str, ...] = ("on", "off")) -> dict[str, Any]:
     """Run both arms for every start; write JSON + Markdown under ``out``; return the summary."""
     summary: dict[str, Any] = {}
     lines = ["| start | compensation | success | 95 % CI | time to stand min/mean/max (s) |", "|---|---|---|---|---|"]
     for start in starts:
         conditions = WornHipConditions(closing=CLOSING[start])
         for label, on in (("on", True), ("off", False)):
+            if label not in arms:
+                continue
             policy = KeyframeVariant(f"keyframe-compensation-{label}", compensation=on)
             result = aggregate(run_episodes("upright/NaoGetUp-v0", policy, episodes, workers=workers,
                                             env_kwargs={"start": start, "conditions": conditions}))
@@ -117,13 +120,16 @@ def run(episodes: int, out: Path, workers: int, starts: tuple[str, ...], check: 
             lines.append(f"| {start} | {label} | {r['successes']}/{r['episodes']} ({100 * r['success_rate']:.0f} %) | "
                          f"[{r['success_ci95'][0]:.2f}, {r['success_ci95'][1]:.2f}] | "
                          + " / ".join("—" if tts[k] is None else f"{tts[k]:.2f}" for k in ("min", "mean", "max")) + " |")
+        if check < 1:
+            continue
         peaks = peak_hyp_errors(start, conditions, check)
         summary[f"{start}/peak_hyp_error_deg"] = {"episodes": check, "min": min(peaks), "median": float(np.median(peaks)),
                                                   "max": max(peaks), "values": peaks}
         lines.append(f"| {start} | peak HYP error (compensation off, first {check} episodes) | "
                      f"min {min(peaks):.1f}° / median {np.median(peaks):.1f}° / max {max(peaks):.1f}° | | |")
-    (out / "ablation.md").write_text("\n".join(lines) + "\n")
-    (out / "ablation.json").write_text(json.dumps(summary, indent=2, default=str))
+    tag = "_".join(arms) + ("" if check > 0 else "_nocheck")
+    (out / f"ablation_{tag}.md").write_text("\n".join(lines) + "\n")
+    (out / f"ablation_{tag}.json").write_text(json.dumps(summary, indent=2, default=str))
     print("\n".join(lines))
     return summary
 
@@ -134,11 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--out", type=Path, default=Path("results/keyframe_ablation"))
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--check", type=int, default=20, help="episodes for the peak hip-yaw-pitch error check")
+    p.add_argument("--check", type=int, default=20, help="episodes for the peak hip-yaw-pitch error check (0: none)")
+    p.add_argument("--arms", nargs="+", default=["on", "off"], choices=["on", "off"],
+                   help="compensation on/off arms to run (to run them in separate processes)")
     p.add_argument("--starts", nargs="+", default=["supine", "prone"], choices=sorted(CLOSING))
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    run(args.episodes, args.out, args.workers, tuple(args.starts), args.check)
+    run(args.episodes, args.out, args.workers, tuple(args.starts), args.check, tuple(args.arms))
     return 0
 
 
