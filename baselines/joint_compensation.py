@@ -19,10 +19,9 @@ Unstiffened (``off``) joints have no error.
 from __future__ import annotations
 
 from collections import deque
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
-
 from upright.baselines.keyframe_data import CompensationEntry
 
 

@@ -49,9 +49,14 @@ from typing import Any
 import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
-
 from upright.baselines.joint_compensation import JointErrorEstimator, compensation
-from upright.baselines.keyframe_data import Block, Keyframe, MotionLibrary, interpolate, load_library
+from upright.baselines.keyframe_data import (
+    Block,
+    Keyframe,
+    MotionLibrary,
+    interpolate,
+    load_library,
+)
 from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
 

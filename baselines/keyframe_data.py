@@ -9,13 +9,13 @@ reference tables); :mod:`upright.baselines.keyframe` converts at the output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import yaml
-
 from upright.envs.robots import RobotSpec
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -53,7 +53,7 @@ class Condition:
     hi: float = 0.0
     negate: bool = False
     op: str | None = None  # "all" or "any" for a combination
-    parts: tuple["Condition", ...] = ()
+    parts: tuple[Condition, ...] = ()
 
     def holds(self, value: Callable[[str], float]) -> bool:
         """Evaluate with ``value(var)`` giving each variable's current value."""

@@ -27,7 +27,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-
 from upright.envs.conditions import Conditions, SampledConditions, Wear
 from upright.eval.results import aggregate, print_table, write_results
 from upright.eval.runner import run_episodes

@@ -6,8 +6,6 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-
-import upright  # noqa: F401  (registers the ids)
 from upright.baselines import make_controller
 from upright.baselines.joint_compensation import (
     JointErrorEstimator,
@@ -19,6 +17,8 @@ from upright.baselines.keyframe import KeyframeController, KeyframeParams
 from upright.baselines.keyframe_data import CompensationEntry, interpolate, load_library
 from upright.envs.robots import get_robot
 from upright.policies.builtin import ControllerPolicy
+
+import upright  # noqa: F401  (registers the ids)
 
 NAO = get_robot("nao")
 
