@@ -65,4 +65,4 @@ __all__ = ["TASKS", "BaselineEntry", "Controller", "baseline_entry", "controller
            "register_controller"]
 
 # Baseline modules register themselves on import (one line each, below).
-from upright.baselines import keyframe as _keyframe  # noqa: E402,F401  (registers "keyframe")
+from upright.baselines import keyframe  # noqa: E402,F401  (registers 'keyframe')
