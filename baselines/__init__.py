@@ -65,6 +65,7 @@ __all__ = ["TASKS", "BaselineEntry", "Controller", "baseline_entry", "controller
            "register_controller"]
 
 # Baseline modules register themselves on import (one line each, below).
+from upright.baselines import keyframe  # noqa: E402,F401  (registers 'keyframe')
 from upright.baselines import lipm  # noqa: E402,F401  (registers 'lipm')
 from upright.baselines import spline  # noqa: E402,F401  (registers 'spline', 'spline_nostab')
 from upright.baselines import step_adjust  # noqa: E402,F401  (registers 'step_adjust')

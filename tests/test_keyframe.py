@@ -1,0 +1,175 @@
+"""Baseline ``keyframe``: compensation arithmetic (paper eqs. 1–4), interpolation, the motion data,
+and real stand-ups in the MuJoCo environment."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from upright.baselines import make_controller
+from upright.baselines.joint_compensation import (
+    JointErrorEstimator,
+    applied_error,
+    compensation,
+    entry_percent,
+)
+from upright.baselines.keyframe import KeyframeController, KeyframeParams
+from upright.baselines.keyframe_data import CompensationEntry, interpolate, load_library
+from upright.envs.robots import get_robot
+from upright.policies.builtin import ControllerPolicy
+
+import upright  # noqa: F401  (registers the ids)
+
+NAO = get_robot("nao")
+
+
+# ---------------------------------------------------------------- equation 4, each case
+def test_applied_error_is_zero_when_prediction_and_error_disagree_in_sign():
+    # raw 5, previous 8: predicted 3·(5−8)+5 = −4 → opposite sign → 0
+    assert applied_error(np.array([5.0]), np.array([8.0]))[0] == 0.0
+    # raw 0 → product 0 → 0
+    assert applied_error(np.array([0.0]), np.array([3.0]))[0] == 0.0
+
+
+def test_applied_error_uses_prediction_when_it_is_closer_to_zero():
+    # raw 10, previous 11: predicted 3·(−1)+10 = 7, |7| < |10| → 7
+    assert applied_error(np.array([10.0]), np.array([11.0]))[0] == pytest.approx(7.0)
+    assert applied_error(np.array([-10.0]), np.array([-11.0]))[0] == pytest.approx(-7.0)
+
+
+def test_applied_error_never_over_predicts():
+    # raw 10, previous 8 (error growing): predicted 16 → the raw 10 is used
+    assert applied_error(np.array([10.0]), np.array([8.0]))[0] == pytest.approx(10.0)
+    assert applied_error(np.array([-10.0]), np.array([-8.0]))[0] == pytest.approx(-10.0)
+
+
+def test_raw_error_uses_the_request_of_three_cycles_ago():
+    est = JointErrorEstimator(size=2, delay=3)
+    est.reset(np.zeros(2))
+    for request in ([1.0, 10.0], [2.0, 20.0], [3.0, 30.0]):
+        est.update(np.zeros(2))
+        est.push(np.array(request))
+    est.update(np.array([0.5, 5.0]))  # now the request [1, 10] of 3 cycles ago is due
+    assert est.raw == pytest.approx([0.5, 5.0])
+    est.push(np.array([4.0, 40.0]))
+    est.update(np.zeros(2))
+    assert est.raw == pytest.approx([2.0, 20.0])
+
+
+def test_unstiffened_joint_has_no_error():
+    est = JointErrorEstimator(size=1, delay=1)
+    est.reset(np.zeros(1))
+    est.push(np.array([np.nan]))
+    est.update(np.array([7.0]))
+    assert est.raw[0] == 0.0
+
+
+def test_compensation_with_zero_range_start_is_equation_1():
+    entry = CompensationEntry(joint=0, a=0.0, b=10.0, predict=False, hip_pitch_difference=False,
+                              apply=((1, 0.5), (2, -1.0)))
+    offsets = compensation([entry], raw=np.array([6.0, 0, 0]), applied=np.zeros(3), hip_pitch_difference=0.0, size=3)
+    assert offsets == pytest.approx([0.0, 6.0 * 0.5, 6.0 * -1.0])  # R̂ = R + Δ·p
+
+
+def test_compensation_uses_the_predicted_error_for_predict_entries():
+    entry = CompensationEntry(joint=0, a=0.0, b=10.0, predict=True, hip_pitch_difference=False, apply=((1, 1.0),))
+    offsets = compensation([entry], raw=np.array([6.0, 0.0]), applied=np.array([4.0, 0.0]),
+                           hip_pitch_difference=0.0, size=2)
+    assert offsets[1] == pytest.approx(4.0)
+
+
+def test_entry_percent_dead_band_opposite_signs_and_clip():
+    band = CompensationEntry(0, 2.0, 10.0, False, False, ())
+    assert entry_percent(band, 1.0) == 0.0
+    assert entry_percent(band, 6.0) == pytest.approx(0.5)
+    neg = CompensationEntry(0, -1.0, -10.0, False, False, ())
+    assert entry_percent(neg, -5.5) == pytest.approx(0.5)
+    assert entry_percent(neg, 3.0) == 0.0
+    mixed = CompensationEntry(0, -5.0, 5.0, False, False, ())
+    assert entry_percent(mixed, -10.0) == pytest.approx(2.0)  # not clipped
+    hpd = CompensationEntry(None, 10.0, 15.0, False, True, ())
+    assert entry_percent(hpd, 40.0) == 1.0  # hip-pitch-difference entries are clipped to 1
+
+
+# ---------------------------------------------------------------- interpolation and data
+def test_interpolation_types():
+    for kind in ("linear", "sin_min_to_max", "sin_zero_to_max"):
+        assert interpolate(kind, 0.0) == pytest.approx(0.0)
+        assert interpolate(kind, 1.0) == pytest.approx(1.0)
+        assert interpolate(kind, 2.0) == pytest.approx(1.0)
+    assert interpolate("linear", 0.25) == pytest.approx(0.25)
+    assert interpolate("sin_min_to_max", 0.5) == pytest.approx(0.5)
+    assert interpolate("sin_min_to_max", 0.25) < 0.25  # slow start
+    assert interpolate("sin_zero_to_max", 0.5) == pytest.approx(np.sin(np.pi / 4))
+    with pytest.raises(ValueError, match="cubic"):
+        interpolate("cubic", 0.5)
+
+
+def test_nao_library_loads_every_motion():
+    lib = load_library(NAO)
+    assert {"front", "back", "recoverGeneric", "stand", "sit", "restartFront", "restartBack"} <= set(lib.motions)
+    assert {"armSavingFront", "armSavingBack"} <= set(lib.blocks)
+    front = lib.blocks["front"].keyframes[0]
+    assert front.duration == 400.0
+    assert front.angles[NAO.actuator_names.index("LShoulderRoll")] == pytest.approx(71.9)
+
+
+def test_bad_data_raises_naming_the_value(tmp_path):
+    text = (load_library.__globals__["DATA_DIR"] / "keyframe_nao.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("LAnklePitch: 0.57", "LAnklePich: 0.57", 1))
+    with pytest.raises(ValueError, match="LAnklePich"):
+        load_library(NAO, bad)
+
+
+def test_feature_switches_and_interpolation_in_the_controller():
+    c = KeyframeController(NAO, KeyframeParams(compensation=False))
+    assert not c.params.compensation
+    c.configure(compensation=True, oscillation=False)
+    assert c.params.compensation and not c.params.oscillation
+
+
+# ---------------------------------------------------------------- real stand-ups
+@pytest.mark.parametrize("start", ["prone", "supine"])
+def test_stands_up_in_lab_conditions(start):
+    env = gym.make("upright/NaoGetUp-v0", start=start, conditions="lab", max_episode_seconds=9.0)
+    policy = ControllerPolicy("keyframe")
+    observation, info = env.reset(seed=0)
+    policy.reset(env, 0)
+    while True:
+        observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
+        if terminated or truncated:
+            break
+    metrics = info["episode_metrics"]
+    assert metrics["success"], metrics
+    assert policy._controller.status == "finished"
+    env.close()
+
+
+def test_registered_as_prior():
+    env = gym.make("upright/NaoGetUp-v0", prior="keyframe", max_episode_seconds=0.1)
+    observation, _ = env.reset(seed=1)
+    assert observation.shape == env.observation_space.shape
+    assert isinstance(make_controller("keyframe", NAO, "getup"), KeyframeController)
+    env.close()
+
+
+def test_side_recovery_turns_the_robot_and_it_stands_up():
+    """On its side (torso rolled 90°, controller running from the first instant) the recover block
+    branches to the side recovery, which turns the robot onto its back; it then stands up."""
+    from upright import Simulation
+
+    sim = Simulation("nao", "lab")
+    qpos = sim.model.key("stand").qpos.copy()
+    qpos[3:7] = [np.cos(np.pi / 4), np.sin(np.pi / 4), 0.0, 0.0]
+    qpos[2] = 0.1
+    sensors = sim.reset("stand", seed=0, qpos=qpos)
+    controller = KeyframeController(NAO)
+    controller.reset(sensors, np.random.default_rng(0))
+    assert abs(np.rad2deg(sensors.fused[1])) > 80
+    for _ in range(int(14.0 / NAO.control_period)):
+        sensors = sim.step(controller.step(sensors))
+    blocks = {name for _, name, _, _ in controller.history}
+    assert blocks & {"recoverBack", "recoverFront"}, controller.history
+    assert blocks & {"back", "front"}
+    assert sim.head_height() > 0.45 and np.rad2deg(sim.torso_tilt()) < 20
