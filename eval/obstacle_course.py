@@ -103,8 +103,8 @@ def run_course(configuration: str, speed: float, seed: int, changes: dict[str, A
             info = {"sensors": sensors}
             restart(sensors)
     env.close()
-    return {"configuration": configuration, "speed": speed, "seed": seed, "falls": falls, "reached_end": reached,
-            "seconds": elapsed}
+    return {"configuration": configuration, "speed": speed, "seed": seed, "params": dict(changes or {}), "falls": falls,
+            "reached_end": reached, "seconds": elapsed}
 
 
 def _run_task(task: tuple[str, float, int, dict[str, Any]]) -> dict[str, Any]:
@@ -183,13 +183,18 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(result['falls'])} falls {[(f['obstacle'], f['direction']) for f in result['falls']]}, "
                   f"end reached: {result['reached_end']}", flush=True)
     md = []
+    ran = {(r["configuration"], r["speed"]) for r in runs}
+
+    def shown(columns: list[tuple[str, float]]) -> list[tuple[str, float]]:  # --only/--merge: the columns run
+        return columns if args.only is None and args.merge is None else [c for c in columns if c in ran]
+
     suffix = f"; params {' '.join(f'{k}={v}' for k, v in changes.items())}" if changes else ""
     if "1" in args.tables:
-        cols = [(c, TABLE1[0]) for c in TABLE1[1]]
+        cols = shown([(c, TABLE1[0]) for c in TABLE1[1]])
         md.append(markdown(f"Table 1: falls per obstacle at 250 mm/s, {args.runs} runs per configuration{suffix}", cols,
                            falls_table(runs, cols)))
     if "2" in args.tables:
-        cols = [(c, v) for v in TABLE2[0] for c in TABLE2[1]]
+        cols = shown([(c, v) for v in TABLE2[0] for c in TABLE2[1]])
         md.append(markdown(f"Table 2: falls per obstacle at 300 and 350 mm/s, {args.runs} runs per configuration{suffix}",
                            cols, falls_table(runs, cols)))
     out = Path(args.out)
