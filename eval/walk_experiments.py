@@ -149,7 +149,7 @@ def _command(index: int, value: float) -> tuple[float, float, float]:
 def run_episode(policy: str, changes: dict[str, Any], robot: str, command: tuple[float, float, float],
                 conditions: str | Conditions, seconds: float, seed: int) -> dict[str, Any]:
     """One walk-environment episode: whether it fell, its end time (s) and the mean heading-frame
-    velocity (m/s, m/s, rad/s) over its second half."""
+    velocity (m/s, m/s, rad/s) over its second half (None when it ended in the first half)."""
     env = gym.make(ENV_IDS[robot], command=command, max_episode_seconds=seconds, conditions=conditions)
     agent = ParamPolicy(policy, changes)
     obs, info = env.reset(seed=seed)
@@ -162,9 +162,9 @@ def run_episode(policy: str, changes: dict[str, Any], robot: str, command: tuple
         if terminated or truncated:
             break
     env.close()
-    late = np.mean(velocities, axis=0) if velocities else np.full(3, np.nan)
+    late = [round(float(v), 4) for v in np.mean(velocities, axis=0)] if velocities else None
     return {"fell": bool(info["episode_metrics"]["falls"]), "end_time": round(float(info["time"]), 3),
-            "late_velocity": [round(float(v), 4) for v in late]}
+            "late_velocity": late}
 
 
 def ladder(policy: str, changes: dict[str, Any], robot: str, direction: str, conditions: str, seconds: float,
@@ -176,11 +176,12 @@ def ladder(policy: str, changes: dict[str, Any], robot: str, direction: str, con
         command = _command(index, sign * speed)
         runs = [run_episode(policy, changes, robot, command, conditions, seconds, seed) for seed in range(episodes)]
         fell = any(r["fell"] for r in runs)
-        late = np.nanmean([r["late_velocity"] for r in runs], axis=0)
+        measured = [r["late_velocity"] for r in runs if r["late_velocity"] is not None]
+        late = [round(float(v), 4) for v in np.mean(measured, axis=0)] if measured else None  # None: fell early
         rows.append({"speed": float(speed), "command": list(command), "fell": fell,
-                     "end_times": [r["end_time"] for r in runs], "late_velocity": [round(float(v), 4) for v in late]})
+                     "end_times": [r["end_time"] for r in runs], "late_velocity": late})
         print(f"  {conditions} {direction:9s} {speed:6.3f}: {'FELL' if fell else 'ok'} (ends {rows[-1]['end_times']}); "
-              f"velocity (2nd half) {np.round(late, 3).tolist()}", flush=True)
+              f"velocity (2nd half) {late}", flush=True)
         if fell:
             break
     best = highest_sustained(rows)
