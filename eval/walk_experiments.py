@@ -58,15 +58,15 @@ ENV_IDS = {"nao": "upright/NaoWalk-v0", "wolfgang": "upright/WolfgangWalk-v0"}
 LADDERS: dict[str, dict[str, tuple[int, float, tuple[float, ...]]]] = {
     "nao": {
         "forward": (0, 1.0, tuple(np.round(np.arange(0.05, 0.501, 0.05), 3))),
-        "backward": (0, -1.0, tuple(np.round(np.arange(0.05, 0.401, 0.05), 3))),
-        "sideways": (1, 1.0, tuple(np.round(np.arange(0.025, 0.251, 0.025), 3))),
-        "turning": (2, 1.0, tuple(np.round(np.deg2rad(np.arange(15.0, 181.0, 15.0)), 4))),
+        "backward": (0, -1.0, tuple(np.round(np.arange(0.05, 0.601, 0.05), 3))),
+        "sideways": (1, 1.0, tuple(np.round(np.arange(0.025, 0.401, 0.025), 3))),
+        "turning": (2, 1.0, tuple(np.round(np.deg2rad(np.arange(15.0, 301.0, 15.0)), 4))),
     },
     "wolfgang": {
         "forward": (0, 1.0, tuple(np.round(np.arange(0.05, 0.801, 0.05), 3))),
         "backward": (0, -1.0, tuple(np.round(np.arange(0.05, 0.501, 0.05), 3))),
-        "sideways": (1, 1.0, tuple(np.round(np.arange(0.025, 0.301, 0.025), 3))),
-        "turning": (2, 1.0, tuple(np.round(np.deg2rad(np.arange(15.0, 181.0, 15.0)), 4))),
+        "sideways": (1, 1.0, tuple(np.round(np.arange(0.025, 0.401, 0.025), 3))),
+        "turning": (2, 1.0, tuple(np.round(np.deg2rad(np.arange(15.0, 301.0, 15.0)), 4))),
     },
 }
 #: The LIPM paper's NAO numbers (Graf & Röfer 2011, sec. 4), m/s and rad/s.
