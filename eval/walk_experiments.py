@@ -21,8 +21,8 @@
   measured − truth.
 * ``push``: walking in place, a lateral push (:class:`~upright.envs.conditions.Impulse`, 0.1 s,
   towards +y) at :data:`PUSH_TIMES` (four phases of one NAO gait cycle); impulses rise in
-  ``--impulse-step`` steps up to ``--max-impulse``; the largest impulse survived at every push time
-  below the first impulse with a fall. Run it once as configured and once with the stabilisation
+  ``--impulse-step`` steps (from ``--min-impulse``) up to ``--max-impulse``; the largest impulse
+  survived at every push time below the first impulse with a fall. Run it once as configured and once with the stabilisation
   switched off through ``--param`` (lipm: ``correction=false``; step_adjust:
   ``step_adjustment=false swing_leveling=false``).
 * ``turf``: the speed ladders (``--directions``, default forward) on ``turf`` (Wolfgang's item).
@@ -254,11 +254,15 @@ def _push_episode(policy: str, changes: dict[str, Any], robot: str, conditions: 
 
 
 def push_limit(policy: str, changes: dict[str, Any], robot: str, conditions: str, seconds: float, step: float,
-               largest: float, workers: int) -> dict[str, Any]:
+               largest: float, workers: int, smallest: float | None = None) -> dict[str, Any]:
     """The largest lateral impulse (N·s) survived at every push time while walking in place:
-    ``step``, ``2·step``, ... up to ``largest``, stopping at the first impulse with a fall."""
+    ``smallest`` (default ``step``), ``smallest + step``, ... up to ``largest``, stopping at the
+    first impulse with a fall. A ``smallest`` above ``step`` refines a coarser ladder whose
+    impulses up to ``smallest`` were all survived."""
+    if not (step > 0.0 and (smallest is None or smallest > 0.0)):
+        raise ValueError(f"impulse step and smallest impulse must be > 0, got {step!r}, {smallest!r}")
     rows = []
-    for impulse in np.round(np.arange(step, largest + 1e-9, step), 3):
+    for impulse in np.round(np.arange(smallest or step, largest + 1e-9, step), 3):
         falls = _map(_push_episode, [(policy, changes, robot, conditions, float(impulse), t, seconds)
                                      for t in PUSH_TIMES], workers)
         rows.append({"speed": float(impulse), "fell": any(falls), "falls": falls})
@@ -266,7 +270,9 @@ def push_limit(policy: str, changes: dict[str, Any], robot: str, conditions: str
         if any(falls):
             break
     best = highest_sustained(rows)
-    return {"largest_survived_Ns": 0.0 if best is None else best["speed"],
+    first_tried = float(smallest or step)
+    return {"first_tried_Ns": first_tried, "step_Ns": step,
+            "largest_survived_Ns": None if best is None else best["speed"],
             "first_fall_Ns": next((r["speed"] for r in rows if r["fell"]), None),
             "push_times": list(PUSH_TIMES), "duration": PUSH_DURATION,
             "rows": [{"impulse": r["speed"], "falls": r["falls"]} for r in rows]}
@@ -308,9 +314,11 @@ def markdown(result: dict[str, Any]) -> str:
     if "push" in result:
         p = result["push"]
         first = "none up to the last tried" if p["first_fall_Ns"] is None else f"{p['first_fall_Ns']:g} N·s"
-        lines += [f"## Lateral push while walking in place ({p['duration']:g} s, +y, at {p['push_times']} s)", "",
+        survived = f"below {p['first_tried_Ns']:g} N·s" if p["largest_survived_Ns"] is None else f"{p['largest_survived_Ns']:g} N·s"
+        lines += [f"## Lateral push while walking in place ({p['duration']:g} s, +y, at {p['push_times']} s; "
+                  f"impulses from {p['first_tried_Ns']:g} N·s in {p['step_Ns']:g} N·s steps)", "",
                   "| largest impulse survived at every push time | first impulse with a fall |", "|---|---|",
-                  f"| {p['largest_survived_Ns']:g} N·s | {first} |", ""]
+                  f"| {survived} | {first} |", ""]
     return "\n".join(lines)
 
 
@@ -330,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--push-seconds", type=float, default=8.0, help="push episode length (s)")
     parser.add_argument("--observer-speed", type=float, default=None, help="forward speed of the observer run (m/s)")
     parser.add_argument("--impulse-step", type=float, default=0.25, help="push ladder step (N·s)")
+    parser.add_argument("--min-impulse", type=float, default=None,
+                        help="first push tried (N·s, default: the step), to refine a coarser ladder")
     parser.add_argument("--max-impulse", type=float, default=4.0, help="largest push tried (N·s)")
     parser.add_argument("--workers", type=int, default=1, help="processes (ladders and push times in parallel)")
     parser.add_argument("--out", required=True, help="output folder")
@@ -365,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         result["observer"] = observer_errors(*common, speed, args.conditions, args.seconds)
     if "push" in experiments:
         result["push"] = push_limit(*common, args.conditions, args.push_seconds, args.impulse_step, args.max_impulse,
-                                    args.workers)
+                                    args.workers, args.min_impulse)
     result["wall_seconds"] = round(time.time() - start, 1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -67,3 +67,19 @@ def test_ladder_stops_at_the_first_command_with_a_fall_in_any_episode(monkeypatc
     assert calls == [(0.025, 0), (0.025, 1), (0.05, 0), (0.05, 1), (0.075, 0), (0.075, 1)]
     assert result["highest_command"] == 0.05 and result["highest_measured"] == 0.05
     assert result["fell_at"] == [0.075]
+
+
+def test_push_ladder_refines_from_the_smallest_impulse_and_stops_at_the_first_fall(monkeypatch):
+    tried = []
+
+    def pushed(policy, changes, robot, conditions, impulse, push_time, seconds):
+        tried.append((impulse, push_time))
+        return impulse >= 1.35 and push_time == we.PUSH_TIMES[2]
+
+    monkeypatch.setattr(we, "_push_episode", pushed)
+    result = we.push_limit("lipm", {}, "nao", "lab", 8.0, 0.05, 4.0, 1, smallest=1.25)
+    assert sorted({i for i, _ in tried}) == [1.25, 1.3, 1.35]
+    assert result["largest_survived_Ns"] == 1.3 and result["first_fall_Ns"] == 1.35
+    assert result["rows"][-1]["falls"] == [False, False, True, False]
+    with pytest.raises(ValueError, match="must be > 0"):
+        we.push_limit("lipm", {}, "nao", "lab", 8.0, 0.0, 4.0, 1)
