@@ -32,7 +32,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-
 from upright.baselines.step_adjust import CONFIGURATIONS, StepAdjustWalk, load_params
 from upright.envs.conditions import Conditions, RandomWear
 from upright.envs.terrain import OBSTACLE_COURSE, obstacle_at

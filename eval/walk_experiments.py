@@ -13,8 +13,9 @@
   max_episode_seconds=20`` runs the same episode). The **highest speed sustained** is the highest
   command of the ladder such that it and every lower command ran without a fall in any episode
   (:func:`highest_sustained`); it is reported with the velocity measured over the second half of
-  its episodes (the environment's heading-frame torso velocity ``info["velocity"]``). The ladder
-  stops at the first command with a fall, which is listed.
+  its episodes (the environment's heading-frame torso velocity ``info["velocity"]``); the table also
+  shows the fastest velocity measured at that command or below. The ladder stops at the first
+  command with a fall, which is listed.
 * ``observer``: walking forward at the highest forward speed sustained (or ``--observer-speed``),
   the lateral CoM errors of the controller's observer (controllers with ``diagnostics``, like
   ``lipm``): measured − expected (the LIPM paper's 7.76 mm figure), filtered − simulator truth and
@@ -40,13 +41,13 @@ import argparse
 import json
 import multiprocessing
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
-
 from upright.baselines import make_controller
 from upright.envs.conditions import Conditions, Impulse, get_conditions
 from upright.envs.robots import get_robot
@@ -278,20 +279,30 @@ def push_limit(policy: str, changes: dict[str, Any], robot: str, conditions: str
             "rows": [{"impulse": r["speed"], "falls": r["falls"]} for r in rows]}
 
 
+def _speed_cell(value: float | None, turning: bool) -> str:
+    """A ladder speed for the tables: m/s, or deg/s for turning (``value`` in rad/s)."""
+    if value is None:
+        return "none"
+    return f"{np.rad2deg(value):.3g} deg/s" if turning else f"{value:.3f} m/s"
+
+
 def _speed_table(result: dict[str, Any], key: str, conditions: str) -> list[str]:
     lines = [f"## Speed ladders ({conditions}, {result['seconds']:g} s episodes, {result['episodes']} per command)", "",
-             "| direction | highest command sustained | velocity measured (2nd half) | paper (NAO) | first command that fell |",
-             "|---|---|---|---|---|"]
+             ("| direction | highest command sustained | velocity measured (2nd half) | fastest measured up to it | "
+              "paper (NAO) | first command that fell |"),
+             "|---|---|---|---|---|---|"]
     for direction, r in result[key].items():
         turning = direction == "turning"
-        unit, scale = ("deg/s", float(np.rad2deg(1.0))) if turning else ("m/s", 1.0)
 
-        def cell(value: float | None) -> str:
-            return "none" if value is None else f"{value * scale:.3g} {unit}" if turning else f"{value:.3f} {unit}"
+        def cell(value: float | None, turning: bool = turning) -> str:
+            return _speed_cell(value, turning)
 
+        index, sign, _ = LADDERS[result["robot"]][direction]
+        sustained = [row for row in r["rows"] if r["highest_command"] is not None and row["speed"] <= r["highest_command"]]
+        fastest = max((sign * row["late_velocity"][index] for row in sustained), default=None)
         paper = PAPER.get(direction) if result["robot"] == "nao" and conditions == "lab" else None
         fell = ", ".join(cell(v) for v in r["fell_at"]) or "none up to the last tried"
-        lines.append(f"| {direction} | {cell(r['highest_command'])} | {cell(r['highest_measured'])} | "
+        lines.append(f"| {direction} | {cell(r['highest_command'])} | {cell(r['highest_measured'])} | {cell(fastest)} | "
                      f"{'–' if paper is None else cell(paper)} | {fell} |")
     return lines + [""]
 
@@ -309,14 +320,14 @@ def markdown(result: dict[str, Any]) -> str:
         lines += [f"## CoM observer, mean lateral errors at {o['speed']:g} m/s forward", "",
                   "| measured − expected (paper: 7.76 mm) | filtered − simulator truth | measured − truth | fell |",
                   "|---|---|---|---|",
-                  f"| {o['measured_minus_expected_mm']} mm | {o['filtered_minus_truth_mm']} mm | "
-                  f"{o['measured_minus_truth_mm']} mm | {o['fell']} |", ""]
+                  (f"| {o['measured_minus_expected_mm']} mm | {o['filtered_minus_truth_mm']} mm | "
+                   f"{o['measured_minus_truth_mm']} mm | {o['fell']} |"), ""]
     if "push" in result:
         p = result["push"]
         first = "none up to the last tried" if p["first_fall_Ns"] is None else f"{p['first_fall_Ns']:g} N·s"
         survived = f"below {p['first_tried_Ns']:g} N·s" if p["largest_survived_Ns"] is None else f"{p['largest_survived_Ns']:g} N·s"
-        lines += [f"## Lateral push while walking in place ({p['duration']:g} s, +y, at {p['push_times']} s; "
-                  f"impulses from {p['first_tried_Ns']:g} N·s in {p['step_Ns']:g} N·s steps)", "",
+        lines += [(f"## Lateral push while walking in place ({p['duration']:g} s, +y, at {p['push_times']} s; "
+                   f"impulses from {p['first_tried_Ns']:g} N·s in {p['step_Ns']:g} N·s steps)"), "",
                   "| largest impulse survived at every push time | first impulse with a fall |", "|---|---|",
                   f"| {survived} | {first} |", ""]
     return "\n".join(lines)

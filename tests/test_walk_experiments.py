@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pytest
-
 from upright.baselines.lipm import LipmParams
 from upright.eval import walk_experiments as we
 
