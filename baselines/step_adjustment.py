@@ -1,5 +1,6 @@
 """Step adjustment (Reichenberg & Röfer, "Step Adjustment for a Robust Humanoid Walk", Algorithm 1)
-and the CoM prediction it uses over the actuation delay.
+and the CoM prediction it uses over the actuation delay (the closed-form LIPM of
+:mod:`upright.baselines.pendulum`).
 
 All positions are forward (x) components in the robot's torso frame, in metres. ``w`` is the swing
 foot's x, ``u`` the support foot's x as the base walk plans them; a bar marks the adjusted values,
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from upright.baselines.pendulum import omega, propagate
 
 
 @dataclass(frozen=True)
@@ -63,32 +65,19 @@ def adjust_step(w_t: float, w_prev: float, w_bar_prev: float, u_t: float, m: flo
     return StepAdjustment(w_bar, u_bar, delta)
 
 
-def predict_lipm(x: float, v: float, pivot: float, height: float, horizon: float, gravity: float = 9.81
-                 ) -> tuple[float, float]:
-    """Closed-form linear inverted pendulum: CoM position and velocity ``horizon`` seconds ahead.
-
-    ``x``, ``v``: CoM position (m) and velocity (m/s) along one horizontal axis; ``pivot``: the
-    point the pendulum rotates about (m, same axis); ``height``: CoM height over it (m). With
-    ``T_c = sqrt(height / gravity)``: x(t) = p + (x - p) cosh(t/T_c) + T_c v sinh(t/T_c).
-    """
-    if not height > 0.0:
-        raise ValueError(f"pendulum height must be > 0, got {height!r}")
-    tc = np.sqrt(height / gravity)
-    c, s = np.cosh(horizon / tc), np.sinh(horizon / tc)
-    return pivot + (x - pivot) * c + tc * v * s, (x - pivot) / tc * s + v * c
-
-
 def predict_com(x: float, v: float, support_back: float, support_front: float, height: float,
                 horizon: float) -> float:
     """The CoM x (m) ``horizon`` s ahead, relative to the support sole origin, as the step
     adjustment uses it to bridge the actuation delay (paper section 3; BH-21 ``predictRotation``,
     controllers.md D.3): the robot tips about the edge of its support rectangle
     ``[support_back, support_front]`` (m) that the CoM is beyond; inside the rectangle it is
-    statically stable (no tipping torque) and the CoM moves on at its measured velocity."""
+    statically stable (no tipping torque) and the CoM moves on at its measured velocity. Beyond
+    it, the closed-form pendulum of :func:`upright.baselines.pendulum.propagate` with the pivot at
+    the edge and the pendulum ``height`` (m, > 0)."""
     pivot = float(np.clip(x, support_back, support_front))
     if pivot == x:
         return x + v * horizon
-    return float(predict_lipm(x, v, pivot, height, horizon)[0])
+    return pivot + float(propagate(x - pivot, v, omega(height), horizon)[0])
 
 
 def tolerance_range(support_back: float, support_front: float, foot_area: tuple[float, float]

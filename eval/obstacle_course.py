@@ -16,7 +16,8 @@ localisation, ``STEER_GAIN``), which only the experiment sees.
     python -m upright.eval.obstacle_course --runs 8 --out results/obstacle_course
 
 Table 1: Old / WSA / SFL / New at 250 mm/s; Table 2: Old and New at 300 and 350 mm/s (commands
-above the walk's ``max_forward`` are clipped by the walk, NAO: 0.3 m/s, rUNSWift's MAX_FORWARD).
+above the walk's ``max_forward`` are clipped by the walk, NAO: 0.3 m/s, rUNSWift's MAX_FORWARD;
+``--param max_forward=0.35`` raises that cap so the walk really commands 350 mm/s).
 ``--only New@0.25 ...`` runs some columns, ``--merge a.json b.json`` builds the tables from saved runs. Writes
 ``obstacle_course.json`` and ``obstacle_course.md`` under ``--out`` and prints both tables.
 """
@@ -31,10 +32,10 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-
 from upright.baselines.step_adjust import CONFIGURATIONS, StepAdjustWalk, load_params
 from upright.envs.conditions import Conditions, RandomWear
 from upright.envs.terrain import OBSTACLE_COURSE, obstacle_at
+from upright.eval.walk_experiments import parse_params, with_params
 
 #: The robots of the runs: the competition preset's robot variations on the obstacle course.
 ROBOTS = Conditions(
@@ -57,12 +58,13 @@ def _yaw(quat: np.ndarray) -> float:
     return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
 
 
-def run_course(configuration: str, speed: float, seed: int) -> dict[str, Any]:
+def run_course(configuration: str, speed: float, seed: int, changes: dict[str, Any] | None = None) -> dict[str, Any]:
     """One robot (``seed``) crossing the course at ``speed`` m/s: the x (m) and obstacle of every
-    fall, whether it reached the end, and the simulated time."""
+    fall, whether it reached the end, and the simulated time. ``changes``: fields of the walk's
+    params changed before the configuration is applied (e.g. ``{"max_forward": 0.35}``)."""
     env = gym.make("upright/NaoWalk-v0", command=(speed, 0.0, 0.0), conditions=ROBOTS, max_episode_seconds=1e6)
     base = env.unwrapped
-    walk = StepAdjustWalk(base.robot, load_params("nao").with_configuration(configuration))
+    walk = StepAdjustWalk(base.robot, with_params(load_params("nao"), changes or {}).with_configuration(configuration))
     _, info = env.reset(seed=seed)
     sim = base.sim
     start_qpos = sim.data.qpos.copy()
@@ -100,11 +102,11 @@ def run_course(configuration: str, speed: float, seed: int) -> dict[str, Any]:
             info = {"sensors": sensors}
             restart(sensors)
     env.close()
-    return {"configuration": configuration, "speed": speed, "seed": seed, "falls": falls, "reached_end": reached,
-            "seconds": elapsed}
+    return {"configuration": configuration, "speed": speed, "seed": seed, "params": dict(changes or {}), "falls": falls,
+            "reached_end": reached, "seconds": elapsed}
 
 
-def _run_task(task: tuple[str, float, int]) -> dict[str, Any]:
+def _run_task(task: tuple[str, float, int, dict[str, Any]]) -> dict[str, Any]:
     return run_course(*task)
 
 
@@ -150,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only these columns (e.g. New@0.25); the tables show what was run")
     parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
                         help="run nothing: build the tables from the runs in these obstacle_course.json files")
+    parser.add_argument("--param", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="change fields of the walk's params, e.g. max_forward=0.35 to really command 350 mm/s")
     parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument("--out", default="results/obstacle_course")
     args = parser.parse_args(argv)
@@ -163,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only is not None:
         wanted = {(c, float(v)) for c, _, v in (item.partition("@") for item in args.only)}
         jobs = [job for job in jobs if job in wanted]
-    tasks = [(configuration, speed, args.seed + i) for configuration, speed in jobs for i in range(args.runs)]
+    changes = parse_params(args.param)
+    with_params(load_params("nao"), changes)  # bad names fail before any run
+    tasks = [(configuration, speed, args.seed + i, changes) for configuration, speed in jobs for i in range(args.runs)]
     runs = []
     if args.merge is not None:
         tasks = []
@@ -176,17 +182,24 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(result['falls'])} falls {[(f['obstacle'], f['direction']) for f in result['falls']]}, "
                   f"end reached: {result['reached_end']}", flush=True)
     md = []
+    ran = {(r["configuration"], r["speed"]) for r in runs}
+
+    def shown(columns: list[tuple[str, float]]) -> list[tuple[str, float]]:  # --only/--merge: the columns run
+        return columns if args.only is None and args.merge is None else [c for c in columns if c in ran]
+
+    suffix = f"; params {' '.join(f'{k}={v}' for k, v in changes.items())}" if changes else ""
     if "1" in args.tables:
-        cols = [(c, TABLE1[0]) for c in TABLE1[1]]
-        md.append(markdown(f"Table 1: falls per obstacle at 250 mm/s, {args.runs} runs per configuration", cols,
+        cols = shown([(c, TABLE1[0]) for c in TABLE1[1]])
+        md.append(markdown(f"Table 1: falls per obstacle at 250 mm/s, {args.runs} runs per configuration{suffix}", cols,
                            falls_table(runs, cols)))
     if "2" in args.tables:
-        cols = [(c, v) for v in TABLE2[0] for c in TABLE2[1]]
-        md.append(markdown(f"Table 2: falls per obstacle at 300 and 350 mm/s, {args.runs} runs per configuration",
+        cols = shown([(c, v) for v in TABLE2[0] for c in TABLE2[1]])
+        md.append(markdown(f"Table 2: falls per obstacle at 300 and 350 mm/s, {args.runs} runs per configuration{suffix}",
                            cols, falls_table(runs, cols)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "obstacle_course.json").write_text(json.dumps({"runs_per_configuration": args.runs, "seed": args.seed,
+                                                          "params": changes,
                                                           "configurations": {k: list(v) for k, v in CONFIGURATIONS.items()},
                                                           "runs": runs}, indent=2) + "\n")
     (out / "obstacle_course.md").write_text("\n".join(md))

@@ -1,140 +1,230 @@
-"""The walk papers' experiments for any walk baseline (``lipm``, ``step_adjust``, ...).
+"""The walk papers' experiments for any walk baseline (``lipm``, ``step_adjust``, ...), issue 6 items 1, 3, 4.
 
-``python -m upright.eval.walk_experiments --policy lipm --robot nao --out results/walk/lipm-nao``
+    python -m upright.eval.walk_experiments --policy lipm --robot nao --out results/walk/lipm-nao
+    python -m upright.eval.walk_experiments --policy step_adjust --experiments push \\
+        --param step_adjustment=false swing_leveling=false --out results/walk/step_adjust-old-push
+    python -m upright.eval.walk_experiments --policy lipm --robot wolfgang --experiments speeds,turf \\
+        --directions forward --param player.max_step_forward=0.3 --out results/walk/lipm-wolfgang
 
-* ``speeds``: speed ladders per direction (forward, backward, sideways, turning) on flat ground:
-  one episode of ``--seconds`` (default 20 s) per commanded speed, seed 0, the same environment,
-  policy and seed as ``upright eval --env upright/NaoWalk-v0 --policy NAME --episodes 1
-  --set command=VX,VY,WZ max_episode_seconds=20`` (deterministic, so the same episode); the highest
-  command sustained without a fall, with the velocity measured over the second half of the episode
-  (the environment's heading-frame torso velocity, ``info["velocity"]``);
-* ``observer``: at the highest forward speed sustained (or ``--observer-speed``), the lateral CoM
-  errors of the controller's observer (needs a controller with ``diagnostics`` like ``lipm``):
-  measured − expected (the paper's 7.76 mm figure), filtered − simulator truth, and measured − truth;
-* ``push``: walking in place, a lateral push (``Impulse``, 0.1 s, +y) at several phases of the gait;
-  the largest impulse survived at every push time, with the controller as configured and with the
-  fields named by ``--off`` switched off (its stabilisation);
-* ``turf``: the forward ladder on ``turf`` (Wolfgang's item).
+* ``speeds``: a speed ladder per direction (forward, backward, sideways, turning) under
+  ``--conditions`` (default ``lab``): ``--episodes`` episodes (seeds 0, 1, ...) of ``--seconds``
+  (20 s) per commanded speed, in the walk environment with the evaluation's policy
+  (``upright eval --env upright/NaoWalk-v0 --policy NAME --set command=VX,VY,WZ
+  max_episode_seconds=20`` runs the same episode). The **highest speed sustained** is the highest
+  command of the ladder such that it and every lower command ran without a fall in any episode
+  (:func:`highest_sustained`); it is reported with the velocity measured over the second half of
+  its episodes (the environment's heading-frame torso velocity ``info["velocity"]``); the table also
+  shows the fastest velocity measured at that command or below. The ladder stops at the first
+  command with a fall, which is listed.
+* ``observer``: walking forward at the highest forward speed sustained (or ``--observer-speed``),
+  the lateral CoM errors of the controller's observer (controllers with ``diagnostics``, like
+  ``lipm``): measured − expected (the LIPM paper's 7.76 mm figure), filtered − simulator truth and
+  measured − truth.
+* ``push``: walking in place, a lateral push (:class:`~upright.envs.conditions.Impulse`, 0.1 s,
+  towards +y) at :data:`PUSH_TIMES` (four phases of one NAO gait cycle); impulses rise in
+  ``--impulse-step`` steps (from ``--min-impulse``) up to ``--max-impulse``; the largest impulse
+  survived at every push time below the first impulse with a fall. Run it once as configured and once with the stabilisation
+  switched off through ``--param`` (lipm: ``correction=false``; step_adjust:
+  ``step_adjustment=false swing_leveling=false``).
+* ``turf``: the speed ladders (``--directions``, default forward) on ``turf`` (Wolfgang's item).
 
-Everything is written to ``OUT/walk_experiments.json`` and ``OUT/walk_experiments.md`` and printed.
+``--param KEY=VALUE`` changes fields of the controller's ``params`` dataclass; a dotted key reaches
+into a nested one (``player.max_step_forward=0.14``). It raises the walks' own speed caps so that
+a ladder shows the physical limit. ``--workers`` runs ladders (one per direction) and push times in
+parallel processes. Writes ``OUT/walk_experiments.json`` and ``OUT/walk_experiments.md`` and prints
+the tables.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import time
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-
-from upright.envs.conditions import Impulse, get_conditions
-from upright.eval.runner import run_episodes
+from upright.baselines import make_controller
+from upright.envs.conditions import Conditions, Impulse, get_conditions
+from upright.envs.robots import get_robot
 from upright.policies.builtin import ControllerPolicy
 
 ENV_IDS = {"nao": "upright/NaoWalk-v0", "wolfgang": "upright/WolfgangWalk-v0"}
-#: (command index, sign, speeds) per direction; m/s for x/y, rad/s for turning.
+#: (command index, sign, speeds tried) per direction; m/s for x/y, rad/s for turning. The ladders
+#: reach beyond the walks' default caps: raise the caps with ``--param`` to find the physical limit.
 LADDERS: dict[str, dict[str, tuple[int, float, tuple[float, ...]]]] = {
     "nao": {
-        "forward": (0, 1.0, (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40)),
-        "backward": (0, -1.0, (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)),
-        "sideways": (1, 1.0, (0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.15, 0.20)),
-        "turning": (2, 1.0, (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.6, 2.0)),
+        "forward": (0, 1.0, tuple(np.round(np.arange(0.05, 0.501, 0.05), 3))),
+        "backward": (0, -1.0, tuple(np.round(np.arange(0.05, 0.601, 0.05), 3))),
+        "sideways": (1, 1.0, tuple(np.round(np.arange(0.025, 0.401, 0.025), 3))),
+        "turning": (2, 1.0, tuple(np.round(np.deg2rad(np.arange(15.0, 301.0, 15.0)), 4))),
     },
     "wolfgang": {
-        "forward": (0, 1.0, (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40)),
+        "forward": (0, 1.0, tuple(np.round(np.arange(0.05, 0.801, 0.05), 3))),
+        "backward": (0, -1.0, tuple(np.round(np.arange(0.05, 0.501, 0.05), 3))),
+        "sideways": (1, 1.0, tuple(np.round(np.arange(0.025, 0.401, 0.025), 3))),
+        "turning": (2, 1.0, tuple(np.round(np.deg2rad(np.arange(15.0, 301.0, 15.0)), 4))),
     },
 }
-#: Paper numbers (Graf & Röfer 2011, sec. 4) the NAO ladders are compared with.
-PAPER = {"forward": 0.31, "sideways": 0.12, "backward": 0.22, "turning": np.deg2rad(92.0),
+#: The LIPM paper's NAO numbers (Graf & Röfer 2011, sec. 4), m/s and rad/s.
+PAPER = {"forward": 0.31, "sideways": 0.12, "backward": 0.22, "turning": float(np.deg2rad(92.0)),
          "observer_lateral_error_mm": 7.76}
-PUSH_TIMES = (4.0, 4.07, 4.14, 4.21)  # s: four phases of the gait, after walking starts
-PUSH_DURATION = 0.1  # s
+#: Push times (s after reset, the walk is under way by then): one NAO gait cycle (lipm 0.525 s,
+#: step_adjust 0.5 s) in quarters; the push lasts PUSH_DURATION (s).
+PUSH_TIMES = (4.0, 4.125, 4.25, 4.375)
+PUSH_DURATION = 0.1
 
 
-class VariantPolicy(ControllerPolicy):
-    """A baseline with some fields of its ``params`` changed (e.g. a stabilisation switched off)."""
+def parse_params(items: Iterable[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings to a dict (values as ``upright eval --set`` parses them)."""
+    from upright.cli import parse_value
 
-    def __init__(self, name: str, overrides: dict[str, Any] | None = None) -> None:
+    changes: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--param expects KEY=VALUE, got {item!r}")
+        changes[key] = parse_value(value)
+    return changes
+
+
+def with_params(params: Any, changes: dict[str, Any]) -> Any:
+    """A copy of the dataclass ``params`` with ``changes`` applied; ``a.b`` names field ``b`` of
+    the nested dataclass in field ``a``. Unknown names raise ValueError."""
+    direct: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    names = {f.name for f in fields(params)}
+    for key, value in changes.items():
+        head, _, rest = key.partition(".")
+        if head not in names:
+            raise ValueError(f"{type(params).__name__} has no field {head!r} (from {key!r}); fields: {sorted(names)}")
+        if rest:
+            if not is_dataclass(getattr(params, head)):
+                raise ValueError(f"field {head!r} of {type(params).__name__} is not a dataclass (from {key!r})")
+            nested.setdefault(head, {})[rest] = value
+        else:
+            if isinstance(getattr(params, head), tuple) and not isinstance(value, tuple):
+                raise ValueError(f"field {head!r} expects a comma list, got {value!r}")
+            direct[head] = value
+    for head, sub in nested.items():
+        direct[head] = with_params(getattr(params, head), sub)
+    return replace(params, **direct)
+
+
+class ParamPolicy(ControllerPolicy):
+    """A registered walk baseline built with some fields of its ``params`` changed."""
+
+    def __init__(self, name: str, changes: dict[str, Any] | None = None) -> None:
         super().__init__(name)
-        self.overrides = dict(overrides or {})
+        self.changes = dict(changes or {})
 
     def reset(self, env: gym.Env, seed: int | None) -> None:
+        fresh = self._env is not env.unwrapped
         super().reset(env, seed)
-        if self.overrides:
-            self._controller.params = replace(self._controller.params, **self.overrides)
+        if fresh and self.changes:  # rebuild: controllers derive parts (e.g. leveling) in __init__
+            controller = self._controller
+            self._controller = type(controller)(env.unwrapped.robot, with_params(controller.params, self.changes))
+
+
+def highest_sustained(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The highest-speed row such that it and every lower-speed row ran without a fall (rows carry
+    ``speed`` and ``fell``); None when the lowest speed fell."""
+    best = None
+    for row in sorted(rows, key=lambda r: r["speed"]):
+        if row["fell"]:
+            break
+        best = row
+    return best
 
 
 def _command(index: int, value: float) -> tuple[float, float, float]:
-    c = [0.0, 0.0, 0.0]
-    c[index] = float(value)
-    return tuple(c)
+    command = [0.0, 0.0, 0.0]
+    command[index] = float(value)
+    return (command[0], command[1], command[2])
 
 
-def _episode(policy: VariantPolicy, robot: str, command: tuple[float, float, float], seconds: float,
-             conditions: Any, workers: int = 1) -> dict[str, Any]:
-    """One evaluation-runner episode; returns its record plus the late-half mean velocity."""
-    env_kwargs = {"command": command, "max_episode_seconds": seconds, "conditions": conditions}
-    run = run_episodes(ENV_IDS[robot], policy, 1, env_kwargs=env_kwargs, workers=workers, progress=False)
-    return run.records[0]
-
-
-def _late_velocity(policy: VariantPolicy, robot: str, command: tuple[float, float, float], seconds: float,
-                   conditions: Any) -> tuple[np.ndarray, bool, float]:
-    """Run one episode directly (same env and policy) and return the mean heading-frame velocity
-    over its second half, whether it fell, and the fall time."""
+def run_episode(policy: str, changes: dict[str, Any], robot: str, command: tuple[float, float, float],
+                conditions: str | Conditions, seconds: float, seed: int) -> dict[str, Any]:
+    """One walk-environment episode: whether it fell, its end time (s) and the mean heading-frame
+    velocity (m/s, m/s, rad/s) over its second half (None when it ended in the first half)."""
     env = gym.make(ENV_IDS[robot], command=command, max_episode_seconds=seconds, conditions=conditions)
-    obs, info = env.reset(seed=0)
-    policy.reset(env, 0)
-    velocities, fell, t = [], False, 0.0
+    agent = ParamPolicy(policy, changes)
+    obs, info = env.reset(seed=seed)
+    agent.reset(env, seed)
+    velocities = []
     while True:
-        obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
-        t = info["time"]
-        if t > seconds / 2:
+        obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+        if info["time"] > seconds / 2:
             velocities.append(info["velocity"])
         if terminated or truncated:
-            fell = bool(info["episode_metrics"]["falls"])
             break
     env.close()
-    return (np.mean(velocities, axis=0) if velocities else np.full(3, np.nan)), fell, t
+    late = [round(float(v), 4) for v in np.mean(velocities, axis=0)] if velocities else None
+    return {"fell": bool(info["episode_metrics"]["falls"]), "end_time": round(float(info["time"]), 3),
+            "late_velocity": late}
 
 
-def speed_ladders(policy: VariantPolicy, robot: str, seconds: float, conditions: Any,
-                  directions: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """Every speed of each ladder; ``best`` = highest command with no fall in its episode."""
-    out: dict[str, Any] = {}
-    for direction, (index, sign, speeds) in LADDERS[robot].items():
-        if directions and direction not in directions:
-            continue
-        rows = []
-        for speed in speeds:
-            command = _command(index, sign * speed)
-            late, fell, t_end = _late_velocity(policy, robot, command, seconds, conditions)
-            rows.append({"command": command, "speed": speed, "fell": fell, "end_time": round(t_end, 3),
-                         "late_velocity": [round(float(v), 4) for v in late]})
-            print(f"  {direction:9s} {speed:5.2f}: {'FELL at %.1f s' % t_end if fell else 'ok'}; "
-                  f"velocity (2nd half) {np.round(late, 3).tolist()}", flush=True)
-        sustained = [r for r in rows if not r["fell"]]
-        # The highest speed sustained: the fastest measured velocity of an episode without a fall.
-        best = max(sustained, key=lambda r: sign * r["late_velocity"][index]) if sustained else None
-        out[direction] = {"rows": rows, "best_command": best["speed"] if best else None,
-                          "best_achieved": sign * best["late_velocity"][index] if best else None}
-    return out
+def ladder(policy: str, changes: dict[str, Any], robot: str, direction: str, conditions: str, seconds: float,
+           episodes: int) -> dict[str, Any]:
+    """One direction's ladder, rising until the first command with a fall in any episode."""
+    index, sign, speeds = LADDERS[robot][direction]
+    rows = []
+    for speed in speeds:
+        command = _command(index, sign * speed)
+        runs = [run_episode(policy, changes, robot, command, conditions, seconds, seed) for seed in range(episodes)]
+        fell = any(r["fell"] for r in runs)
+        measured = [r["late_velocity"] for r in runs if r["late_velocity"] is not None]
+        late = [round(float(v), 4) for v in np.mean(measured, axis=0)] if measured else None  # None: fell early
+        rows.append({"speed": float(speed), "command": list(command), "fell": fell,
+                     "end_times": [r["end_time"] for r in runs], "late_velocity": late})
+        print(f"  {conditions} {direction:9s} {speed:6.3f}: {'FELL' if fell else 'ok'} (ends {rows[-1]['end_times']}); "
+              f"velocity (2nd half) {late}", flush=True)
+        if fell:
+            break
+    best = highest_sustained(rows)
+    return {"rows": rows, "highest_command": None if best is None else best["speed"],
+            "highest_measured": None if best is None else sign * best["late_velocity"][index],
+            "fell_at": [r["speed"] for r in rows if r["fell"]]}
 
 
-def observer_errors(policy: VariantPolicy, robot: str, speed: float, seconds: float) -> dict[str, Any] | None:
-    """Lateral CoM errors (mm) while walking forward at ``speed`` on flat ground."""
-    env = gym.make(ENV_IDS[robot], command=(speed, 0.0, 0.0), max_episode_seconds=seconds, conditions="lab")
+def _call(task: tuple[Callable[..., Any], tuple[Any, ...]]) -> Any:
+    function, args = task
+    return function(*args)
+
+
+def _map(function: Callable[..., Any], argument_lists: list[tuple[Any, ...]], workers: int) -> list[Any]:
+    """``function(*args)`` for every entry, in ``workers`` spawned processes when more than one."""
+    tasks = [(function, args) for args in argument_lists]
+    if workers <= 1 or len(tasks) <= 1:
+        return [_call(task) for task in tasks]
+    with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks))) as pool:
+        return pool.map(_call, tasks)
+
+
+def speed_ladders(policy: str, changes: dict[str, Any], robot: str, conditions: str, directions: Sequence[str],
+                  seconds: float, episodes: int, workers: int) -> dict[str, Any]:
+    """The ladders of ``directions`` (one process each when ``workers`` > 1)."""
+    results = _map(ladder, [(policy, changes, robot, d, conditions, seconds, episodes) for d in directions], workers)
+    return dict(zip(directions, results))
+
+
+def observer_errors(policy: str, changes: dict[str, Any], robot: str, speed: float, conditions: str,
+                    seconds: float) -> dict[str, Any] | None:
+    """Mean absolute lateral CoM errors (mm) while walking forward at ``speed``; None when the
+    controller has no ``diagnostics``. Simulator truth: the CoM in the support sole's yaw frame."""
+    env = gym.make(ENV_IDS[robot], command=(speed, 0.0, 0.0), max_episode_seconds=seconds, conditions=conditions)
+    agent = ParamPolicy(policy, changes)
     obs, info = env.reset(seed=0)
-    policy.reset(env, 0)
+    agent.reset(env, 0)
     sim = env.unwrapped.sim
     rows = []
     while True:
-        obs, _, terminated, truncated, info = env.step(policy.act(obs, info))
-        d = getattr(policy._controller, "diagnostics", None)
+        obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+        d = getattr(agent._controller, "diagnostics", None)
         if d is None:
             env.close()
             return None
@@ -148,118 +238,162 @@ def observer_errors(policy: VariantPolicy, robot: str, speed: float, seconds: fl
             truth = d.support_foot + np.array([c * v[0] + s * v[1], -s * v[0] + c * v[1]])
             rows.append((d.measured[1] - d.expected[1], d.filtered[1] - truth[1], d.measured[1] - truth[1]))
         if terminated or truncated:
-            fell = bool(info["episode_metrics"]["falls"])
             break
     env.close()
     e = np.abs(np.array(rows)) * 1000.0
-    return {"speed": speed, "fell": fell, "cycles": len(rows),
+    return {"speed": speed, "fell": bool(info["episode_metrics"]["falls"]), "cycles": len(rows),
             "measured_minus_expected_mm": round(float(e[:, 0].mean()), 2),
             "filtered_minus_truth_mm": round(float(e[:, 1].mean()), 2),
             "measured_minus_truth_mm": round(float(e[:, 2].mean()), 2)}
 
 
-def push_limit(policy: VariantPolicy, robot: str, seconds: float, step: float, largest: float) -> dict[str, Any]:
-    """The largest lateral impulse (N·s) survived at every push time while walking in place, trying
-    ``step``, ``2·step``, ... up to ``largest`` (N·s) and stopping at the first impulse with a fall."""
-    survived = 0.0
+def _push_episode(policy: str, changes: dict[str, Any], robot: str, conditions: str, impulse: float, push_time: float,
+                  seconds: float) -> bool:
+    force = impulse / PUSH_DURATION
+    pushed = get_conditions(conditions).with_(impulses=(Impulse(push_time, (0.0, force), PUSH_DURATION),))
+    return run_episode(policy, changes, robot, (0.0, 0.0, 0.0), pushed, seconds, 0)["fell"]
+
+
+def push_limit(policy: str, changes: dict[str, Any], robot: str, conditions: str, seconds: float, step: float,
+               largest: float, workers: int, smallest: float | None = None) -> dict[str, Any]:
+    """The largest lateral impulse (N·s) survived at every push time while walking in place:
+    ``smallest`` (default ``step``), ``smallest + step``, ... up to ``largest``, stopping at the
+    first impulse with a fall. A ``smallest`` above ``step`` refines a coarser ladder whose
+    impulses up to ``smallest`` were all survived."""
+    if not (step > 0.0 and (smallest is None or smallest > 0.0)):
+        raise ValueError(f"impulse step and smallest impulse must be > 0, got {step!r}, {smallest!r}")
     rows = []
-    for impulse in np.round(np.arange(step, largest + 1e-9, step), 3):
-        force = impulse / PUSH_DURATION
-        falls = []
-        for t in PUSH_TIMES:
-            conditions = get_conditions("lab").with_(impulses=(Impulse(t, (0.0, force), PUSH_DURATION),))
-            record = _episode(policy, robot, (0.0, 0.0, 0.0), seconds, conditions)
-            falls.append(bool(record["falls"]))
-        rows.append({"impulse": float(impulse), "falls": falls})
+    for impulse in np.round(np.arange(smallest or step, largest + 1e-9, step), 3):
+        falls = _map(_push_episode, [(policy, changes, robot, conditions, float(impulse), t, seconds)
+                                     for t in PUSH_TIMES], workers)
+        rows.append({"speed": float(impulse), "fell": any(falls), "falls": falls})
         print(f"  push {impulse:4.2f} N·s: falls at push times {falls}", flush=True)
         if any(falls):
             break
-        survived = float(impulse)
-    return {"largest_survived_Ns": survived, "push_times": PUSH_TIMES, "duration": PUSH_DURATION, "rows": rows}
+    best = highest_sustained(rows)
+    first_tried = float(smallest or step)
+    return {"first_tried_Ns": first_tried, "step_Ns": step,
+            "largest_survived_Ns": None if best is None else best["speed"],
+            "first_fall_Ns": next((r["speed"] for r in rows if r["fell"]), None),
+            "push_times": list(PUSH_TIMES), "duration": PUSH_DURATION,
+            "rows": [{"impulse": r["speed"], "falls": r["falls"]} for r in rows]}
 
 
-def _markdown(result: dict[str, Any]) -> str:
-    lines = [f"# Walk experiments: policy `{result['policy']}`, robot {result['robot']}", ""]
-    for key in ("speeds", "turf"):
-        if key not in result:
-            continue
-        lines += [f"## Speed ladders ({'flat' if key == 'speeds' else 'turf'}, {result['seconds']} s episodes)", "",
-                  "| direction | highest velocity sustained (2nd half, no fall) | its command | paper | commands that fell |",
-                  "|---|---|---|---|---|"]
-        for direction, r in result[key].items():
-            unit = "rad/s" if direction == "turning" else "m/s"
-            fell = ", ".join(f"{row['speed']:g}" for row in r["rows"] if row["fell"]) or "none"
-            paper = PAPER.get(direction) if result["robot"] == "nao" and key == "speeds" else None
-            best = "none" if r["best_command"] is None else f"{r['best_command']:g} {unit}"
-            achieved = "–" if r["best_achieved"] is None else f"{r['best_achieved']:.3f} {unit}"
-            lines.append(f"| {direction} | {achieved} | {best} | {'–' if paper is None else f'{paper:.2f} {unit}'} | {fell} |")
-        lines.append("")
+def _speed_cell(value: float | None, turning: bool) -> str:
+    """A ladder speed for the tables: m/s, or deg/s for turning (``value`` in rad/s)."""
+    if value is None:
+        return "none"
+    return f"{np.rad2deg(value):.3g} deg/s" if turning else f"{value:.3f} m/s"
+
+
+def _speed_table(result: dict[str, Any], key: str, conditions: str) -> list[str]:
+    lines = [f"## Speed ladders ({conditions}, {result['seconds']:g} s episodes, {result['episodes']} per command)", "",
+             ("| direction | highest command sustained | velocity measured (2nd half) | fastest measured up to it | "
+              "paper (NAO) | first command that fell |"),
+             "|---|---|---|---|---|---|"]
+    for direction, r in result[key].items():
+        turning = direction == "turning"
+
+        def cell(value: float | None, turning: bool = turning) -> str:
+            return _speed_cell(value, turning)
+
+        index, sign, _ = LADDERS[result["robot"]][direction]
+        sustained = [row for row in r["rows"] if r["highest_command"] is not None and row["speed"] <= r["highest_command"]]
+        fastest = max((sign * row["late_velocity"][index] for row in sustained), default=None)
+        paper = PAPER.get(direction) if result["robot"] == "nao" and conditions == "lab" else None
+        fell = ", ".join(cell(v) for v in r["fell_at"]) or "none up to the last tried"
+        lines.append(f"| {direction} | {cell(r['highest_command'])} | {cell(r['highest_measured'])} | {cell(fastest)} | "
+                     f"{'–' if paper is None else cell(paper)} | {fell} |")
+    return lines + [""]
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The result's tables."""
+    changes = " ".join(f"{k}={v}" for k, v in result["params"].items()) or "default params"
+    lines = [f"# Walk experiments: policy `{result['policy']}` ({changes}), robot {result['robot']}", ""]
+    if "speeds" in result:
+        lines += _speed_table(result, "speeds", result["conditions"])
+    if "turf" in result:
+        lines += _speed_table(result, "turf", "turf")
     if result.get("observer"):
         o = result["observer"]
-        lines += [f"## CoM observer, lateral errors at {o['speed']} m/s forward", "",
+        lines += [f"## CoM observer, mean lateral errors at {o['speed']:g} m/s forward", "",
                   "| measured − expected (paper: 7.76 mm) | filtered − simulator truth | measured − truth | fell |",
                   "|---|---|---|---|",
-                  f"| {o['measured_minus_expected_mm']} mm | {o['filtered_minus_truth_mm']} mm | "
-                  f"{o['measured_minus_truth_mm']} mm | {o['fell']} |", ""]
+                  (f"| {o['measured_minus_expected_mm']} mm | {o['filtered_minus_truth_mm']} mm | "
+                   f"{o['measured_minus_truth_mm']} mm | {o['fell']} |"), ""]
     if "push" in result:
-        lines += ["## Lateral push while walking in place (0.1 s, +y, four push times)", "",
-                  "| configuration | largest impulse survived |", "|---|---|"]
-        for label, r in result["push"].items():
-            lines.append(f"| {label} | {r['largest_survived_Ns']} N·s |")
-        lines.append("")
+        p = result["push"]
+        first = "none up to the last tried" if p["first_fall_Ns"] is None else f"{p['first_fall_Ns']:g} N·s"
+        survived = f"below {p['first_tried_Ns']:g} N·s" if p["largest_survived_Ns"] is None else f"{p['largest_survived_Ns']:g} N·s"
+        lines += [(f"## Lateral push while walking in place ({p['duration']:g} s, +y, at {p['push_times']} s; "
+                   f"impulses from {p['first_tried_Ns']:g} N·s in {p['step_Ns']:g} N·s steps)"), "",
+                  "| largest impulse survived at every push time | first impulse with a fall |", "|---|---|",
+                  f"| {survived} | {first} |", ""]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--policy", default="lipm", help="walk baseline name (default: lipm)")
+    parser.add_argument("--policy", default="lipm", help="registered walk baseline (default: lipm)")
     parser.add_argument("--robot", default="nao", choices=tuple(ENV_IDS))
     parser.add_argument("--experiments", default="speeds,observer,push",
                         help="comma list of speeds, observer, push, turf (default: speeds,observer,push)")
-    parser.add_argument("--directions", default=None, help="comma list limiting the ladders (e.g. forward)")
-    parser.add_argument("--seconds", type=float, default=20.0, help="episode length for the ladders (s)")
-    parser.add_argument("--push-seconds", type=float, default=8.0, help="episode length for the pushes (s)")
-    parser.add_argument("--observer-speed", type=float, default=None, help="forward speed for the observer run")
-    parser.add_argument("--impulse-step", type=float, default=0.25, help="push ladder step (N·s, default 0.25)")
-    parser.add_argument("--max-impulse", type=float, default=4.0, help="largest push tried (N·s, default 4)")
-    parser.add_argument("--off", default="correction",
-                        help="comma list of boolean params switched off for the 'without stabilisation' push runs")
+    parser.add_argument("--param", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="change fields of the controller's params (dotted for nested), e.g. correction=false")
+    parser.add_argument("--conditions", default="lab", help="conditions preset of speeds, observer, push (default lab)")
+    parser.add_argument("--directions", default=None,
+                        help="comma list of ladders (default: all for speeds, forward for turf)")
+    parser.add_argument("--episodes", type=int, default=1, help="episodes (seeds 0, 1, ...) per ladder command")
+    parser.add_argument("--seconds", type=float, default=20.0, help="ladder and observer episode length (s)")
+    parser.add_argument("--push-seconds", type=float, default=8.0, help="push episode length (s)")
+    parser.add_argument("--observer-speed", type=float, default=None, help="forward speed of the observer run (m/s)")
+    parser.add_argument("--impulse-step", type=float, default=0.25, help="push ladder step (N·s)")
+    parser.add_argument("--min-impulse", type=float, default=None,
+                        help="first push tried (N·s, default: the step), to refine a coarser ladder")
+    parser.add_argument("--max-impulse", type=float, default=4.0, help="largest push tried (N·s)")
+    parser.add_argument("--workers", type=int, default=1, help="processes (ladders and push times in parallel)")
     parser.add_argument("--out", required=True, help="output folder")
     args = parser.parse_args(argv)
     experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip())
     unknown = set(experiments) - {"speeds", "observer", "push", "turf"}
     if unknown:
         raise ValueError(f"unknown experiments {sorted(unknown)}; valid: speeds, observer, push, turf")
-    directions = tuple(args.directions.split(",")) if args.directions else None
-    policy = VariantPolicy(args.policy)
-    result: dict[str, Any] = {"policy": args.policy, "robot": args.robot, "seconds": args.seconds}
+    if args.episodes < 1 or args.workers < 1:
+        raise ValueError(f"--episodes and --workers must be >= 1, got {args.episodes!r}, {args.workers!r}")
+    directions = tuple(d.strip() for d in args.directions.split(",")) if args.directions else None
+    for d in directions or ():
+        if d not in LADDERS[args.robot]:
+            raise ValueError(f"unknown direction {d!r}; valid: {', '.join(LADDERS[args.robot])}")
+    changes = parse_params(args.param)
+    with_params(make_controller(args.policy, get_robot(args.robot), "walk").params, changes)  # bad names fail now
+    common = (args.policy, changes, args.robot)
+    result: dict[str, Any] = {"policy": args.policy, "params": changes, "robot": args.robot,
+                              "conditions": args.conditions, "seconds": args.seconds, "episodes": args.episodes}
     start = time.time()
     if "speeds" in experiments:
-        print("speed ladders, flat", flush=True)
-        result["speeds"] = speed_ladders(policy, args.robot, args.seconds, "lab", directions)
+        result["speeds"] = speed_ladders(*common, args.conditions, directions or tuple(LADDERS[args.robot]),
+                                         args.seconds, args.episodes, args.workers)
     if "turf" in experiments:
-        print("speed ladders, turf", flush=True)
-        result["turf"] = speed_ladders(policy, args.robot, args.seconds, "turf", ("forward",))
+        result["turf"] = speed_ladders(*common, "turf", directions or ("forward",), args.seconds, args.episodes,
+                                       args.workers)
     if "observer" in experiments:
         speed = args.observer_speed
-        if speed is None:  # full speed: the command of the fastest forward run without a fall
-            speed = result.get("speeds", {}).get("forward", {}).get("best_command") or 0.1
-        print(f"observer errors at {speed} m/s", flush=True)
-        result["observer"] = observer_errors(policy, args.robot, speed, args.seconds)
+        if speed is None:  # full speed: the highest forward command sustained
+            speed = result.get("speeds", {}).get("forward", {}).get("highest_command")
+            if speed is None:
+                raise ValueError("the observer experiment needs --observer-speed or a forward ladder with a sustained speed")
+        result["observer"] = observer_errors(*common, speed, args.conditions, args.seconds)
     if "push" in experiments:
-        off = {name: False for name in args.off.split(",") if name}
-        result["push"] = {}
-        for label, variant in ((args.policy, policy), (f"{args.policy} without {args.off}", VariantPolicy(args.policy, off))):
-            print(f"pushes: {label}", flush=True)
-            result["push"][label] = push_limit(variant, args.robot, args.push_seconds, args.impulse_step,
-                                               args.max_impulse)
+        result["push"] = push_limit(*common, args.conditions, args.push_seconds, args.impulse_step, args.max_impulse,
+                                    args.workers, args.min_impulse)
     result["wall_seconds"] = round(time.time() - start, 1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "walk_experiments.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
-    markdown = _markdown(result)
-    (out / "walk_experiments.md").write_text(markdown + "\n")
-    print(markdown)
+    text = markdown(result)
+    (out / "walk_experiments.md").write_text(text + "\n")
+    print(text)
     print(f"wrote {out / 'walk_experiments.json'} and {out / 'walk_experiments.md'}")
     return 0
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from upright.baselines.step_adjustment import adjust_step, predict_com, predict_lipm, tolerance_range
+from upright.baselines.pendulum import GRAVITY
+from upright.baselines.step_adjustment import adjust_step, predict_com, tolerance_range
 from upright.baselines.swing_leveling import LevelingParams, SwingFootLeveling
 
 P = 0.002  # p_max: 2 mm per frame
@@ -88,12 +88,13 @@ def test_tolerance_range_and_pendulum_prediction():
     assert predict_com(0.0, 0.1, -0.05, 0.10, 0.25, 0.036) == pytest.approx(0.0036)
     beyond = predict_com(0.12, 0.1, -0.05, 0.10, 0.25, 0.036)
     assert beyond > 0.12 + 0.1 * 0.036
-    # The closed form solves x'' = g/h (x - p): compare with a fine numerical integration.
-    x, v, h, dt = 0.02, -0.1, 0.25, 1e-5
-    for _ in range(int(0.036 / dt)):
-        v += 9.81 / h * x * dt
+    # Beyond the edge the pendulum about it solves x'' = g/h (x - p): compare with a fine
+    # numerical integration (p = 0.10 m, the front edge).
+    x, v, h, dt = 0.12, -0.1, 0.25, 1e-5
+    for _ in range(round(0.036 / dt)):
+        v += GRAVITY / h * (x - 0.10) * dt
         x += v * dt
-    assert predict_lipm(0.02, -0.1, 0.0, h, 0.036)[0] == pytest.approx(x, abs=1e-5)
+    assert predict_com(0.12, -0.1, -0.05, 0.10, h, 0.036) == pytest.approx(x, abs=1e-5)
 
 
 def test_leveling_follows_the_support_sole_error_when_leaning_forward():
@@ -131,7 +132,6 @@ def test_parameter_files_load_and_configurations_switch_the_stabilisations():
 
 def test_nao_walks_forward_for_3_seconds_without_falling():
     import gymnasium as gym
-
     from upright.policies.registry import load_policy
 
     env = gym.make("upright/NaoWalk-v0", command=(0.2, 0.0, 0.0), conditions="lab", max_episode_seconds=4.0)
