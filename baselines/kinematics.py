@@ -62,6 +62,10 @@ LIMIT_TOL = 1e-3
 REACH_TOL = 1e-4
 #: |cos(hip roll)| below this counts as near the hip's gimbal lock (joint-0 axis parallel to the pitch axes).
 GIMBAL_COS = 0.05
+#: A reachable closed-form leg solution further than this (rad, summed over the joints) outside the
+#: joint ranges is not polished: the polish corrects the model's rounding (well below this), so it
+#: cannot bring the candidate inside the ranges (saves the Jacobian iterations per candidate).
+POLISH_MARGIN = 0.05
 
 
 @cache
@@ -241,6 +245,7 @@ class Kinematics:
         m = self.model
         self._qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in robot.joint_names])
         self._index = {name: i for i, name in enumerate(robot.joint_names)}
+        self._actuated = np.array(robot.actuated_joint_index)
         self._torso = m.body(robot.torso_body).id
         imu = m.site(robot.imu_site).id
         if m.site_bodyid[imu] != self._torso:
@@ -354,7 +359,7 @@ class Kinematics:
 
     def targets_from_joints(self, joint_pos: np.ndarray) -> np.ndarray:
         """Actuator-order targets (rad) from a joint-order vector (coupled joints follow their driver)."""
-        return self._check_joint_vector(joint_pos)[list(self.robot.actuated_joint_index)].copy()
+        return self._check_joint_vector(joint_pos)[self._actuated]
 
     def leg_joint_names(self, side: str) -> tuple[str, ...]:
         """The six leg joints of ``side`` from hip to ankle."""
@@ -515,15 +520,18 @@ class Kinematics:
         one. Always clipped to the ranges.
 
         With ``polish``, candidates of a leg whose model geometry is not exact are first polished
-        (:meth:`_polish`): the reachable ones, and the unreachable ones near hip roll ±90°, where
+        (:meth:`_polish`): the reachable ones within ``POLISH_MARGIN`` of the joint ranges, and the
+        unreachable ones near hip roll ±90°, where
         the closed form's joint-0 / pitch split is degenerate and the polish finds the solution.
         """
         best: tuple[tuple[bool, float], np.ndarray] | None = None
         for q, ok in candidates:
-            if polish and not leg.exact and (ok or abs(math.cos(q[1])) < GIMBAL_COS):
+            excess = float(np.sum(np.maximum(leg.lower - q, 0.0) + np.maximum(q - leg.upper, 0.0)))
+            gimbal = abs(math.cos(q[1])) < GIMBAL_COS
+            if polish and not leg.exact and ((ok and excess <= POLISH_MARGIN) or gimbal):
                 q, residual = self._polish(leg, q, pos, rot)
                 ok = ok or residual < 1e-6
-            excess = float(np.sum(np.maximum(leg.lower - q, 0.0) + np.maximum(q - leg.upper, 0.0)))
+                excess = float(np.sum(np.maximum(leg.lower - q, 0.0) + np.maximum(q - leg.upper, 0.0)))
             if ok and excess <= 1e-12:
                 return np.clip(q, leg.lower, leg.upper), True
             score = (not ok, excess)

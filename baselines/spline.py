@@ -187,15 +187,16 @@ class SplineStandUp:
         t = sensors.time - self._t0
         trajectory = self.trajectory
         stabilising = t >= self.plan.stabilize_from
-        trunk_goal = trajectory.trunk_goal(t)
+        k, w = trajectory.weights(t)
+        trunk_goal = trajectory.trunk_goal_at(k, w)
         if stabilising and p.fail_safe and self._fallen(trunk_goal, sensors):
             self.status = "waiting"
             self._limp_since = sensors.time
             return self._limp(sensors)
-        q = trajectory(t)
+        q = trajectory.joints_at(k, w)
         if stabilising and p.stabilizing:
             self.correction = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
-            q += trajectory.correction_change(t, self.correction)
+            q += trajectory.correction_change(k, w, self.correction)
         self.joint_goal = q
         if t >= self.plan.duration:
             self._update_finished(t - self.plan.duration)
@@ -251,36 +252,42 @@ class JointTrajectory:
         self.times, self.joints, self.trunk = times, joints, trunk
         self.sensitivity, self.curvature, self.reachable = sensitivity, curvature, reachable
 
-    def _weights(self, t: float) -> tuple[int, float]:
+    def weights(self, t: float) -> tuple[int, float]:
+        """The sample ``k`` at or before ``t`` (s) and the weight ``w`` of sample ``k + 1``."""
+        n = len(self.times)
+        if n == 1:
+            return 0, 0.0
         k = int(np.searchsorted(self.times, t, side="right")) - 1
         if k < 0:
             return 0, 0.0
-        if k >= len(self.times) - 1:
-            return len(self.times) - 2, 1.0
+        if k >= n - 1:
+            return n - 2, 1.0
         return k, (t - self.times[k]) / (self.times[k + 1] - self.times[k])
+
+    def _lerp(self, samples: np.ndarray, k: int, w: float) -> np.ndarray:
+        if len(self.times) == 1:
+            return samples[0].copy()
+        return (1.0 - w) * samples[k] + w * samples[k + 1]
+
+    def joints_at(self, k: int, w: float) -> np.ndarray:
+        """Joint angles (rad) at the weights of :meth:`weights` (a new array)."""
+        return self._lerp(self.joints, k, w)
 
     def __call__(self, t: float) -> np.ndarray:
         """Joint angles (rad) at ``t`` (a new array)."""
-        if len(self.times) == 1:
-            return self.joints[0].copy()
-        k, w = self._weights(t)
-        return (1.0 - w) * self.joints[k] + w * self.joints[k + 1]
+        return self.joints_at(*self.weights(t))
 
-    def correction_change(self, t: float, correction: np.ndarray) -> np.ndarray:
-        """The joint angles' change (rad) for a trunk correction (fused pitch, roll; rad) at ``t``:
-        second-order Taylor series per axis (the pitch-roll cross term is neglected)."""
-        k, w = (0, 0.0) if len(self.times) == 1 else self._weights(t)
-        j = min(k + 1, len(self.times) - 1)
-        first = (1.0 - w) * self.sensitivity[k] + w * self.sensitivity[j]
-        second = (1.0 - w) * self.curvature[k] + w * self.curvature[j]
+    def correction_change(self, k: int, w: float, correction: np.ndarray) -> np.ndarray:
+        """The joint angles' change (rad) for a trunk correction (fused pitch, roll; rad) at the
+        weights of :meth:`weights`: second-order Taylor series per axis (the pitch-roll cross term
+        is neglected)."""
+        first = self._lerp(self.sensitivity, k, w)
+        second = self._lerp(self.curvature, k, w)
         return first @ correction + 0.5 * (second @ (correction * correction))
 
-    def trunk_goal(self, t: float) -> np.ndarray:
-        """The trunk's goal fused (pitch, roll) (rad) at ``t``."""
-        if len(self.times) == 1:
-            return self.trunk[0]
-        k, w = self._weights(t)
-        return (1.0 - w) * self.trunk[k] + w * self.trunk[k + 1]
+    def trunk_goal_at(self, k: int, w: float) -> np.ndarray:
+        """The trunk's goal fused (pitch, roll) (rad) at the weights of :meth:`weights`."""
+        return self._lerp(self.trunk, k, w)
 
 
 def _unstabilized(robot: RobotSpec) -> SplineStandUp:

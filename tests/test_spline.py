@@ -78,7 +78,7 @@ def test_params_are_validated() -> None:
     with pytest.raises(ValueError, match="unknown spline parameters"):
         load_params("wolfgang").with_(stabilising=False)
     nao = load_params("nao")
-    assert nao.max_leg_angle == pytest.approx(np.deg2rad(77.64))  # degrees in the file, rad in code
+    assert nao.max_leg_angle == pytest.approx(np.deg2rad(51.6))  # degrees in the file, rad in code
 
 
 # ---------------------------------------------------------------- stabiliser
