@@ -46,7 +46,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-import mujoco
 import numpy as np
 from scipy.spatial.transform import Rotation
 from upright.baselines.joint_compensation import JointErrorEstimator, compensation
@@ -57,6 +56,7 @@ from upright.baselines.keyframe_data import (
     interpolate,
     load_library,
 )
+from upright.baselines.kinematics import Kinematics
 from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
 
@@ -89,47 +89,47 @@ _STATUS = {"decideAction": "working", "working": "working", "waiting": "waiting"
 
 
 class RobotModel:
-    """The robot's own kinematic model (a private MjModel of ``robot.mjcf``): CoM, soles and
-    wrists in the gravity-aligned torso frame (x forward, y left, z up; origin at the torso)."""
+    """The robot's own kinematic model (:class:`~upright.baselines.kinematics.Kinematics`, a private
+    model of ``robot.mjcf``): CoM and soles in the gravity-aligned torso frame (x forward, y left,
+    z up; origin at the torso), wrists in the torso's own frame."""
 
     def __init__(self, robot: RobotSpec) -> None:
-        self.model = mujoco.MjModel.from_xml_path(str(robot.mjcf))
-        self.data = mujoco.MjData(self.model)
-        self._qadr = np.array([self.model.jnt_qposadr[self.model.joint(j).id] for j in robot.joint_names])
-        self._mass = self.model.body_mass.copy()
-        self._soles = [self.model.site(s).id for s in robot.sole_sites]
-        names = [self.model.body(i).name for i in range(self.model.nbody)]
-        self._wrists = [names.index(w) for w in ("l_wrist", "r_wrist")] if "l_wrist" in names else []
+        self.kin = Kinematics(robot)
+        self._imu = robot.imu_site
+        self._soles = robot.sole_sites
+        names = {self.kin.model.body(i).name for i in range(self.kin.model.nbody)}
+        self._wrists = ("l_wrist", "r_wrist") if {"l_wrist", "r_wrist"} <= names else ()
+        self._com = np.zeros(3)
+        self._aligned = np.eye(3)
 
     def update(self, joint_pos: np.ndarray, quat: np.ndarray, fused_yaw: float) -> None:
-        """Forward kinematics for measured joint angles (rad) and the IMU orientation with its
-        fused yaw removed (the tilt part: well defined in every pose, also lying)."""
+        """Forward kinematics for measured joint angles (rad, joint order) and the IMU orientation
+        ``(w, x, y, z)`` with its fused yaw removed (the tilt part: well defined in every pose, also
+        lying)."""
         w, x, y, z = quat
         tilt = Rotation.from_euler("z", -fused_yaw) * Rotation.from_quat([x, y, z, w])
         qx, qy, qz, qw = tilt.as_quat()
-        self.data.qpos[:] = 0.0
-        self.data.qpos[3:7] = [qw, qx, qy, qz]
-        self.data.qpos[self._qadr] = joint_pos
-        mujoco.mj_kinematics(self.model, self.data)
+        self._com = self.kin.com_world_aligned(joint_pos, np.array([qw, qx, qy, qz]))
+        _, imu_in_torso = self.kin.site_pose(self._imu)
+        self._aligned = tilt.as_matrix() @ imu_in_torso.T  # torso frame -> gravity-aligned torso frame
 
     def com(self) -> np.ndarray:
         """Centre of mass (m) in the gravity-aligned torso frame."""
-        return self._mass @ self.data.xipos / self._mass.sum()
+        return self._com
 
     def sole_points(self, front: float, back: float, side: float) -> np.ndarray:
         """The 4 support-polygon corners (m): left front, right front, right back, left back."""
         pts = []
         for k, (dx, dy) in enumerate(((front, side), (front, -side), (-back, -side), (-back, side))):
-            s = self._soles[0] if k in (0, 3) else self._soles[1]
-            pts.append(self.data.site_xpos[s] + self.data.site_xmat[s].reshape(3, 3) @ np.array([dx, dy, 0.0]))
+            pos, rot = self.kin.site_pose(self._soles[0] if k in (0, 3) else self._soles[1])
+            pts.append(self._aligned @ (pos + rot @ np.array([dx, dy, 0.0])))
         return np.array(pts)
 
     def wrist_y(self) -> np.ndarray:
         """Lateral positions (m) of the left and right wrists in the torso's own frame."""
         if not self._wrists:
             return np.array([np.nan, np.nan])
-        rot = self.data.xmat[1].reshape(3, 3)
-        return np.array([(rot.T @ (self.data.xpos[b] - self.data.xpos[1]))[1] for b in self._wrists])
+        return np.array([self.kin.body_pose(b)[0][1] for b in self._wrists])
 
 
 class KeyframeController:
@@ -143,7 +143,7 @@ class KeyframeController:
         self.dt = robot.control_period
         self.model = RobotModel(robot)
         self._act = np.array(robot.actuated_joint_index)
-        lo, hi = np.rad2deg(self.model.model.actuator_ctrlrange.T)
+        lo, hi = np.rad2deg(self.model.kin.model.actuator_ctrlrange.T)
         self._lo, self._hi = lo, hi
         self._named = {n: i for i, n in enumerate(robot.actuator_names)}
         self.errors = JointErrorEstimator(self.nu, self.lib.delay_cycles)
