@@ -12,8 +12,11 @@ steps and turning work the same way on the feet's y offsets and yaw angles. Ther
 weight shift: lifting the swing foot lets the robot sway over the support foot ("natural lateral
 sway"), and the step ends when the foot pressure moves to the swing foot (support-foot switch from
 the pressure sensors) once ``support_switch_phase[0]·T`` has passed, or at the latest after
-``support_switch_phase[1]·T``. The filtered sagittal gyro pitches the support foot against the
-torso's rotation. Leg angles come from the robot model's analytic leg IK.
+``support_switch_phase[1]·T``; a step that overruns its duration lowers the swing foot slowly
+below the walking height so it finds the ground (B-Human's stretchSwingHeight). The filtered gyro
+turns the support foot against the torso's rotation: its pitch (sagittal, rUNSWift and B-Human) and
+its roll (coronal, rUNSWift's ankle-roll feedback). Leg angles come from the robot model's analytic
+leg IK.
 
 Stabilisations, each switchable (the paper's configurations Old / WSA / SFL / New, see
 :data:`CONFIGURATIONS`):
@@ -32,7 +35,7 @@ in there comes from ``python -m upright.eval.step_adjust_calibration``.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from importlib import resources
 from typing import Any
 
@@ -80,59 +83,66 @@ class StepAdjustParams:
     where each value's source is noted."""
 
     #: Step (half-cycle) duration (s) and its increase per m/s of sideways speed (s per m/s).
-    period: float = 0.25
-    period_side_factor: float = 0.3
+    period: float
+    period_side_factor: float
     #: Sole height below the torso origin while walking, in the walk frame (m).
-    walk_height: float = 0.315
+    walk_height: float
     #: Sole x in the walk frame when standing (m): minus B-Human's torsoOffset (torso ahead of the ankles).
-    foot_x: float = -0.012
+    foot_x: float
     #: x of the sole's centre from the sole origin (m): the pivot of the swing foot's leveling.
-    foot_center_x: float = 0.02
+    foot_center_x: float
     #: Sole y distance from the torso's centre line (m).
-    foot_y: float = 0.05
+    foot_y: float
     #: Nominal trunk pitch (rad, + forward): the walk frame is the torso frame turned by it.
-    trunk_pitch: float = 0.0
+    trunk_pitch: float
     #: Swing-foot lift (m), its increase per m/s of forward and of sideways speed (s), and the factor
     #: on the first step.
-    foot_lift: float = 0.013
-    foot_lift_forward: float = 0.02
-    foot_lift_side: float = 0.04
-    first_step_lift_factor: float = 0.5
+    foot_lift: float
+    foot_lift_forward: float
+    foot_lift_side: float
+    first_step_lift_factor: float
     #: Support-foot switch window as fractions of the step duration (earliest, forced).
-    support_switch_phase: tuple[float, float] = (0.5, 3.0)
-    #: Sagittal gyro balance: low-pass ratio of the filter and gain on the support foot pitch (rad per rad/s).
-    gyro_lowpass: float = 0.6
-    gyro_balance: float = 0.05
+    support_switch_phase: tuple[float, float]
+    #: Gyro balance: low-pass ratio of the filter, gain of the sagittal rate on the support foot
+    #: pitch and of the coronal rate on its roll (rad per rad/s).
+    gyro_lowpass: float
+    gyro_balance: float
+    gyro_side_balance: float
+    #: Overrunning step: after this overtime (s) the swing foot's height goes down at
+    #: ``stretch_speed`` (m/s) to ``stretch_height`` (m, < 0: below the walking height).
+    stretch_after: float
+    stretch_speed: float
+    stretch_height: float
     #: Speed limits (m/s, m/s, rad/s) forward, backward, sideways, turning.
-    max_forward: float = 0.3
-    max_backward: float = 0.2
-    max_side: float = 0.2
-    max_turn: float = 2.0
+    max_forward: float
+    max_backward: float
+    max_side: float
+    max_turn: float
     #: Largest speed change per step (m/s, m/s, rad/s).
-    max_acceleration: tuple[float, float, float] = (0.1, 0.1, 0.5)
+    max_acceleration: tuple[float, float, float]
     #: Time (s) to move from the measured start pose into the walking posture.
-    start_time: float = 1.0
+    start_time: float
     #: Step adjustment on/off (WSA) and swing-foot leveling on/off (SFL).
-    step_adjustment: bool = True
-    swing_leveling: bool = True
+    step_adjustment: bool
+    swing_leveling: bool
     #: Support rectangle of one sole, x of its back and front edges relative to the sole origin (m),
     #: from the calibration script.
-    support_back: float = -0.050
-    support_front: float = 0.099
+    support_back: float
+    support_front: float
     #: Tolerance range as fractions of the support rectangle from its back edge (desiredFootArea).
-    foot_area: tuple[float, float] = (0.3, 0.6)
+    foot_area: tuple[float, float]
     #: Largest adjustment speed (m/s; maxVelForward) and CoM low-pass ratio while adjusting.
-    max_adjust_speed: float = 0.15
-    com_lowpass: float = 0.7
+    max_adjust_speed: float
+    com_lowpass: float
     #: Reachable swing-foot x range relative to the nominal foot x (m; clipForward).
-    clip_forward: tuple[float, float] = (-0.07, 0.035)
+    clip_forward: tuple[float, float]
     #: With the swing foot on the ground, adjust only before this step phase (first 20 %).
-    early_contact_phase: float = 0.2
+    early_contact_phase: float
     #: Low-pass ratio of the CoM velocity estimate used for the prediction.
-    com_velocity_lowpass: float = 0.5
+    com_velocity_lowpass: float
     #: Fraction of the weight (of the summed pressure) below which a foot counts as unloaded.
-    unloaded_fraction: float = 0.1
-    leveling: LevelingParams = field(default_factory=LevelingParams)
+    unloaded_fraction: float
+    leveling: LevelingParams
 
     def with_configuration(self, name: str) -> "StepAdjustParams":
         """A copy with the stabilisations of the paper's configuration ``name`` (Old/WSA/SFL/New)."""
@@ -164,6 +174,9 @@ def _from_dict(cls: type, raw: dict[str, Any]) -> Any:
             values[name] = tuple(np.deg2rad(value)) if degrees else tuple(float(v) for v in value)
         else:
             values[name] = float(np.deg2rad(value)) if degrees else value
+    missing = [f.name for f in fields(cls) if f.name not in values]
+    if missing:
+        raise ValueError(f"{cls.__name__} parameters missing from the data file: {', '.join(missing)}")
     return cls(**values)
 
 
@@ -180,6 +193,11 @@ def _foot_loads(sensors: Sensors) -> dict[str, float]:
 def _rot_y(angle: float) -> np.ndarray:
     c, s = np.cos(angle), np.sin(angle)
     return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def _rot_x(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
 
 
 def _rot_z(angle: float) -> np.ndarray:
@@ -242,7 +260,7 @@ class StepAdjustWalk:
         self._phase = 0.0
         self._period = p.period
         self._lift = p.foot_lift * p.first_step_lift_factor
-        self._gyro = 0.0
+        self._gyro = np.zeros(2)
         self._w_plan_prev = 0.0
         self._w_bar_prev = 0.0
         self._com_filtered: float | None = None
@@ -258,7 +276,8 @@ class StepAdjustWalk:
         dt = self.robot.control_period
         self._time += dt
         p = self.params
-        self._gyro = p.gyro_lowpass * self._gyro + (1.0 - p.gyro_lowpass) * float(sensors.gyro[1])
+        # Filtered (roll rate, pitch rate) of the torso (rad/s, IMU frame: x forward, y left).
+        self._gyro = p.gyro_lowpass * self._gyro + (1.0 - p.gyro_lowpass) * np.asarray(sensors.gyro[:2], dtype=float)
         if not self._started:
             s = min(self._time / p.start_time, 1.0)
             blend = 0.5 - 0.5 * np.cos(np.pi * s)
@@ -319,7 +338,10 @@ class StepAdjustWalk:
         ps, lin = parabolic_step(f), min(f, 1.0)
         swing = _Foot(a.x + (s_x / 2 - a.x) * ps, a.y + (s_y / 2 - a.y) * ps, a.yaw + (s_t / 2 - a.yaw) * ps)
         support = _Foot(b.x + (-s_x / 2 - b.x) * lin, b.y + (-s_y / 2 - b.y) * lin, b.yaw + (-s_t / 2 - b.yaw) * lin)
-        return {sw: swing, su: support}, self._lift * parabolic_return(f)
+        p = self.params
+        overtime = self._phase - self._period - p.stretch_after
+        lift = self._lift * parabolic_return(f) if overtime <= 0.0 else max(-p.stretch_speed * overtime, p.stretch_height)
+        return {sw: swing, su: support}, lift
 
     def _walk(self, sensors: Sensors, dt: float) -> np.ndarray:
         p = self.params
@@ -331,7 +353,8 @@ class StepAdjustWalk:
             self._adjust(planned, com_x, sensors, ratio, dt)
         swing_dx = planned[sw].x - self._feet[sw].x
         self._feet = planned
-        pitch = {su: p.gyro_balance * self._gyro, sw: 0.0}
+        pitch = {su: p.gyro_balance * self._gyro[1], sw: 0.0}
+        roll = {su: p.gyro_side_balance * self._gyro[0], sw: 0.0}
         if p.swing_leveling:
             # Measured support-sole pitch against the one requested when the measured joints were
             # commanded (the oldest request in the delay queue), both from the model's FK.
@@ -343,7 +366,7 @@ class StepAdjustWalk:
         lifts = {sw: lift, su: 0.0}
         # The support foot pitches about its ankle (gyro balance on the ankle pitch); the leveled
         # swing sole about its centre, so leveling lowers neither its heel nor its toes.
-        joints = self._joints_for(planned, lifts, pitch, {su: 0.0, sw: p.foot_center_x})
+        joints = self._joints_for(planned, lifts, pitch, {su: 0.0, sw: p.foot_center_x}, roll)
         self._requests.append(joints)
         self.log = {"com_x": com_x, "swing_x": planned[sw].x, "support_x": planned[su].x,
                     "swing_pitch": pitch[sw], "phase": ratio}
@@ -408,15 +431,17 @@ class StepAdjustWalk:
         planned[sw].x, planned[su].x = w_bar, u_bar
 
     def _joints_for(self, feet: dict[str, _Foot], lift: dict[str, float], pitch: dict[str, float],
-                    pivot: dict[str, float] | None = None) -> np.ndarray:
-        """Leg IK for the walk-frame foot offsets; the rest of the body keeps the standing pose."""
+                    pivot: dict[str, float] | None = None, roll: dict[str, float] | None = None) -> np.ndarray:
+        """Leg IK for the walk-frame foot offsets, lifts (m), pitches and rolls (rad, about the sole's
+        y and x axes; pitch about a point ``pivot`` m ahead of the sole origin); the rest of the
+        body keeps the standing pose."""
         p = self.params
         to_torso = _rot_y(p.trunk_pitch).T
         poses = {}
         for s in SIDES:
             foot = feet[s]
             pos = np.array([p.foot_x + foot.x, self._side_sign[s] * p.foot_y + foot.y, -p.walk_height + lift[s]])
-            R = _rot_z(foot.yaw) @ _rot_y(pitch[s])
+            R = _rot_z(foot.yaw) @ _rot_y(pitch[s]) @ _rot_x(roll[s] if roll is not None else 0.0)
             if pivot is not None:  # pitch about a point `pivot[s]` ahead of the sole origin
                 centre = np.array([pivot[s], 0.0, 0.0])
                 pos = pos + _rot_z(foot.yaw) @ centre - R @ centre

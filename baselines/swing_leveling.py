@@ -20,23 +20,24 @@ import numpy as np
 
 @dataclass
 class LevelingParams:
-    """Parameters (BH-21 ``walkingEngineCommon.cfg`` values, controllers.md D.5)."""
+    """Parameters (values per robot in ``baselines/data/step_adjust_<robot>.yaml``; NAO: BH-21
+    ``walkingEngineCommon.cfg``, controllers.md D.5)."""
 
     #: Torso tilt (rad) at which the leveling is fully on (soleCompensationMinTorsoRotation 5 deg).
-    min_torso_rotation: float = np.deg2rad(5.0)
+    min_torso_rotation: float
     #: Support-sole pitch error (rad) at which the leveling is fully on (…MinSupportSoleRotation 3 deg).
-    min_support_sole_rotation: float = np.deg2rad(3.0)
+    min_support_sole_rotation: float
     #: Step phase after which the offset returns linearly to zero (paper: last 25 %).
-    return_zero_ratio: float = 0.75
+    return_zero_ratio: float
     #: Rate (rad/s) at which the offset shrinks; it grows at twice this (soleRotationOffsetSpeed 40 deg/s).
-    offset_speed: float = np.deg2rad(40.0)
+    offset_speed: float
     #: Per-frame decrease / increase of the direction factors (soleCompensationReduction / Increasement).
-    factor_reduction: float = 0.3
-    factor_increase: float = 0.4
+    factor_reduction: float
+    factor_increase: float
     #: Backward case: only while the swing foot is less than this far ahead of the support foot
     #: (soleBackwardsCompensationFeetShift −10 mm, …FeetXDifference 30 mm).
-    backward_feet_shift: float = -0.010
-    backward_feet_x_difference: float = 0.030
+    backward_feet_shift: float
+    backward_feet_x_difference: float
 
 
 class SwingFootLeveling:

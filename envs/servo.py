@@ -55,6 +55,12 @@ class Servos:
         self._queue = deque(np.array(initial, dtype=float) for _ in range(delay))
         self._setpoint = np.array(initial, dtype=float)
 
+    def refill(self, initial: np.ndarray) -> None:
+        """Fill the delay queue and the set-point with ``initial`` targets, keeping the wear."""
+        self._queue = deque(np.array(initial, dtype=float) for _ in range(len(self._queue)))
+        self._setpoint = np.array(initial, dtype=float)
+        self._held = {}
+
     def command(self, targets: np.ndarray, time: float, qpos: np.ndarray) -> np.ndarray:
         """Send ``targets`` at ``time`` (s); return the set-point the servos follow this cycle."""
         self._queue.append(targets)

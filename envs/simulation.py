@@ -133,6 +133,24 @@ class Simulation:
         m.geom_friction[:, 0] = nom["geom_friction"][:, 0] * s.friction_scale
         mujoco.mj_setConst(m, self.data)
 
+    def place(self, qpos: np.ndarray, ctrl: np.ndarray) -> Sensors:
+        """Put the robot at rest into ``qpos`` with the servos holding ``ctrl`` (what a helper does
+        who stands a fallen robot back up), keeping everything else: the sampled robot (wear,
+        masses, friction), the terrain and the clock, so wear windows that have passed do not recur."""
+        m, d = self.model, self.data
+        if np.shape(qpos) != (m.nq,) or np.shape(ctrl) != (m.nu,):
+            raise ValueError(f"qpos and ctrl must have shapes ({m.nq},) and ({m.nu},), got {np.shape(qpos)} and {np.shape(ctrl)}")
+        d.qpos[:] = qpos
+        d.qvel[:] = 0.0
+        d.ctrl[:] = ctrl
+        mujoco.mj_forward(m, d)
+        self._lift_out_of_ground()
+        self.unstable = False
+        self.servos.refill(d.ctrl)
+        self._setpoint = d.ctrl.copy()
+        self._last_command = d.ctrl.copy()
+        return self.sensors()
+
     def _lift_out_of_ground(self) -> None:
         depth = self.floor_penetration()
         if depth > 0.0:

@@ -6,7 +6,9 @@ stabilisation), WSA (step adjustment only), SFL (swing-foot leveling only) and N
 is one simulated robot: the seed draws its wear, sensor noise, mass and friction (:data:`ROBOTS`,
 the competition preset's robot variations without turf and pushes; run ``i`` uses the same robot in
 every configuration). Like the paper's robots, a robot that falls is counted at the obstacle under
-its torso and put back standing at that spot (on the course's centre line, facing +x); the run ends
+its torso and put back standing at that spot (on the course's centre line, facing +x) as the same
+robot with its clock running on (:meth:`Simulation.place`: a stuck-joint window that felled it
+does not recur); the run ends
 when it has crossed the course or after :data:`TIME_FACTOR` times the nominal crossing time.
 
 The paper's robots walked to targets on the field with their own localisation; here the walk's
@@ -67,7 +69,7 @@ def run_course(configuration: str, speed: float, seed: int, changes: dict[str, A
     walk = StepAdjustWalk(base.robot, with_params(load_params("nao"), changes or {}).with_configuration(configuration))
     _, info = env.reset(seed=seed)
     sim = base.sim
-    start_qpos = sim.data.qpos.copy()
+    start_qpos, start_ctrl = sim.data.qpos.copy(), sim.data.ctrl.copy()
     budget = TIME_FACTOR * COURSE_END / speed + 5.0
     falls: list[dict[str, Any]] = []
     elapsed, reached = 0.0, False
@@ -98,7 +100,7 @@ def run_course(configuration: str, speed: float, seed: int, changes: dict[str, A
                           "direction": direction})
             qpos = start_qpos.copy()
             qpos[0] = x
-            sensors = sim.reset(base.robot.standing_pose, seed=seed, qpos=qpos)
+            sensors = sim.place(qpos, start_ctrl)
             info = {"sensors": sensors}
             restart(sensors)
     env.close()

@@ -154,3 +154,25 @@ def test_bad_input_gives_clear_errors():
         Wear(strength=1.5)
     with pytest.raises(ValueError, match="unknown joints \\['Tail'\\]"):
         Simulation("nao", Conditions(wear={"Tail": Wear()})).reset()
+
+
+def test_place_stands_a_fallen_robot_up_keeping_robot_and_clock():
+    # A worn, weak hip pitch; the robot is pushed over, then placed back standing 1 m further on.
+    name = "LHipPitch"
+    sim = Simulation("nao", Conditions(wear={name: Wear(strength=0.5)}, impulses=(Impulse(0.1, (60.0, 0.0), 0.2),)))
+    sim.reset(seed=0)
+    qpos, ctrl = sim.data.qpos.copy(), sim.data.ctrl.copy()
+    strength = sim.model.actuator_gainprm[sim.model.actuator(name).id, 0]
+    hold(sim, 1.5)
+    assert sim.torso_tilt() > 0.5  # fallen
+    t = sim.time
+    qpos[0] += 1.0
+    sensors = sim.place(qpos, ctrl)
+    assert sim.time == pytest.approx(t)  # the clock runs on
+    assert sim.model.actuator_gainprm[sim.model.actuator(name).id, 0] == strength  # same robot
+    assert sim.torso_pose()[0][0] == pytest.approx(qpos[0], abs=1e-6)
+    assert np.allclose(sensors.joint_target, ctrl)
+    hold(sim, 0.5)
+    assert sim.torso_tilt() < 0.1  # standing again
+    with pytest.raises(ValueError, match="qpos and ctrl"):
+        sim.place(qpos[:5], ctrl)

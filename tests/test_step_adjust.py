@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 from upright.baselines.pendulum import GRAVITY
 from upright.baselines.step_adjustment import adjust_step, predict_com, tolerance_range
-from upright.baselines.swing_leveling import LevelingParams, SwingFootLeveling
+from upright.baselines.step_adjust import load_params
+from upright.baselines.swing_leveling import SwingFootLeveling
 
 P = 0.002  # p_max: 2 mm per frame
 T_MIN, T_MAX = -0.005, 0.040  # tolerance range relative to the sole origins (m)
+NAO_LEVELING = load_params("nao").leveling  # B-Human's values (BH-21)
 
 
 def test_com_inside_the_range_leaves_the_plan_unchanged():
@@ -98,17 +100,17 @@ def test_tolerance_range_and_pendulum_prediction():
 
 
 def test_leveling_follows_the_support_sole_error_when_leaning_forward():
-    lev = SwingFootLeveling(LevelingParams())
+    lev = SwingFootLeveling(NAO_LEVELING)
     # Torso 8 deg forward, support sole measured 6 deg toes-up relative to its request: the swing
     # foot's pitch offset goes the same way (toes up, negative), rate limited at 2 x 40 deg/s.
     for _ in range(40):
         offset = lev.update(np.deg2rad(8.0), np.deg2rad(-6.0), 0.3, 0.001, 0.0, 0.012)
     assert offset == pytest.approx(np.deg2rad(-6.0), abs=1e-6)
-    first = SwingFootLeveling(LevelingParams()).update(np.deg2rad(8.0), np.deg2rad(-6.0), 0.3, 0.001, 0.0, 0.012)
+    first = SwingFootLeveling(NAO_LEVELING).update(np.deg2rad(8.0), np.deg2rad(-6.0), 0.3, 0.001, 0.0, 0.012)
     assert first == pytest.approx(-2 * np.deg2rad(40.0) * 0.012)
     # Upright torso or a sole error in the other direction: no leveling.
-    assert SwingFootLeveling(LevelingParams()).target(0.0, np.deg2rad(-6.0), 0.0) == 0.0
-    assert SwingFootLeveling(LevelingParams()).target(np.deg2rad(8.0), np.deg2rad(6.0), 0.0) == 0.0
+    assert SwingFootLeveling(NAO_LEVELING).target(0.0, np.deg2rad(-6.0), 0.0) == 0.0
+    assert SwingFootLeveling(NAO_LEVELING).target(np.deg2rad(8.0), np.deg2rad(6.0), 0.0) == 0.0
     # Faded back to the normal pitch over the last quarter of the step; a new step starts at zero.
     assert lev.update(np.deg2rad(8.0), np.deg2rad(-6.0), 0.875, 0.001, 0.0, 0.012) == pytest.approx(np.deg2rad(-3.0))
     assert lev.update(np.deg2rad(8.0), np.deg2rad(-6.0), 1.0, 0.001, 0.0, 0.012) == 0.0
@@ -117,7 +119,7 @@ def test_leveling_follows_the_support_sole_error_when_leaning_forward():
 
 
 def test_parameter_files_load_and_configurations_switch_the_stabilisations():
-    from upright.baselines.step_adjust import CONFIGURATIONS, load_params
+    from upright.baselines.step_adjust import CONFIGURATIONS
 
     for robot in ("nao", "wolfgang"):
         params = load_params(robot)
@@ -128,6 +130,14 @@ def test_parameter_files_load_and_configurations_switch_the_stabilisations():
             assert (configured.step_adjustment, configured.swing_leveling) == (wsa, sfl)
     with pytest.raises(ValueError, match="Newest"):
         load_params("nao").with_configuration("Newest")
+
+
+def test_parameter_file_missing_a_value_is_refused_by_name():
+    from upright.baselines.step_adjust import StepAdjustParams, _from_dict
+
+    raw = {f: 0.0 for f in StepAdjustParams.__dataclass_fields__ if f not in ("leveling", "gyro_side_balance")}
+    with pytest.raises(ValueError, match="gyro_side_balance"):
+        _from_dict(StepAdjustParams, raw)
 
 
 def test_nao_walks_forward_for_3_seconds_without_falling():
