@@ -34,6 +34,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from scipy.stats import wilcoxon
 from upright.baselines.step_adjust import CONFIGURATIONS, StepAdjustWalk, load_params
 from upright.envs.conditions import Conditions, RandomWear
 from upright.envs.terrain import OBSTACLE_COURSE, obstacle_at
@@ -138,10 +139,38 @@ def falls_table(runs: list[dict[str, Any]], columns: list[tuple[str, float]]) ->
     return rows
 
 
-def markdown(title: str, columns: list[tuple[str, float]], rows: list[list[str]]) -> str:
+def against_old(runs: list[dict[str, Any]], columns: list[tuple[str, float]]) -> list[list[str]]:
+    """Rows ``configuration@speed, falls per run, change against Old, paired Wilcoxon p`` for every
+    column with an Old column at the same speed: the runs with the same seed are the same simulated
+    robot, so the comparison pairs them (scipy's signed-rank test, two-sided; "–" when every pair
+    ties)."""
+    def falls(col: tuple[str, float]) -> dict[int, int]:
+        return {r["seed"]: len(r["falls"]) for r in runs if (r["configuration"], r["speed"]) == col}
+
+    rows = []
+    for col in columns:
+        old = falls(("Old", col[1]))
+        if col[0] == "Old" or not old:
+            continue
+        new = falls(col)
+        seeds = sorted(set(old) & set(new))
+        a, b = np.array([new[s] for s in seeds]), np.array([old[s] for s in seeds])
+        p = f"{wilcoxon(a, b).pvalue:.3f}" if np.any(a != b) else "–"
+        change = f"{(a.sum() - b.sum()) / b.sum():+.0%}" if b.sum() else "–"
+        rows.append([f"{col[0]} {round(col[1] * 1000)} mm/s", f"{a.mean():.2f} (Old {b.mean():.2f})", change, p,
+                     str(len(seeds))])
+    return rows
+
+
+def markdown(title: str, columns: list[tuple[str, float]], rows: list[list[str]],
+             comparison: list[list[str]] | None = None) -> str:
     header = ["obstacle", *(f"{c} {round(v * 1000)} mm/s" for c, v in columns), "sum"]
     lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
+    if comparison:
+        lines += ["", "| against Old (same robots) | falls per run | change | paired Wilcoxon p | robots |",
+                  "|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(row) + " |" for row in comparison]
     return "\n".join(lines) + "\n"
 
 
@@ -189,15 +218,19 @@ def main(argv: list[str] | None = None) -> int:
     def shown(columns: list[tuple[str, float]]) -> list[tuple[str, float]]:  # --only/--merge: the columns run
         return columns if args.only is None and args.merge is None else [c for c in columns if c in ran]
 
+    def per_column(columns: list[tuple[str, float]]) -> str:
+        counts = sorted({sum((r["configuration"], r["speed"]) == c for r in runs) for c in columns})
+        return "/".join(map(str, counts))
+
     suffix = f"; params {' '.join(f'{k}={v}' for k, v in changes.items())}" if changes else ""
     if "1" in args.tables:
         cols = shown([(c, TABLE1[0]) for c in TABLE1[1]])
-        md.append(markdown(f"Table 1: falls per obstacle at 250 mm/s, {args.runs} runs per configuration{suffix}", cols,
-                           falls_table(runs, cols)))
+        md.append(markdown(f"Table 1: falls per obstacle at 250 mm/s, {per_column(cols)} runs per configuration{suffix}", cols,
+                           falls_table(runs, cols), against_old(runs, cols)))
     if "2" in args.tables:
         cols = shown([(c, v) for v in TABLE2[0] for c in TABLE2[1]])
-        md.append(markdown(f"Table 2: falls per obstacle at 300 and 350 mm/s, {args.runs} runs per configuration{suffix}",
-                           cols, falls_table(runs, cols)))
+        md.append(markdown(f"Table 2: falls per obstacle at 300 and 350 mm/s, {per_column(cols)} runs per configuration{suffix}",
+                           cols, falls_table(runs, cols), against_old(runs, cols)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "obstacle_course.json").write_text(json.dumps({"runs_per_configuration": args.runs, "seed": args.seed,

@@ -161,3 +161,36 @@ def test_nao_walks_forward_for_3_seconds_without_falling():
     assert moved[0] > 0.3  # 1 s into the walking posture, then 3 s at up to 0.2 m/s
     assert abs(moved[1]) < 0.15
     assert adjusted > 0
+
+
+def test_coronal_gyro_rolls_the_support_foot_against_the_torso_and_overrun_lowers_the_swing_foot():
+    import dataclasses
+
+    from upright import Simulation
+    from upright.baselines.step_adjust import StepAdjustWalk
+
+    sim = Simulation("nao")
+    sensors = sim.reset(seed=0)
+    walk = StepAdjustWalk(sim.robot)
+    walk.set_command(np.zeros(3))
+    walk.reset(sensors, np.random.default_rng(0))
+    while walk._time < walk.params.start_time:  # into the walking posture; the first step begins
+        walk.step(sensors)
+    support = walk._support
+
+    def support_sole_y_axis_z(gyro_x: float) -> float:
+        for _ in range(10):  # let the gyro filter settle
+            walk.step(dataclasses.replace(sensors, gyro=np.array([gyro_x, 0.0, 0.0])))
+        walk._phase = 0.0  # stay in the same step
+        return float(walk.kin.foot_pose(support, walk._requests[-1])[1][2, 1])
+
+    # Torso rolling right (+x rate): the support sole rolls about +x, its right edge pressed down.
+    still, rolling = support_sole_y_axis_z(0.0), support_sole_y_axis_z(1.0)
+    assert rolling - still == pytest.approx(np.sin(walk.params.gyro_side_balance), abs=2e-3)
+    # A step that overruns: after stretch_after the swing foot goes below the walking height,
+    # at most to stretch_height.
+    p = walk.params
+    walk._phase = walk._period + p.stretch_after + 0.5 * p.stretch_height / -p.stretch_speed
+    assert walk._planned()[1] == pytest.approx(0.5 * p.stretch_height)
+    walk._phase = walk._period + p.stretch_after + 10.0
+    assert walk._planned()[1] == pytest.approx(p.stretch_height)
