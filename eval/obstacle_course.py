@@ -140,12 +140,18 @@ def falls_table(runs: list[dict[str, Any]], columns: list[tuple[str, float]]) ->
 
 
 def against_old(runs: list[dict[str, Any]], columns: list[tuple[str, float]]) -> list[list[str]]:
-    """Rows ``configuration@speed, falls per run, change against Old, paired Wilcoxon p`` for every
+    """Rows ``configuration@speed, falls per run, change against Old, paired Wilcoxon p, falls
+    forward or backward / sideways, robots`` for every
     column with an Old column at the same speed: the runs with the same seed are the same simulated
     robot, so the comparison pairs them (scipy's signed-rank test, two-sided; "–" when every pair
     ties)."""
     def falls(col: tuple[str, float]) -> dict[int, int]:
         return {r["seed"]: len(r["falls"]) for r in runs if (r["configuration"], r["speed"]) == col}
+
+    def sagittal(col: tuple[str, float]) -> str:  # falls forward or backward / sideways
+        directions = [f["direction"] for r in runs if (r["configuration"], r["speed"]) == col for f in r["falls"]]
+        n = sum(d in ("forward", "backward") for d in directions)
+        return f"{n} / {len(directions) - n}"
 
     rows = []
     for col in columns:
@@ -158,7 +164,7 @@ def against_old(runs: list[dict[str, Any]], columns: list[tuple[str, float]]) ->
         p = f"{wilcoxon(a, b).pvalue:.3f}" if np.any(a != b) else "–"
         change = f"{(a.sum() - b.sum()) / b.sum():+.0%}" if b.sum() else "–"
         rows.append([f"{col[0]} {round(col[1] * 1000)} mm/s", f"{a.mean():.2f} (Old {b.mean():.2f})", change, p,
-                     str(len(seeds))])
+                     f"{sagittal(col)} (Old {sagittal(('Old', col[1]))})", str(len(seeds))])
     return rows
 
 
@@ -168,8 +174,8 @@ def markdown(title: str, columns: list[tuple[str, float]], rows: list[list[str]]
     lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     if comparison:
-        lines += ["", "| against Old (same robots) | falls per run | change | paired Wilcoxon p | robots |",
-                  "|---|---|---|---|---|"]
+        lines += ["", "| against Old (same robots) | falls per run | change | paired Wilcoxon p "
+                      "| falls front-to-back / sideways | robots |", "|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(row) + " |" for row in comparison]
     return "\n".join(lines) + "\n"
 

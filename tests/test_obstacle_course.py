@@ -31,7 +31,8 @@ def test_comparison_pairs_the_same_robots_against_old():
     assert row[1] == "0.33 (Old 1.00)"
     assert row[2] == "-67%"
     assert 0.0 < float(row[3]) <= 1.0
-    assert row[4] == "3"
+    assert row[4] == "1 / 0 (Old 3 / 0)"
+    assert row[5] == "3"
     ties = [_run("Old", 0, ["3 mm edge"]), _run("New", 0, ["first 6 mm edge"])]
     assert oc.against_old(ties, COLUMNS)[0][3] == "–"  # every pair ties: no test
 
