@@ -29,9 +29,10 @@ The stabiliser keeps running after the motion ends (the end pose is held stabili
 Fail-safe (our addition; the thesis' discussion names its absence as the system's largest issue):
 from the squat on, and while standing afterwards, a trunk error (goal − measured fused pitch or
 roll) above ``fall_angle`` for ``fall_time`` means a fall: the controller stops the motion, goes limp (targets =
-measured angles, status ``waiting``) until the robot rests, and starts again in the direction it
-now lies in (fused pitch > 0: ``front``, else ``back``), at most ``max_tries`` times
-(then status ``failed``). Status: ``working`` → ``finished`` (end pose held, still stabilised).
+measured angles, status ``waiting``) until the robot rests, moves into the safe pose for the
+direction it now lies in (the robot's lying keyframe ``safe_pose_front``/``back``: the pose a try
+from the start position begins in, in ``safe_pose_time``) and starts again in that direction
+(fused pitch > 0: ``front``, else ``back``), at most ``max_tries`` times (then status ``failed``). Status: ``working`` → ``finished`` (end pose held, still stabilised).
 
 Robot-side only: :class:`~upright.envs.sensors.Sensors` and the robot's own model
 (:class:`~upright.baselines.kinematics.Kinematics`).
@@ -96,6 +97,8 @@ class SplineStandUp:
         self._q = np.zeros(len(names))  # scratch joint vector for the leg IK
         self._t0 = 0.0
         self._limp_since: float | None = None
+        #: While moving into the safe pose: (start time (s), joint angles at the start, safe pose).
+        self._safe_pose: tuple[float, np.ndarray, np.ndarray] | None = None
         self._stable_for = 0.0
         #: The stabiliser's last correction of the trunk goal (fused pitch, roll; rad).
         self.correction = np.zeros(2)
@@ -117,6 +120,7 @@ class SplineStandUp:
         self.tries += 1
         self._t0 = sensors.time
         self._limp_since = None
+        self._safe_pose = None
         self._stable_for = 0.0
         self._off_goal_since: float | None = None
         self._stabilizer.reset()
@@ -266,17 +270,37 @@ class SplineStandUp:
 
     def _limp(self, sensors: Sensors) -> np.ndarray:
         """Targets = measured angles (no servo torque but damping); after the limp phase, when the
-        robot rests, the next try starts (or the controller gives up)."""
+        robot rests, it moves into the safe pose (its lying keyframe) and the next try starts (or
+        the controller gives up)."""
         p = self.params
+        if self._safe_pose is not None:
+            return self._to_safe_pose(sensors)
         waited = sensors.time - self._limp_since
         resting = float(np.linalg.norm(sensors.gyro)) < p.rest_gyro
         if self.status == "waiting" and waited >= p.limp_time and (resting or waited >= p.max_limp_time):
             if self.tries >= p.max_tries:
                 self.status = "failed"
             else:
+                direction = lying_direction(sensors.fused, p.fall_angle)
+                if p.safe_pose_time > 0 and direction != "rise":
+                    pose = p.safe_pose_front if direction == "front" else p.safe_pose_back
+                    self._safe_pose = (sensors.time, np.array(sensors.joint_pos, dtype=float),
+                                       self.kin.keyframe_joints(pose))
+                    return self._to_safe_pose(sensors)
                 self._start(sensors)
                 return self.step(sensors)
         return self.kin.targets_from_joints(np.asarray(sensors.joint_pos, dtype=float))
+
+    def _to_safe_pose(self, sensors: Sensors) -> np.ndarray:
+        """Rest-to-rest quintic in joint space from the pose the limp phase ended in to the safe
+        pose, in ``safe_pose_time``; then the next try starts from there."""
+        since, start, goal = self._safe_pose
+        x = (sensors.time - since) / self.params.safe_pose_time
+        if x >= 1.0:
+            self._safe_pose = None
+            self._start(sensors)
+            return self.step(sensors)
+        return self.kin.targets_from_joints(start + smoothstep5(max(x, 0.0)) * (goal - start))
 
 
 def smoothstep5(x: np.ndarray | float) -> np.ndarray | float:

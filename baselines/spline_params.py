@@ -155,6 +155,12 @@ class SplineParams:
     max_limp_time: float
     #: Tries (the first one included) before giving up (status ``failed``).
     max_tries: int
+    #: After the limp phase the joints move into the safe pose in this time (s; 0: the next try
+    #: starts from the pose the robot fell into) ...
+    safe_pose_time: float
+    #: ... the robot's lying keyframe (MJCF key name) for lying prone (front) and supine (back).
+    safe_pose_front: str
+    safe_pose_back: str
 
     def with_(self, **changes: object) -> "SplineParams":
         """A copy with some parameters changed; unknown names raise ValueError."""

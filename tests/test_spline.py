@@ -149,8 +149,21 @@ def test_fail_safe_goes_limp_and_retries_in_the_new_direction() -> None:
     assert c.status == "waiting"  # limp phase not over
     c.step(_sensors(robot, t_fall + c.params.limp_time + 0.01, q_fallen, -1.5, gyro=1.0))
     assert c.status == "waiting"  # still moving
-    c.step(_sensors(robot, t_fall + c.params.limp_time + 0.02, q_fallen, -1.5))
+    t_rest = t_fall + c.params.limp_time + 0.02
+    targets = c.step(_sensors(robot, t_rest, q_fallen, -1.5))  # at rest: into the safe pose ...
+    assert (c.status, c.tries) == ("waiting", 1)
+    np.testing.assert_allclose(targets, q_fallen)
+    supine = c.kin.keyframe_joints(c.params.safe_pose_back)
+    targets = c.step(_sensors(robot, t_rest + c.params.safe_pose_time / 2, q_fallen, -1.5))
+    np.testing.assert_allclose(targets, c.kin.targets_from_joints(0.5 * (q_fallen + supine)))  # halfway
+    c.step(_sensors(robot, t_rest + c.params.safe_pose_time, supine, -1.5))  # ... then the next try
     assert (c.plan.direction, c.status, c.tries) == ("back", "working", 2)
+    off = SplineStandUp(robot, c.params.with_(safe_pose_time=0.0))  # without the safe pose: at once
+    off.reset(_sensors(robot, 0.0, q, 1.5), np.random.default_rng(0))
+    for t, pitch in ((off.plan.stabilize_from + 0.01, 1.5), (off.plan.stabilize_from + 0.01 + off.params.fall_time, 1.5)):
+        off.step(_sensors(robot, t, q_fallen, pitch))
+    off.step(_sensors(robot, t + off.params.limp_time + 0.01, q_fallen, -1.5))
+    assert (off.plan.direction, off.status, off.tries) == ("back", "working", 2)
 
 
 def test_fail_safe_gives_up_after_max_tries_and_can_be_switched_off() -> None:
