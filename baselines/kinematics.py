@@ -374,7 +374,7 @@ class Kinematics:
         if q.shape != (len(self.robot.joint_names),):
             raise ValueError(
                 f"joint vector must have shape ({len(self.robot.joint_names)},) for {self.robot.name}, got {q.shape}")
-        if not np.all(np.isfinite(q)):
+        if not np.isfinite(q).all():
             raise ValueError(f"joint vector contains non-finite values: {q}")
         return q
 

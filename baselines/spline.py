@@ -248,7 +248,8 @@ class SplineStandUp:
     def _fallen(self, trunk_goal: np.ndarray, sensors: Sensors) -> bool:
         """The trunk has been more than ``fall_angle`` off its goal fused pitch or roll for longer
         than ``fall_time`` (a dynamic push into the squat may pass through such errors briefly)."""
-        if np.abs(trunk_goal - sensors.fused[:2]).max() <= self.params.fall_angle:
+        fused = sensors.fused
+        if max(abs(trunk_goal[0] - fused[0]), abs(trunk_goal[1] - fused[1])) <= self.params.fall_angle:
             self._off_goal_since = None
             return False
         if self._off_goal_since is None:
@@ -361,6 +362,7 @@ class JointTrajectory:
         self.times, self.start, self._solve = times, start, solve
         self.joints, self.trunk = np.empty((n, joints)), np.zeros((n, 2))
         self.sensitivity, self.curvature = np.zeros((n, joints, 2)), np.zeros((n, joints, 2))
+        self._taylor = np.zeros((n, joints, 4))  # [sensitivity, curvature / 2] per sample
         self.reachable = np.ones(n, dtype=bool)
         #: Number of samples solved (samples 0 .. solved − 1).
         self.solved = 0
@@ -384,6 +386,7 @@ class JointTrajectory:
             self.trunk[k] = trunk
         if sensitivity is not None:
             self.sensitivity[k], self.curvature[k] = sensitivity, curvature
+            self._taylor[k] = np.hstack((sensitivity, 0.5 * curvature))
         self.reachable[k] = reachable
         self.solved += 1
 
@@ -426,10 +429,10 @@ class JointTrajectory:
     def correction_change(self, k: int, w: float, correction: np.ndarray) -> np.ndarray:
         """The joint angles' change (rad) for a trunk correction (fused pitch, roll; rad) at the
         weights of :meth:`weights`: second-order Taylor series per axis (the pitch-roll cross term
-        is neglected)."""
-        first = self.sensitivity[k] + w * (self.sensitivity[k + 1] - self.sensitivity[k])
-        second = self.curvature[k] + w * (self.curvature[k + 1] - self.curvature[k])
-        return first @ correction + 0.5 * (second @ (correction * correction))
+        is neglected), ``sensitivity @ c + ½ curvature @ c²`` at both samples, interpolated."""
+        v = np.concatenate((correction, correction * correction))
+        a = self._taylor[k] @ v
+        return a + w * (self._taylor[k + 1] @ v - a)
 
     def trunk_goal_at(self, k: int, w: float) -> np.ndarray:
         """The trunk's goal fused (pitch, roll) (rad) at the weights of :meth:`weights`."""
