@@ -361,7 +361,6 @@ class JointTrajectory:
             raise ValueError(f"a JointTrajectory needs at least 2 sample times, got {n}")
         self.times, self.start, self._solve = times, start, solve
         self.joints, self.trunk = np.empty((n, joints)), np.zeros((n, 2))
-        self.sensitivity, self.curvature = np.zeros((n, joints, 2)), np.zeros((n, joints, 2))
         self._taylor = np.zeros((n, joints, 4))  # [sensitivity, curvature / 2] per sample
         self.reachable = np.ones(n, dtype=bool)
         #: Number of samples solved (samples 0 .. solved − 1).
@@ -385,7 +384,6 @@ class JointTrajectory:
         if trunk is not None:
             self.trunk[k] = trunk
         if sensitivity is not None:
-            self.sensitivity[k], self.curvature[k] = sensitivity, curvature
             self._taylor[k] = np.hstack((sensitivity, 0.5 * curvature))
         self.reachable[k] = reachable
         self.solved += 1
@@ -419,12 +417,6 @@ class JointTrajectory:
         """Joint angles (rad) at the weights of :meth:`weights` (a new array)."""
         a = self.joints[k]
         return a + w * (self.joints[k + 1] - a)
-
-    def __call__(self, t: float) -> np.ndarray:
-        """Joint angles (rad) at ``t`` (a new array; solves the samples it needs)."""
-        k, w = self.weights(t)
-        self.ensure(k + 1)
-        return self.joints_at(k, w)
 
     def correction_change(self, k: int, w: float, correction: np.ndarray) -> np.ndarray:
         """The joint angles' change (rad) for a trunk correction (fused pitch, roll; rad) at the
