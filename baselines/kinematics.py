@@ -374,7 +374,7 @@ class Kinematics:
         if q.shape != (len(self.robot.joint_names),):
             raise ValueError(
                 f"joint vector must have shape ({len(self.robot.joint_names)},) for {self.robot.name}, got {q.shape}")
-        if not np.all(np.isfinite(q)):
+        if not np.isfinite(q).all():
             raise ValueError(f"joint vector contains non-finite values: {q}")
         return q
 
@@ -573,6 +573,22 @@ class Kinematics:
             q += jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
         return best, best_err
 
+    def leg_ik_near(self, side: str, pos: np.ndarray, R: np.ndarray, near: np.ndarray,
+                    steps: int = 8) -> tuple[np.ndarray, bool]:
+        """Leg angles (6,) for a sole goal close to the pose of the leg angles ``near`` (e.g. a
+        solution of :meth:`leg_ik` for a slightly different goal): damped Newton steps on the
+        sole-site Jacobian from ``near`` (:meth:`_polish`), cheaper than the closed form and on the
+        same branch. ``reachable``: converged (1e-6) and inside the joint ranges (the result is
+        clipped to them). Each leg on its own: not for NAO's shared HipYawPitch."""
+        leg = self.legs[check_side(side)]
+        p, rot = self._check_pose(pos, R)
+        start = np.asarray(near, dtype=float)
+        if start.shape != (6,) or not np.all(np.isfinite(start)):
+            raise ValueError(f"near must be six finite leg angles, got {near}")
+        q, residual = self._polish(leg, start, p, rot, steps=steps)
+        inside = bool(np.all(q >= leg.lower - 1e-12) and np.all(q <= leg.upper + 1e-12))
+        return np.clip(q, leg.lower, leg.upper), residual < 1e-6 and inside
+
     def leg_ik_given_first(self, side: str, pos: np.ndarray, R: np.ndarray, first: float) -> tuple[np.ndarray, bool]:
         """Leg IK of ``side`` with joint 0 (NAO HipYawPitch) fixed to ``first`` (rad).
 
@@ -642,7 +658,8 @@ class Kinematics:
     # ------------------------------------------------------------------ arm IK
     def arm_ik(self, side: str, hand_pos_in_shoulder_frame: np.ndarray, q0: np.ndarray, *,
                iterations: int = 40, damping: float = 0.01, tolerance: float = 1e-4,
-               max_step: float = 0.04, max_joint_step: float = 0.2, restarts: int = 0) -> np.ndarray:
+               max_step: float = 0.04, max_joint_step: float = 0.2, restarts: int = 0,
+               stall: float = 0.0) -> np.ndarray:
         """Arm angles (order :meth:`arm_joint_names`) that bring the hand point of ``side`` to a position.
 
         ``hand_pos_in_shoulder_frame`` (m) is relative to :meth:`shoulder_pose` (torso orientation).
@@ -651,7 +668,9 @@ class Kinematics:
         private model, position only: ``damping`` (m) the DLS damping; each step clipped to the
         joint ranges (a joint at a limit leaves the step while the step would push it further);
         the hand moves at most ``max_step`` (m) and each joint at most ``max_joint_step`` (rad)
-        per iteration; stops after ``iterations`` or within ``tolerance`` (m).
+        per iteration; stops after ``iterations``, within ``tolerance`` (m), or when an iteration
+        brings the hand less than ``stall`` (m) closer (an unreachable target: the hand creeps along
+        the boundary of the workspace; 0 = never).
 
         DLS is local: from ``q0`` it follows a smoothly moving target without branch jumps, but a
         far target across a joint limit can leave it in a local minimum. With ``restarts`` > 0 and
@@ -676,7 +695,7 @@ class Kinematics:
         ik_index = self.joint_index(arm.ik_joint_names)
         ids = [self.model.joint(j).id for j in arm.ik_joint_names]
         lower, upper = self.model.jnt_range[ids, 0], self.model.jnt_range[ids, 1]
-        settings = (iterations, damping, tolerance, max_step, max_joint_step)
+        settings = (iterations, damping, tolerance, max_step, max_joint_step, stall)
         best_error = self._arm_dls(side, target, full, ik_index, lower, upper, *settings)
         best = full[arm_index].copy()
         for i in range(restarts if best_error > 1e-3 else 0):
@@ -692,7 +711,7 @@ class Kinematics:
 
     def _arm_dls(self, side: str, target: np.ndarray, full: np.ndarray, ik_index: np.ndarray,
                  lower: np.ndarray, upper: np.ndarray, iterations: int, damping: float, tolerance: float,
-                 max_step: float, max_joint_step: float) -> float:
+                 max_step: float, max_joint_step: float, stall: float) -> float:
         """Run the DLS iteration on ``full`` in place; return the remaining hand error (m)."""
         m, d = self.model, self.data
         site = m.site(self.arms[side].hand_site).id
@@ -700,27 +719,33 @@ class Kinematics:
         lam2 = damping * damping * np.eye(3)
         full[ik_index] = np.clip(full[ik_index], lower, upper)
         self.set_joints(full)
+        adr = self._qadr[ik_index]  # the IK joints' qpos entries, written directly in the loop
+        previous = math.inf
         for _ in range(iterations):
             err = target - d.site_xpos[site]
-            size = float(np.linalg.norm(err))
-            if size < tolerance:
+            size = math.sqrt(float(err @ err))
+            if size < tolerance or previous - size < stall:
                 return size
+            previous = size
             if size > max_step:  # small Cartesian steps keep the linearisation valid
                 err *= max_step / size
             mujoco.mj_jacSite(m, d, self._jacp, None, site)
-            jac = self._jacp[:, dofs].copy()
+            jac = self._jacp[:, dofs]
             q = full[ik_index]
             step = jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
             # joints at a limit that the step pushes further out leave the step (active set)
             blocked = ((q <= lower) & (step < 0.0)) | ((q >= upper) & (step > 0.0))
-            if np.any(blocked):
+            if blocked.any():
                 jac[:, blocked] = 0.0
                 step = jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
-            biggest = float(np.max(np.abs(step)))
+            biggest = float(np.abs(step).max())
             if biggest > max_joint_step:  # near singular poses (straight arm) DLS steps can still be large
                 step *= max_joint_step / biggest
-            full[ik_index] = np.clip(q + step, lower, upper)
-            self.set_joints(full)
+            qpos = np.clip(q + step, lower, upper)
+            full[ik_index] = qpos
+            d.qpos[adr] = qpos
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)
         return float(np.linalg.norm(target - d.site_xpos[site]))
 
 

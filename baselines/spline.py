@@ -14,19 +14,25 @@ reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``.
    PID corrections of its fused pitch and roll (switch ``params.stabilizing``), which changes the
    right-foot goal and with it both legs.
 
-Computation: steps 1-2 are solved when a try starts, on a grid of ``ik_grid_period`` plus every
-knot time (a joint trajectory, linearly interpolated per control cycle); for the stabilised part the
-same solve also gives the legs' first and second derivatives with respect to the two corrections
-(central differences of the IK), so a control cycle costs an interpolation, the PID and a
-second-order Taylor step instead of IK calls.
+Computation: steps 1-2 are solved at samples spaced along the splines' paths
+(``ik_sample_distance``, ``ik_sample_angle``; :func:`sample_times`) plus every knot time (a
+:class:`JointTrajectory`), lazily: a try's start solves the first two samples, and each control
+cycle solves at most one sample ahead of the motion (more only when a knot interval is shorter than
+a cycle), so the IK cost is spread over the cycles. Between samples the joints are interpolated in
+the path parameter of their splines' quintic segments (the splines' timing is kept exactly). The
+arms' DLS starts from the previous sample and stops when it stalls (``arm_ik_stall``). For the
+stabilised part the same solve also gives the legs' first and second derivatives with respect to
+the two corrections (central differences of the IK), so a control cycle costs an interpolation, the
+PID and a second-order Taylor step instead of IK calls.
 The stabiliser keeps running after the motion ends (the end pose is held stabilised).
 
 Fail-safe (our addition; the thesis' discussion names its absence as the system's largest issue):
 from the squat on, and while standing afterwards, a trunk error (goal − measured fused pitch or
 roll) above ``fall_angle`` for ``fall_time`` means a fall: the controller stops the motion, goes limp (targets =
-measured angles, status ``waiting``) until the robot rests, and starts again in the direction it
-now lies in (fused pitch > 0: ``front``, else ``back``), at most ``max_tries`` times
-(then status ``failed``). Status: ``working`` → ``finished`` (end pose held, still stabilised).
+measured angles, status ``waiting``) until the robot rests, moves into the safe pose for the
+direction it now lies in (the robot's lying keyframe ``safe_pose_front``/``back``: the pose a try
+from the start position begins in, in ``safe_pose_time``) and starts again in that direction
+(fused pitch > 0: ``front``, else ``back``), at most ``max_tries`` times (then status ``failed``). Status: ``working`` → ``finished`` (end pose held, still stabilised).
 
 Robot-side only: :class:`~upright.envs.sensors.Sensors` and the robot's own model
 (:class:`~upright.baselines.kinematics.Kinematics`).
@@ -34,10 +40,12 @@ Robot-side only: :class:`~upright.envs.sensors.Sensors` and the robot's own mode
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from upright.baselines.kinematics import Kinematics
-from upright.baselines.spline_motion import EFFECTORS, Plan, plan_motion, pose_matrix, pose_vector
+from upright.baselines.spline_motion import EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector
 from upright.baselines.spline_params import SplineParams, load_params
 from upright.baselines.stabilizer import TrunkStabilizer
 from upright.envs.robots import RobotSpec
@@ -81,9 +89,16 @@ class SplineStandUp:
         self.tries = 0
         self._stabilizer = self._make_stabilizer()
         self.joint_goal = np.zeros(len(names))
-        self.trajectory: JointTrajectory | None = None
+        #: The current try's joint trajectories of the legs (with the trunk goal and the
+        #: stabiliser's sensitivities) and of both arms.
+        self.legs: JointTrajectory | None = None
+        self.arms: JointTrajectory | None = None
+        self._arms = np.concatenate([self._arm_index[s] for s in SIDES])
+        self._q = np.zeros(len(names))  # scratch joint vector for the leg IK
         self._t0 = 0.0
         self._limp_since: float | None = None
+        #: While moving into the safe pose: (start time (s), joint angles at the start, safe pose).
+        self._safe_pose: tuple[float, np.ndarray, np.ndarray] | None = None
         self._stable_for = 0.0
         #: The stabiliser's last correction of the trunk goal (fused pitch, roll; rad).
         self.correction = np.zeros(2)
@@ -105,14 +120,25 @@ class SplineStandUp:
         self.tries += 1
         self._t0 = sensors.time
         self._limp_since = None
+        self._safe_pose = None
         self._stable_for = 0.0
         self._off_goal_since: float | None = None
         self._stabilizer.reset()
         self.correction = np.zeros(2)
-        direction = lying_direction(sensors.fused, self.params.fall_angle)
-        self.plan = plan_motion(direction, self.params, self.measured_poses(sensors.joint_pos))
-        self.trajectory = self._precompute(self.plan, np.array(sensors.joint_pos, dtype=float))
-        self.joint_goal = self.trajectory.joints[0].copy()
+        p = self.params
+        direction = lying_direction(sensors.fused, p.fall_angle)
+        self.plan = plan = plan_motion(direction, p, self.measured_poses(sensors.joint_pos))
+        self._head_tilt = {"front": p.head_tilt_front, "back": p.head_tilt_back}.get(direction, p.head_tilt_final)
+        start = np.array(sensors.joint_pos, dtype=float)
+        period = self.robot.control_period
+        feet, hands = (plan.splines["r_foot"], plan.splines["l_foot"]), (plan.splines["l_hand"], plan.splines["r_hand"])
+        self.legs = JointTrajectory(sample_times(feet, p.ik_sample_distance, p.ik_sample_angle, period),
+                                    feet[0].times, start[self._leg_index], self._solve_legs_at)
+        # the arms' IK is position-only: their samples are spaced by distance alone
+        self.arms = JointTrajectory(sample_times(hands, p.arm_sample_distance, np.inf, period),
+                                    hands[0].times, start[self._arms], self._solve_arms_at)
+        self.joint_goal = start.copy()
+        self.joint_goal[self._pan] = 0.0
         self.status = "working"
 
     def foot_goals(self, t: float, correction: np.ndarray | None = None) -> dict[str, tuple]:
@@ -125,44 +151,56 @@ class SplineStandUp:
         l_rel_pos, l_rel_rot = pose_matrix(goals["l_foot"])
         return {"left": (r_pos + r_rot @ l_rel_pos, r_rot @ l_rel_rot), "right": (r_pos, r_rot)}
 
-    def _solve_legs(self, q: np.ndarray, feet: dict[str, tuple]) -> bool:
-        """Write the leg IK solution for ``feet`` into ``q``; whether both goals were reachable."""
+    def _leg_ik(self, feet: dict[str, tuple]) -> tuple[np.ndarray, bool]:
+        """Leg angles (order of the legs' columns) for ``feet``; whether both goals were reachable."""
         legs, reachable = self.kin.legs_ik(*feet["left"], *feet["right"])
-        q[self._leg_index] = [legs[j] for j in self._leg_joints]
-        return reachable
+        return np.array([legs[j] for j in self._leg_joints]), reachable
 
-    def _precompute(self, plan: Plan, q: np.ndarray) -> "JointTrajectory":
-        """The motion in joint space: IK of the spline goals on a grid of ``ik_grid_period`` (plus
-        every knot time), arms seeded with the previous grid point; from the squat on also the
-        legs' derivatives with respect to the stabiliser's corrections (central differences)."""
+    def _leg_ik_near(self, feet: dict[str, tuple], near: np.ndarray) -> np.ndarray:
+        """Leg angles for ``feet``, goals close to those of the leg angles ``near``: Newton steps
+        from ``near`` per leg (:meth:`~upright.baselines.kinematics.Kinematics.leg_ik_near`), or the
+        closed form where both legs share a joint (NAO's HipYawPitch)."""
+        if self.kin.shared_hip:
+            return self._leg_ik(feet)[0]
+        n = len(near) // 2
+        return np.concatenate([self.kin.leg_ik_near(side, *feet[side], near[i * n:(i + 1) * n])[0]
+                               for i, side in enumerate(SIDES)])
+
+    def _solve_legs_at(self, trajectory: JointTrajectory, k: int) -> None:
+        """Sample ``k`` of the legs: IK of the foot goals; from the squat on also the legs'
+        derivatives with respect to the stabiliser's corrections (central differences of the IK)."""
+        p, plan = self.params, self.plan
+        t = trajectory.times[k]
+        feet = self.foot_goals(t)
+        stabilised = p.stabilizing and t >= plan.stabilize_from
+        if k == 0 and not stabilised:  # the splines start at the measured poses
+            q, reachable = trajectory.start.copy(), True
+        else:
+            q, reachable = self._leg_ik(feet)
+        sensitivity, curvature = np.zeros((len(q), 2)), np.zeros((len(q), 2))
+        if stabilised:
+            h = SENSITIVITY_STEP
+            for axis in range(2):
+                plus = self._leg_ik_near(self.foot_goals(t, h * np.eye(2)[axis]), q)
+                minus = self._leg_ik_near(self.foot_goals(t, -h * np.eye(2)[axis]), q)
+                sensitivity[:, axis] = (plus - minus) / (2.0 * h)
+                curvature[:, axis] = (plus - 2.0 * q + minus) / (h * h)
+        trajectory.store(k, q, TrunkStabilizer.trunk_goal(feet["right"][1])[:2], sensitivity, curvature, reachable)
+
+    def _solve_arms_at(self, trajectory: JointTrajectory, k: int) -> None:
+        """Sample ``k`` of both arms: DLS IK of the hand positions, started from sample ``k − 1``."""
         p = self.params
-        knots = np.concatenate([spline.times for spline in plan.splines.values()])
-        times = np.union1d(np.arange(0.0, plan.duration, p.ik_grid_period), knots)
-        joints, trunk = np.empty((len(times), len(q))), np.empty((len(times), 2))
-        sensitivity, curvature = np.zeros((len(times), len(q), 2)), np.zeros((len(times), len(q), 2))
-        reachable = np.empty(len(times), dtype=bool)
-        head = {"front": p.head_tilt_front, "back": p.head_tilt_back}.get(plan.direction, p.head_tilt_final)
-        q = q.copy()
-        for k, t in enumerate(times):
-            goals = plan.poses(t)
-            feet = self.foot_goals(t)
-            reachable[k] = self._solve_legs(q, feet)
-            for side in SIDES:
-                idx = self._arm_index[side]
-                q[idx] = self.kin.arm_ik(side, goals[f"{side[0]}_hand"][:3], q[idx], damping=p.arm_ik_damping)
-            q[self._pan] = 0.0
-            q[self._tilt] = head if t < plan.head_zero_at else p.head_tilt_final
-            joints[k] = q
-            trunk[k] = TrunkStabilizer.trunk_goal(feet["right"][1])[:2]
-            if p.stabilizing and t >= plan.stabilize_from:
-                h = SENSITIVITY_STEP
-                for axis in range(2):
-                    plus, minus = q.copy(), q.copy()
-                    self._solve_legs(plus, self.foot_goals(t, h * np.eye(2)[axis]))
-                    self._solve_legs(minus, self.foot_goals(t, -h * np.eye(2)[axis]))
-                    sensitivity[k, :, axis] = (plus - minus) / (2.0 * h)
-                    curvature[k, :, axis] = (plus - 2.0 * q + minus) / (h * h)
-        return JointTrajectory(times, joints, trunk, sensitivity, curvature, reachable)
+        if k == 0:  # the splines start at the measured poses
+            trajectory.store(k, trajectory.start)
+            return
+        goals = self.plan.poses(trajectory.times[k])
+        q = trajectory.joints[k - 1].copy()
+        n = len(self._arm_index["left"])
+        for i, side in enumerate(SIDES):
+            q[i * n:(i + 1) * n] = self.kin.arm_ik(
+                side, goals[f"{side[0]}_hand"][:3], q[i * n:(i + 1) * n], damping=p.arm_ik_damping,
+                iterations=p.arm_ik_iterations, stall=p.arm_ik_stall)
+        trajectory.store(k, q)
 
     def measured_poses(self, joint_pos: np.ndarray) -> dict[str, np.ndarray]:
         """The effectors' current pose vectors in the splines' frames, from joint angles."""
@@ -185,19 +223,24 @@ class SplineStandUp:
         if self.status in ("waiting", "failed"):
             return self._limp(sensors)
         t = sensors.time - self._t0
-        trajectory = self.trajectory
+        legs = self.legs
         stabilising = t >= self.plan.stabilize_from
-        k, w = trajectory.weights(t)
-        trunk_goal = trajectory.trunk_goal_at(k, w)
+        k, w = legs.weights(t)
+        legs.advance(k)
+        trunk_goal = legs.trunk_goal_at(k, w)
         if stabilising and p.fail_safe and self._fallen(trunk_goal, sensors):
             self.status = "waiting"
             self._limp_since = sensors.time
             return self._limp(sensors)
-        q = trajectory.joints_at(k, w)
+        q = self.joint_goal
+        q[self._leg_index] = legs.joints_at(k, w)
         if stabilising and p.stabilizing:
             self.correction = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
-            q += trajectory.correction_change(k, w, self.correction)
-        self.joint_goal = q
+            q[self._leg_index] += legs.correction_change(k, w, self.correction)
+        ka, wa = self.arms.weights(t)
+        self.arms.advance(ka)
+        q[self._arms] = self.arms.joints_at(ka, wa)
+        q[self._tilt] = self._head_tilt if t < self.plan.head_zero_at else p.head_tilt_final
         if t >= self.plan.duration:
             self._update_finished(t - self.plan.duration)
         return self.kin.targets_from_joints(q)
@@ -205,7 +248,8 @@ class SplineStandUp:
     def _fallen(self, trunk_goal: np.ndarray, sensors: Sensors) -> bool:
         """The trunk has been more than ``fall_angle`` off its goal fused pitch or roll for longer
         than ``fall_time`` (a dynamic push into the squat may pass through such errors briefly)."""
-        if np.abs(trunk_goal - sensors.fused[:2]).max() <= self.params.fall_angle:
+        fused = sensors.fused
+        if max(abs(trunk_goal[0] - fused[0]), abs(trunk_goal[1] - fused[1])) <= self.params.fall_angle:
             self._off_goal_since = None
             return False
         if self._off_goal_since is None:
@@ -227,67 +271,164 @@ class SplineStandUp:
 
     def _limp(self, sensors: Sensors) -> np.ndarray:
         """Targets = measured angles (no servo torque but damping); after the limp phase, when the
-        robot rests, the next try starts (or the controller gives up)."""
+        robot rests, it moves into the safe pose (its lying keyframe) and the next try starts (or
+        the controller gives up)."""
         p = self.params
+        if self._safe_pose is not None:
+            return self._to_safe_pose(sensors)
         waited = sensors.time - self._limp_since
         resting = float(np.linalg.norm(sensors.gyro)) < p.rest_gyro
         if self.status == "waiting" and waited >= p.limp_time and (resting or waited >= p.max_limp_time):
             if self.tries >= p.max_tries:
                 self.status = "failed"
             else:
+                direction = lying_direction(sensors.fused, p.fall_angle)
+                if p.safe_pose_time > 0 and direction != "rise":
+                    pose = p.safe_pose_front if direction == "front" else p.safe_pose_back
+                    self._safe_pose = (sensors.time, np.array(sensors.joint_pos, dtype=float),
+                                       self.kin.keyframe_joints(pose))
+                    return self._to_safe_pose(sensors)
                 self._start(sensors)
                 return self.step(sensors)
         return self.kin.targets_from_joints(np.asarray(sensors.joint_pos, dtype=float))
 
+    def _to_safe_pose(self, sensors: Sensors) -> np.ndarray:
+        """Rest-to-rest quintic in joint space from the pose the limp phase ended in to the safe
+        pose, in ``safe_pose_time``; then the next try starts from there."""
+        since, start, goal = self._safe_pose
+        x = (sensors.time - since) / self.params.safe_pose_time
+        if x >= 1.0:
+            self._safe_pose = None
+            self._start(sensors)
+            return self.step(sensors)
+        return self.kin.targets_from_joints(start + smoothstep5(max(x, 0.0)) * (goal - start))
+
+
+def smoothstep5(x: np.ndarray | float) -> np.ndarray | float:
+    """The path parameter of a rest-to-rest quintic at normalised time ``x`` in [0, 1]:
+    ``10x³ − 15x⁴ + 6x⁵`` (zero velocity and acceleration at both ends)."""
+    return x * x * x * (10.0 + x * (-15.0 + 6.0 * x))
+
+
+_TAU = np.linspace(0.0, 1.0, 2001)
+_S = smoothstep5(_TAU)
+
+
+def sample_times(splines: tuple[PoseSpline, ...], distance: float, angle: float, min_interval: float) -> np.ndarray:
+    """Sample times (s) for the IK of the joints that ``splines`` (all with the same knot times)
+    drive: every knot, and inside each segment the times at which its path parameter is ``i / n``,
+    with ``n`` the smallest number of equal steps that moves no effector more than ``distance`` (m)
+    or turns it more than ``angle`` (rad) per step, so the samples lie evenly along the path, dense
+    where the poses change much; but no closer in time than ``min_interval`` (s; a control period:
+    a segment shorter than that, a jump, gets no inner samples)."""
+    if distance <= 0 or angle <= 0 or min_interval <= 0:
+        raise ValueError(f"sample spacing must be > 0, got distance {distance!r}, angle {angle!r}, "
+                         f"min_interval {min_interval!r}")
+    knots = splines[0].times
+    steps = np.zeros(len(knots) - 1)
+    for spline in splines:
+        change = np.abs(np.diff(spline.knots, axis=0))
+        steps = np.maximum(steps, np.maximum(change[:, :3].max(axis=1) / distance, change[:, 3:].max(axis=1) / angle))
+    steps = np.minimum(np.ceil(steps), np.floor(np.diff(knots) / min_interval))
+    times = [knots]
+    for a, b, n in zip(knots[:-1], knots[1:], steps.astype(int)):
+        if n > 1:
+            times.append(a + (b - a) * np.interp(np.arange(1, n) / n, _S, _TAU))
+    return np.unique(np.concatenate(times))
+
 
 class JointTrajectory:
-    """A try's precomputed motion sampled at ``times`` (s from the motion's start): joint angles
-    (rad, robot joint order), the trunk goal (fused pitch, roll; rad), the joints' first and second
-    derivatives with respect to the stabiliser's two corrections (central differences of the IK;
-    shape (n, joints, 2) each) and whether the leg IK reached the goals; linearly interpolated,
-    clamped to the sampled range."""
+    """A try's motion of some joints, solved lazily sample by sample.
 
-    def __init__(self, times: np.ndarray, joints: np.ndarray, trunk: np.ndarray, sensitivity: np.ndarray,
-                 curvature: np.ndarray, reachable: np.ndarray) -> None:
-        self.times, self.joints, self.trunk = times, joints, trunk
-        self.sensitivity, self.curvature, self.reachable = sensitivity, curvature, reachable
+    Samples at ``times`` (s from the motion's start, every knot among them) hold joint angles (rad,
+    the driven joints in the caller's order) and, for the legs, the trunk goal (fused pitch, roll;
+    rad), the joints' first and second derivatives with respect to the stabiliser's two corrections
+    (shape (joints, 2) each; zero before the squat) and whether the IK reached the goals.
+    ``solve(trajectory, k)`` fills sample ``k`` (:meth:`store`), in order; :meth:`advance` keeps the
+    samples just ahead of the motion solved, so the IK cost is spread over the control cycles
+    instead of paid when a try starts.
+
+    Between two samples the joints are interpolated linearly in the path parameter of the current
+    segment of their splines (``knots``; :func:`smoothstep5`): within a segment a pose spline moves
+    on a straight line in pose space with that time law, so the interpolation keeps the splines'
+    timing (rest at every knot) and only the path between samples is a chord. Times are clamped to
+    the sampled range.
+    """
+
+    def __init__(self, times: np.ndarray, knots: np.ndarray, start: np.ndarray, solve) -> None:
+        n, joints = len(times), len(start)
+        if n < 2:
+            raise ValueError(f"a JointTrajectory needs at least 2 sample times, got {n}")
+        self.times, self.start, self._solve = times, start, solve
+        self.joints, self.trunk = np.empty((n, joints)), np.zeros((n, 2))
+        self._taylor = np.zeros((n, joints, 4))  # [sensitivity, curvature / 2] per sample
+        self.reachable = np.ones(n, dtype=bool)
+        #: Number of samples solved (samples 0 .. solved − 1).
+        self.solved = 0
+        # per interval: the knot segment [a, b] containing it, and the path parameter at its ends
+        j = np.clip(np.searchsorted(knots, 0.5 * (times[:-1] + times[1:]), side="right") - 1, 0, len(knots) - 2)
+        self._a, self._span = knots[j], np.maximum(knots[j + 1] - knots[j], 1e-12)
+        s0 = smoothstep5(np.clip((times[:-1] - self._a) / self._span, 0.0, 1.0))
+        ds = smoothstep5(np.clip((times[1:] - self._a) / self._span, 0.0, 1.0)) - s0
+        # plain lists: a control cycle reads single entries (faster than numpy scalars)
+        self._lists = (times.tolist(), self._a.tolist(), self._span.tolist(), s0.tolist(), ds.tolist())
+        self.ensure(1)
+
+    def store(self, k: int, joints: np.ndarray, trunk: np.ndarray | None = None,
+              sensitivity: np.ndarray | None = None, curvature: np.ndarray | None = None,
+              reachable: bool = True) -> None:
+        """Record sample ``k`` (must be the next unsolved one); the optional parts stay zero/True."""
+        if k != self.solved:
+            raise ValueError(f"samples are solved in order: expected {self.solved}, got {k}")
+        self.joints[k] = joints
+        if trunk is not None:
+            self.trunk[k] = trunk
+        if sensitivity is not None:
+            self._taylor[k] = np.hstack((sensitivity, 0.5 * curvature))
+        self.reachable[k] = reachable
+        self.solved += 1
+
+    def ensure(self, k: int) -> None:
+        """Solve every sample up to ``k`` (clamped to the last)."""
+        while self.solved <= min(k, len(self.times) - 1):
+            self._solve(self, self.solved)
+
+    def advance(self, k: int, lookahead: int = 1) -> None:
+        """Before interpolating in interval ``k``: samples ``k`` and ``k + 1`` must be solved; then at
+        most one more sample is solved ahead, up to ``k + 1 + lookahead``."""
+        self.ensure(k + 1)
+        if self.solved <= min(k + 1 + lookahead, len(self.times) - 1):
+            self._solve(self, self.solved)
 
     def weights(self, t: float) -> tuple[int, float]:
-        """The sample ``k`` at or before ``t`` (s) and the weight ``w`` of sample ``k + 1``."""
-        n = len(self.times)
-        if n == 1:
-            return 0, 0.0
-        k = int(np.searchsorted(self.times, t, side="right")) - 1
+        """The interval ``k`` (samples ``k``, ``k + 1``) at ``t`` (s) and the weight of sample ``k + 1``."""
+        times, a, span, s0, ds = self._lists
+        k = bisect.bisect_right(times, t) - 1
         if k < 0:
             return 0, 0.0
-        if k >= n - 1:
-            return n - 2, 1.0
-        return k, (t - self.times[k]) / (self.times[k + 1] - self.times[k])
-
-    def _lerp(self, samples: np.ndarray, k: int, w: float) -> np.ndarray:
-        if len(self.times) == 1:
-            return samples[0].copy()
-        return (1.0 - w) * samples[k] + w * samples[k + 1]
+        if k >= len(times) - 1:
+            return len(times) - 2, 1.0
+        if ds[k] <= 1e-12:
+            return k, (t - times[k]) / (times[k + 1] - times[k])
+        x = min(max((t - a[k]) / span[k], 0.0), 1.0)
+        return k, (smoothstep5(x) - s0[k]) / ds[k]
 
     def joints_at(self, k: int, w: float) -> np.ndarray:
         """Joint angles (rad) at the weights of :meth:`weights` (a new array)."""
-        return self._lerp(self.joints, k, w)
-
-    def __call__(self, t: float) -> np.ndarray:
-        """Joint angles (rad) at ``t`` (a new array)."""
-        return self.joints_at(*self.weights(t))
+        a = self.joints[k]
+        return a + w * (self.joints[k + 1] - a)
 
     def correction_change(self, k: int, w: float, correction: np.ndarray) -> np.ndarray:
         """The joint angles' change (rad) for a trunk correction (fused pitch, roll; rad) at the
         weights of :meth:`weights`: second-order Taylor series per axis (the pitch-roll cross term
-        is neglected)."""
-        first = self._lerp(self.sensitivity, k, w)
-        second = self._lerp(self.curvature, k, w)
-        return first @ correction + 0.5 * (second @ (correction * correction))
+        is neglected), ``sensitivity @ c + ½ curvature @ c²`` at both samples, interpolated."""
+        v = np.concatenate((correction, correction * correction))
+        a = self._taylor[k] @ v
+        return a + w * (self._taylor[k + 1] @ v - a)
 
     def trunk_goal_at(self, k: int, w: float) -> np.ndarray:
         """The trunk's goal fused (pitch, roll) (rad) at the weights of :meth:`weights`."""
-        return self._lerp(self.trunk, k, w)
+        return self.trunk[k] + w * (self.trunk[k + 1] - self.trunk[k])
 
 
 def _unstabilized(robot: RobotSpec) -> SplineStandUp:

@@ -67,8 +67,6 @@ class PoseSpline:
         self.times = t
         self.knots = p
         self._poly = BPoly.from_derivatives(t, derivatives)
-        self._velocity = self._poly.derivative()
-        self._acceleration = self._velocity.derivative()
 
     @property
     def duration(self) -> float:
@@ -81,11 +79,11 @@ class PoseSpline:
 
     def velocity(self, t: float) -> np.ndarray:
         """First time derivative at ``t`` (m/s, rad/s)."""
-        return self._velocity(min(max(t, self.times[0]), self.times[-1]))
+        return self._poly.derivative()(min(max(t, self.times[0]), self.times[-1]))
 
     def acceleration(self, t: float) -> np.ndarray:
         """Second time derivative at ``t`` (m/s², rad/s²)."""
-        return self._acceleration(min(max(t, self.times[0]), self.times[-1]))
+        return self._poly.derivative(2)(min(max(t, self.times[0]), self.times[-1]))
 
 
 @dataclass(frozen=True)

@@ -44,13 +44,23 @@ class SplineParams:
     #: uses 0 (its hand frame differs); ours are the hand points of the standing keyframe.
     hand_walkready_x: float
     hand_walkready_y: float
-    #: Spacing (s) of the precomputed joint trajectory: the IK solves the unstabilised spline goals
-    #: on this grid (and at every knot) when a try starts; steps in between interpolate linearly.
-    #: From the squat on, the stabilised leg goals are solved every control cycle.
-    ik_grid_period: float
+    #: Spacing of the legs' joint trajectory samples along the foot splines' paths: at most this far
+    #: (m) and this much turned (rad) per foot from one sample to the next. The IK solves the
+    #: unstabilised spline goals at the samples (and at every knot), one sample ahead of the motion;
+    #: cycles in between interpolate in the splines' path parameter (see
+    #: :func:`~upright.baselines.spline.sample_times`, :class:`~upright.baselines.spline.JointTrajectory`).
+    ik_sample_distance: float
+    ik_sample_angle: float
+    #: The same for the hands (m; position only, the arms' IK ignores the hand orientation).
+    arm_sample_distance: float
     #: Damping (m) of the arms' damped-least-squares IK: larger = smaller, steadier steps through
     #: the arm's singular (stretched) configurations.
     arm_ik_damping: float
+    #: Most DLS iterations per arm and sample (each starts from the previous sample's solution).
+    arm_ik_iterations: int
+    #: The arm IK stops when an iteration brings the hand less than this closer (m): the target is
+    #: out of reach and the hand only creeps along the workspace boundary.
+    arm_ik_stall: float
     # -- front (prone) sequence, A.2 FRONT
     time_hands_side: float  #: s, arms stretched sideways
     time_hands_rotate: float  #: s, hands rotated
@@ -145,6 +155,12 @@ class SplineParams:
     max_limp_time: float
     #: Tries (the first one included) before giving up (status ``failed``).
     max_tries: int
+    #: After the limp phase the joints move into the safe pose in this time (s; 0: the next try
+    #: starts from the pose the robot fell into) ...
+    safe_pose_time: float
+    #: ... the robot's lying keyframe (MJCF key name) for lying prone (front) and supine (back).
+    safe_pose_front: str
+    safe_pose_back: str
 
     def with_(self, **changes: object) -> "SplineParams":
         """A copy with some parameters changed; unknown names raise ValueError."""

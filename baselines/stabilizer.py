@@ -104,8 +104,9 @@ class TrunkStabilizer:
     def correction(self, goal: np.ndarray, measured_fused: np.ndarray, dt: float) -> np.ndarray:
         """The PID corrections ``(pitch, roll)`` (rad) of the trunk goal ``goal`` = (fused pitch,
         fused roll) given the IMU's fused angles; ``dt``: control period (s)."""
-        self.error = np.array([goal[0] - measured_fused[0], goal[1] - measured_fused[1]])
-        return np.array([self.pitch(self.error[0], dt), self.roll(self.error[1], dt)])
+        pitch, roll = float(goal[0] - measured_fused[0]), float(goal[1] - measured_fused[1])
+        self.error = np.array((pitch, roll))
+        return np.array((self.pitch(pitch, dt), self.roll(roll, dt)))
 
     @staticmethod
     def apply(foot_pos: np.ndarray, foot_rot: np.ndarray, correction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
