@@ -45,7 +45,8 @@ import bisect
 import numpy as np
 
 from upright.baselines.kinematics import Kinematics
-from upright.baselines.spline_motion import EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector
+from upright.baselines.spline_motion import (EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector,
+                                             smoothstep5)
 from upright.baselines.spline_params import SplineParams, load_params
 from upright.baselines.stabilizer import TrunkStabilizer
 from upright.envs.robots import RobotSpec
@@ -144,11 +145,11 @@ class SplineStandUp:
     def foot_goals(self, t: float, correction: np.ndarray | None = None) -> dict[str, tuple]:
         """Both soles' goal poses ``side -> (pos, rot)`` in the torso frame at time ``t`` (s) of the
         current plan; with ``correction`` (fused pitch, roll; rad) the trunk goal turned by it."""
-        goals = self.plan.poses(t)
-        r_pos, r_rot = pose_matrix(goals["r_foot"])
+        splines = self.plan.splines
+        r_pos, r_rot = pose_matrix(splines["r_foot"](t))
         if correction is not None:
             r_pos, r_rot = TrunkStabilizer.apply(r_pos, r_rot, correction)
-        l_rel_pos, l_rel_rot = pose_matrix(goals["l_foot"])
+        l_rel_pos, l_rel_rot = pose_matrix(splines["l_foot"](t))
         return {"left": (r_pos + r_rot @ l_rel_pos, r_rot @ l_rel_rot), "right": (r_pos, r_rot)}
 
     def _leg_ik(self, feet: dict[str, tuple]) -> tuple[np.ndarray, bool]:
@@ -193,12 +194,12 @@ class SplineStandUp:
         if k == 0:  # the splines start at the measured poses
             trajectory.store(k, trajectory.start)
             return
-        goals = self.plan.poses(trajectory.times[k])
+        t = trajectory.times[k]
         q = trajectory.joints[k - 1].copy()
         n = len(self._arm_index["left"])
         for i, side in enumerate(SIDES):
             q[i * n:(i + 1) * n] = self.kin.arm_ik(
-                side, goals[f"{side[0]}_hand"][:3], q[i * n:(i + 1) * n], damping=p.arm_ik_damping,
+                side, self.plan.splines[f"{side[0]}_hand"](t)[:3], q[i * n:(i + 1) * n], damping=p.arm_ik_damping,
                 iterations=p.arm_ik_iterations, stall=p.arm_ik_stall)
         trajectory.store(k, q)
 
@@ -302,12 +303,6 @@ class SplineStandUp:
             self._start(sensors)
             return self.step(sensors)
         return self.kin.targets_from_joints(start + smoothstep5(max(x, 0.0)) * (goal - start))
-
-
-def smoothstep5(x: np.ndarray | float) -> np.ndarray | float:
-    """The path parameter of a rest-to-rest quintic at normalised time ``x`` in [0, 1]:
-    ``10x³ − 15x⁴ + 6x⁵`` (zero velocity and acceleration at both ends)."""
-    return x * x * x * (10.0 + x * (-15.0 + 6.0 * x))
 
 
 _TAU = np.linspace(0.0, 1.0, 2001)

@@ -35,6 +35,8 @@ def test_pose_spline_rests_at_knots_and_is_c2() -> None:
     mid = 0.5 * (times[1] + times[2])
     np.testing.assert_allclose(spline(mid), 0.5 * (poses[1] + poses[2]), atol=1e-9)
     np.testing.assert_allclose(spline(times[0] - 1.0), poses[0])  # clamped
+    for t in rng.uniform(times[0], times[-1], 50):  # the closed-form evaluation is the BPoly's quintic
+        np.testing.assert_allclose(spline(t), spline._poly(t), atol=1e-12)
     np.testing.assert_allclose(spline(times[-1] + 1.0), poses[-1])
 
 
