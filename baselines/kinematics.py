@@ -156,6 +156,18 @@ def split_rotation(rot: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     return x, y, z
 
 
+def pose_error(pos: np.ndarray, rot: np.ndarray, pos0: np.ndarray, rot0: np.ndarray,
+               out: np.ndarray | None = None) -> np.ndarray:
+    """The 6-vector from pose ``(pos0, rot0)`` to ``(pos, rot)``: position difference (m), then the
+    rotation vector (rad) of ``rot @ rot0.T`` (same frame as the positions); written into ``out``."""
+    err = np.empty(6) if out is None else out
+    err[:3] = pos - pos0
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, (rot @ rot0.T).ravel())
+    mujoco.mju_quat2Vel(err[3:], quat, 1.0)
+    return err
+
+
 def _closest_points(p1: np.ndarray, d1: np.ndarray, p2: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, float]:
     """Midpoint of the closest points of two non-parallel lines and their distance (m)."""
     w = p1 - p2
@@ -574,7 +586,6 @@ class Kinematics:
         """
         m, d = self.model, self.data
         q = q.copy()
-        quat = np.zeros(4)
         err = np.zeros(6)
         jac = np.empty((6, 6))
         lam2 = damping * damping * _EYE6
@@ -583,9 +594,7 @@ class Kinematics:
         for _ in range(steps + 1):
             d.qpos[leg.qpos_adr] = q
             mujoco.mj_kinematics(m, d)
-            err[:3] = pos - d.site_xpos[site]
-            mujoco.mju_mat2Quat(quat, (rot @ d.site_xmat[site].reshape(3, 3).T).ravel())
-            mujoco.mju_quat2Vel(err[3:], quat, 1.0)
+            pose_error(pos, rot, d.site_xpos[site], d.site_xmat[site].reshape(3, 3), err)
             size = float(np.abs(err).max())
             if size < best_err:
                 best, best_err = q, size
@@ -596,6 +605,17 @@ class Kinematics:
             jac[:3], jac[3:] = self._jacp[:, dofs], self._jacr[:, dofs]
             q = q + jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
         return best, best_err
+
+    def leg_jacobian(self, side: str, q: np.ndarray) -> np.ndarray:
+        """The sole site's Jacobian (6, 6) of leg ``side`` at its angles ``q`` (order
+        :meth:`leg_joint_names`): rows linear (m/rad) then angular velocity (rad/rad), torso frame."""
+        leg = self.legs[check_side(side)]
+        m, d = self.model, self.data
+        d.qpos[leg.qpos_adr] = q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+        mujoco.mj_jacSite(m, d, self._jacp, self._jacr, leg.sole_site)
+        return np.vstack((self._jacp[:, leg.dof_adr], self._jacr[:, leg.dof_adr]))
 
     def leg_ik_near(self, side: str, pos: np.ndarray, R: np.ndarray, near: np.ndarray,
                     steps: int = 8) -> tuple[np.ndarray, bool]:
@@ -859,5 +879,5 @@ class Kinematics:
         return float(np.linalg.norm(target - d.site_xpos[site]))
 
 
-__all__ = ["SIDES", "ArmChain", "Kinematics", "LegGeometry", "angle_about", "chain_data", "check_side", "rotation",
-           "solve_cos_sin", "split_rotation", "wrap"]
+__all__ = ["SIDES", "ArmChain", "Kinematics", "LegGeometry", "angle_about", "chain_data", "check_side", "pose_error",
+           "rotation", "solve_cos_sin", "split_rotation", "wrap"]

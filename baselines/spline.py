@@ -44,7 +44,7 @@ import bisect
 
 import numpy as np
 
-from upright.baselines.kinematics import Kinematics
+from upright.baselines.kinematics import Kinematics, pose_error
 from upright.baselines.spline_motion import (EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector,
                                              smoothstep5)
 from upright.baselines.spline_params import SplineParams, load_params
@@ -55,6 +55,9 @@ from upright.envs.sensors import Sensors
 SIDES = ("left", "right")
 #: Step (rad) of the finite differences that give the legs' sensitivity to trunk corrections.
 SENSITIVITY_STEP = 0.01
+#: Squared damping (m², rad²) of the first-order step that starts the Newton steps of the corrected
+#: leg goals (as the polish of :class:`~upright.baselines.kinematics.Kinematics`).
+LEG_DAMPING2 = 1e-8 * np.eye(6)
 
 
 def lying_direction(fused: np.ndarray, fall_angle: float) -> str:
@@ -157,15 +160,22 @@ class SplineStandUp:
         legs, reachable = self.kin.legs_ik(*feet["left"], *feet["right"])
         return np.array([legs[j] for j in self._leg_joints]), reachable
 
-    def _leg_ik_near(self, feet: dict[str, tuple], near: np.ndarray) -> np.ndarray:
-        """Leg angles for ``feet``, goals close to those of the leg angles ``near``: Newton steps
-        from ``near`` per leg (:meth:`~upright.baselines.kinematics.Kinematics.leg_ik_near`), or the
-        closed form where both legs share a joint (NAO's HipYawPitch)."""
+    def _leg_ik_near(self, feet: dict[str, tuple], q: np.ndarray, nominal: dict[str, tuple],
+                     jacobians: list[np.ndarray]) -> np.ndarray:
+        """Leg angles for ``feet``, goals close to ``nominal`` whose solution is ``q`` (both legs):
+        per leg a first-order step from ``q`` on its sole Jacobian at ``q`` (``jacobians``), then
+        Newton steps from there (:meth:`~upright.baselines.kinematics.Kinematics.leg_ik_near`, one
+        or two suffice); the closed form where both legs share a joint (NAO's HipYawPitch)."""
         if self.kin.shared_hip:
             return self._leg_ik(feet)[0]
-        n = len(near) // 2
-        return np.concatenate([self.kin.leg_ik_near(side, *feet[side], near[i * n:(i + 1) * n])[0]
-                               for i, side in enumerate(SIDES)])
+        n = len(q) // 2
+        out = []
+        for i, side in enumerate(SIDES):
+            jac, start = jacobians[i], q[i * n:(i + 1) * n]
+            guess = start + jac.T @ np.linalg.solve(jac @ jac.T + LEG_DAMPING2,
+                                                    pose_error(*feet[side], *nominal[side]))
+            out.append(self.kin.leg_ik_near(side, *feet[side], guess)[0])
+        return np.concatenate(out)
 
     def _solve_legs_at(self, trajectory: JointTrajectory, k: int) -> None:
         """Sample ``k`` of the legs: IK of the foot goals; from the squat on also the legs'
@@ -180,10 +190,12 @@ class SplineStandUp:
             q, reachable = self._leg_ik(feet)
         sensitivity, curvature = np.zeros((len(q), 2)), np.zeros((len(q), 2))
         if stabilised:
-            h = SENSITIVITY_STEP
+            h, n = SENSITIVITY_STEP, len(q) // 2
+            jacobians = [] if self.kin.shared_hip else [self.kin.leg_jacobian(side, q[i * n:(i + 1) * n])
+                                                        for i, side in enumerate(SIDES)]
             for axis in range(2):
-                plus = self._leg_ik_near(self.foot_goals(t, h * np.eye(2)[axis]), q)
-                minus = self._leg_ik_near(self.foot_goals(t, -h * np.eye(2)[axis]), q)
+                plus = self._leg_ik_near(self.foot_goals(t, h * np.eye(2)[axis]), q, feet, jacobians)
+                minus = self._leg_ik_near(self.foot_goals(t, -h * np.eye(2)[axis]), q, feet, jacobians)
                 sensitivity[:, axis] = (plus - minus) / (2.0 * h)
                 curvature[:, axis] = (plus - 2.0 * q + minus) / (h * h)
         trajectory.store(k, q, TrunkStabilizer.trunk_goal(feet["right"][1])[:2], sensitivity, curvature, reachable)
