@@ -98,6 +98,7 @@ class SplineStandUp:
         self.legs: JointTrajectory | None = None
         self.arms: JointTrajectory | None = None
         self._arms = np.concatenate([self._arm_index[s] for s in SIDES])
+        self._actuated = np.array(robot.actuated_joint_index)
         self._q = np.zeros(len(names))  # scratch joint vector for the leg IK
         self._t0 = 0.0
         self._limp_since: float | None = None
@@ -246,17 +247,18 @@ class SplineStandUp:
             self._limp_since = sensors.time
             return self._limp(sensors)
         q = self.joint_goal
-        q[self._leg_index] = legs.joints_at(k, w)
+        leg_q = legs.joints_at(k, w)
         if stabilising and p.stabilizing:
             self.correction = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
-            q[self._leg_index] += legs.correction_change(k, w, self.correction)
+            leg_q += legs.correction_change(k, w, self.correction)
+        q[self._leg_index] = leg_q
         ka, wa = self.arms.weights(t)
         self.arms.advance(ka)
         q[self._arms] = self.arms.joints_at(ka, wa)
         q[self._tilt] = self._head_tilt if t < self.plan.head_zero_at else p.head_tilt_final
         if t >= self.plan.duration:
             self._update_finished(t - self.plan.duration)
-        return self.kin.targets_from_joints(q)
+        return q[self._actuated]  # coupled joints follow their driver (Kinematics.targets_from_joints)
 
     def _fallen(self, trunk_goal: np.ndarray, sensors: Sensors) -> bool:
         """The trunk has been more than ``fall_angle`` off its goal fused pitch or roll for longer
@@ -275,7 +277,8 @@ class SplineStandUp:
         p = self.params
         if self.status == "finished":
             return
-        if np.all(np.abs(self._stabilizer.error) < p.stable_threshold):
+        error = self._stabilizer.error
+        if abs(error[0]) < p.stable_threshold and abs(error[1]) < p.stable_threshold:
             self._stable_for += self.robot.control_period
         else:
             self._stable_for = 0.0

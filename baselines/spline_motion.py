@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from functools import cached_property
 
+import mujoco
 import numpy as np
 from scipy.interpolate import BPoly
 from scipy.spatial.transform import Rotation
@@ -46,8 +48,12 @@ def pose_vector(pos: np.ndarray, rot: np.ndarray) -> np.ndarray:
 
 
 def pose_matrix(vec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Position (m) and rotation matrix of a pose vector ``(x, y, z, roll, pitch, yaw)``."""
-    return np.asarray(vec[:3], dtype=float), Rotation.from_euler("xyz", vec[3:6]).as_matrix()
+    """Position (m) and rotation matrix of a pose vector ``(x, y, z, roll, pitch, yaw)``
+    (MuJoCo's ``mju_euler2Quat`` with fixed axes ``XYZ``: SciPy's ``from_euler("xyz")``, ~10x cheaper)."""
+    quat, rot = np.empty(4), np.empty((3, 3))
+    mujoco.mju_euler2Quat(quat, np.asarray(vec[3:6], dtype=float), "XYZ")
+    mujoco.mju_quat2Mat(rot.ravel(), quat)
+    return np.asarray(vec[:3], dtype=float), rot
 
 
 class PoseSpline:
@@ -72,12 +78,17 @@ class PoseSpline:
             p[k, 3:] = p[k - 1, 3:] + np.angle(np.exp(1j * (p[k, 3:] - p[k - 1, 3:])))
         if len(t) == 1:  # a constant pose
             t, p = np.array([t[0], t[0] + MIN_SEGMENT]), np.vstack([p, p])
-        derivatives = np.zeros((len(t), 3, 6))
-        derivatives[:, 0, :] = p
         self.times = t
         self.knots = p
-        self._poly = BPoly.from_derivatives(t, derivatives)
         self._times = t.tolist()  # plain list: bisect on single evaluations
+
+    @cached_property
+    def _poly(self) -> BPoly:
+        """The piecewise quintic with zero velocity and acceleration at the knots, for the
+        derivatives (built on first use: the controller only evaluates poses)."""
+        derivatives = np.zeros((len(self.times), 3, 6))
+        derivatives[:, 0, :] = self.knots
+        return BPoly.from_derivatives(self.times, derivatives)
 
     @property
     def duration(self) -> float:

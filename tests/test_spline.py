@@ -8,7 +8,8 @@ from scipy.spatial.transform import Rotation
 
 from upright.baselines import make_controller
 from upright.baselines.spline import SplineStandUp, lying_direction
-from upright.baselines.spline_motion import DIRECTIONS, EFFECTORS, MIN_SEGMENT, PoseSpline, plan_motion
+from upright.baselines.spline_motion import (DIRECTIONS, EFFECTORS, MIN_SEGMENT, PoseSpline, plan_motion, pose_matrix,
+                                             pose_vector)
 from upright.baselines.spline_params import load_params
 from upright.baselines.stabilizer import TrunkStabilizer, fused_to_rotation, rotation_fused_angles
 from upright.envs.robots import get_robot
@@ -17,6 +18,14 @@ from upright.eval.runner import run_episodes
 
 
 # ---------------------------------------------------------------- splines
+def test_pose_matrix_is_fixed_axis_roll_pitch_yaw_and_inverts_pose_vector() -> None:
+    rng = np.random.default_rng(3)
+    for vec in rng.uniform(-1.5, 1.5, (20, 6)):
+        pos, rot = pose_matrix(vec)
+        np.testing.assert_allclose(rot, Rotation.from_euler("xyz", vec[3:]).as_matrix(), atol=1e-14)
+        np.testing.assert_allclose(pose_vector(pos, rot), vec, atol=1e-12)
+
+
 def test_pose_spline_rests_at_knots_and_is_c2() -> None:
     rng = np.random.default_rng(0)
     times = np.cumsum(rng.uniform(0.1, 0.5, 6)).tolist()
