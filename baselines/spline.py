@@ -16,9 +16,10 @@ reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``.
 
 Computation: steps 1-2 are solved at samples spaced along the splines' paths
 (``ik_sample_distance``, ``ik_sample_angle``; :func:`sample_times`) plus every knot time (a
-:class:`JointTrajectory`), lazily: a try's start solves the first two samples, and each control
-cycle solves at most one sample ahead of the motion (more only when a knot interval is shorter than
-a cycle), so the IK cost is spread over the cycles. Between samples the joints are interpolated in
+:class:`JointTrajectory`), lazily: a try's start only plans; each control cycle solves the samples
+its interpolation needs (the first cycle: sample 1, sample 0 being the measured pose; more only
+when a knot interval is shorter than a cycle) or else one sample ahead of the motion, so the IK
+cost is spread over the cycles. Between samples the joints are interpolated in
 the path parameter of their splines' quintic segments (the splines' timing is kept exactly). The
 arms' DLS starts from the previous sample and stops when it stalls (``arm_ik_stall``). For the
 stabilised part the same solve also gives the legs' first and second derivatives with respect to
@@ -382,7 +383,6 @@ class JointTrajectory:
         ds = smoothstep5(np.clip((times[1:] - self._a) / self._span, 0.0, 1.0)) - s0
         # plain lists: a control cycle reads single entries (faster than numpy scalars)
         self._lists = (times.tolist(), self._a.tolist(), self._span.tolist(), s0.tolist(), ds.tolist())
-        self.ensure(1)
 
     def store(self, k: int, joints: np.ndarray, trunk: np.ndarray | None = None,
               sensitivity: np.ndarray | None = None, curvature: np.ndarray | None = None,
@@ -404,10 +404,11 @@ class JointTrajectory:
             self._solve(self, self.solved)
 
     def advance(self, k: int, lookahead: int = 1) -> None:
-        """Before interpolating in interval ``k``: samples ``k`` and ``k + 1`` must be solved; then at
-        most one more sample is solved ahead, up to ``k + 1 + lookahead``."""
+        """Before interpolating in interval ``k``: samples ``k`` and ``k + 1`` must be solved; if
+        they already were, one more sample is solved ahead, up to ``k + 1 + lookahead``."""
+        solved = self.solved
         self.ensure(k + 1)
-        if self.solved <= min(k + 1 + lookahead, len(self.times) - 1):
+        if self.solved == solved and self.solved <= min(k + 1 + lookahead, len(self.times) - 1):
             self._solve(self, self.solved)
 
     def weights(self, t: float) -> tuple[int, float]:
