@@ -157,6 +157,16 @@ def split_rotation(rot: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     return x, y, z
 
 
+def solve_spd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``x`` with ``a x = b`` for a symmetric positive definite ``a`` (MuJoCo's Cholesky; on the
+    3-6 unknowns of the IK steps ~3x cheaper than ``np.linalg.solve``). ``a`` is not changed."""
+    factor = np.array(a, dtype=float)
+    mujoco.mju_cholFactor(factor, 1e-15)  # pivots floored (the IK matrices are damped: >= 1e-8)
+    x = np.empty(len(b))
+    mujoco.mju_cholSolve(x, factor, np.asarray(b, dtype=float))
+    return x
+
+
 def pose_error(pos: np.ndarray, rot: np.ndarray, pos0: np.ndarray, rot0: np.ndarray,
                out: np.ndarray | None = None) -> np.ndarray:
     """The 6-vector from pose ``(pos0, rot0)`` to ``(pos, rot)``: position difference (m), then the
@@ -607,7 +617,7 @@ class Kinematics:
             mujoco.mj_comPos(m, d)
             mujoco.mj_jacSite(m, d, self._jacp, self._jacr, site)
             jac[:3], jac[3:] = self._jacp[:, dofs], self._jacr[:, dofs]
-            q = q + jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
+            q = q + jac.T @ solve_spd(jac @ jac.T + lam2, err)
         return best, best_err
 
     def leg_jacobian(self, side: str, q: np.ndarray) -> np.ndarray:
@@ -865,12 +875,12 @@ class Kinematics:
             mujoco.mj_jacSite(m, d, self._jacp, None, site)
             jac = self._jacp[:, dofs]
             q = full[ik_index]
-            step = jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
+            step = jac.T @ solve_spd(jac @ jac.T + lam2, err)
             # joints at a limit that the step pushes further out leave the step (active set)
             blocked = ((q <= lower) & (step < 0.0)) | ((q >= upper) & (step > 0.0))
             if blocked.any():
                 jac[:, blocked] = 0.0
-                step = jac.T @ np.linalg.solve(jac @ jac.T + lam2, err)
+                step = jac.T @ solve_spd(jac @ jac.T + lam2, err)
             biggest = float(np.abs(step).max())
             if biggest > max_joint_step:  # near singular poses (straight arm) DLS steps can still be large
                 step *= max_joint_step / biggest
@@ -883,4 +893,4 @@ class Kinematics:
 
 
 __all__ = ["SIDES", "ArmChain", "Kinematics", "LegGeometry", "angle_about", "chain_data", "check_side", "pose_error",
-           "rotation", "solve_cos_sin", "split_rotation", "wrap"]
+           "rotation", "solve_cos_sin", "solve_spd", "split_rotation", "wrap"]

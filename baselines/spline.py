@@ -45,7 +45,7 @@ import bisect
 
 import numpy as np
 
-from upright.baselines.kinematics import Kinematics, pose_error
+from upright.baselines.kinematics import Kinematics, pose_error, solve_spd
 from upright.baselines.spline_motion import (EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector,
                                              smoothstep5)
 from upright.baselines.spline_params import SplineParams, load_params
@@ -174,7 +174,7 @@ class SplineStandUp:
         out = []
         for i, side in enumerate(SIDES):
             jac, start = jacobians[i], q[i * n:(i + 1) * n]
-            guess = start + jac.T @ np.linalg.solve(jac @ jac.T + LEG_DAMPING2,
+            guess = start + jac.T @ solve_spd(jac @ jac.T + LEG_DAMPING2,
                                                     pose_error(*feet[side], *nominal[side]))
             out.append(self.kin.leg_ik_near(side, *feet[side], guess)[0])
         return np.concatenate(out)

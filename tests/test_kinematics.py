@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from upright import Simulation
-from upright.baselines.kinematics import Kinematics, rotation, split_rotation
+from upright.baselines.kinematics import Kinematics, rotation, solve_spd, split_rotation
 from upright.envs.robots import get_robot
 
 POSES_PER_LEG = 250
@@ -353,3 +353,13 @@ def test_leg_ik_targets_move_the_simulated_robot_as_commanded(kin):
     assert abs(sim.torso_tilt() - tilt0) < 0.1
     for side in ("left", "right"):  # measured joint angles put the feet near the targets
         assert np.linalg.norm(kin.foot_pose(side, sensors.joint_pos)[0] - (feet[side][0] + up)) < 0.015
+
+
+def test_solve_spd_matches_numpy():
+    rng = np.random.default_rng(2)
+    for n in (3, 6):
+        j = rng.normal(size=(n, n))
+        a, b = j @ j.T + 1e-8 * np.eye(n), rng.normal(size=n)
+        kept = a.copy()
+        np.testing.assert_allclose(solve_spd(a, b), np.linalg.solve(a, b), rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(a, kept)
