@@ -248,11 +248,11 @@ class SplineStandUp:
             self._limp_since = sensors.time
             return self._limp(sensors)
         q = self.joint_goal
-        leg_q = legs.joints_at(k, w)
         if stabilising and p.stabilizing:
             self.correction = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
-            leg_q += legs.correction_change(k, w, self.correction)
-        q[self._leg_index] = leg_q
+            q[self._leg_index] = legs.joints_at(k, w, self.correction)
+        else:
+            q[self._leg_index] = legs.joints_at(k, w)
         ka, wa = self.arms.weights(t)
         self.arms.advance(ka)
         q[self._arms] = self.arms.joints_at(ka, wa)
@@ -371,8 +371,9 @@ class JointTrajectory:
         if n < 2:
             raise ValueError(f"a JointTrajectory needs at least 2 sample times, got {n}")
         self.times, self.start, self._solve = times, start, solve
-        self.joints, self.trunk = np.empty((n, joints)), np.zeros((n, 2))
-        self._taylor = np.zeros((n, joints, 4))  # [sensitivity, curvature / 2] per sample
+        # per sample and joint: [angle, sensitivity (pitch, roll), curvature / 2 (pitch, roll)]
+        self._table = np.zeros((n, joints, 5))
+        self.joints, self.trunk = self._table[:, :, 0], np.zeros((n, 2))
         self.reachable = np.ones(n, dtype=bool)
         #: Number of samples solved (samples 0 .. solved − 1).
         self.solved = 0
@@ -394,7 +395,8 @@ class JointTrajectory:
         if trunk is not None:
             self.trunk[k] = trunk
         if sensitivity is not None:
-            self._taylor[k] = np.hstack((sensitivity, 0.5 * curvature))
+            self._table[k, :, 1:3] = sensitivity
+            self._table[k, :, 3:5] = 0.5 * curvature
         self.reachable[k] = reachable
         self.solved += 1
 
@@ -424,18 +426,17 @@ class JointTrajectory:
         x = min(max((t - a[k]) / span[k], 0.0), 1.0)
         return k, (smoothstep5(x) - s0[k]) / ds[k]
 
-    def joints_at(self, k: int, w: float) -> np.ndarray:
-        """Joint angles (rad) at the weights of :meth:`weights` (a new array)."""
-        a = self.joints[k]
-        return a + w * (self.joints[k + 1] - a)
-
-    def correction_change(self, k: int, w: float, correction: np.ndarray) -> np.ndarray:
-        """The joint angles' change (rad) for a trunk correction (fused pitch, roll; rad) at the
-        weights of :meth:`weights`: second-order Taylor series per axis (the pitch-roll cross term
-        is neglected), ``sensitivity @ c + ½ curvature @ c²`` at both samples, interpolated."""
-        v = np.concatenate((correction, correction * correction))
-        a = self._taylor[k] @ v
-        return a + w * (self._taylor[k + 1] @ v - a)
+    def joints_at(self, k: int, w: float, correction: np.ndarray | None = None) -> np.ndarray:
+        """Joint angles (rad) at the weights of :meth:`weights` (a new array); with ``correction``
+        (trunk correction: fused pitch, roll; rad) plus their change for it: second-order Taylor
+        series per axis (the pitch-roll cross term is neglected), ``sensitivity @ c + ½ curvature
+        @ c²`` at both samples, interpolated (one product with the sample table)."""
+        if correction is None:
+            a = self.joints[k]
+            return a + w * (self.joints[k + 1] - a)
+        c0, c1 = float(correction[0]), float(correction[1])
+        a, b = self._table[k:k + 2] @ np.array((1.0, c0, c1, c0 * c0, c1 * c1))
+        return a + w * (b - a)
 
     def trunk_goal_at(self, k: int, w: float) -> np.ndarray:
         """The trunk's goal fused (pitch, roll) (rad) at the weights of :meth:`weights`."""

@@ -253,7 +253,7 @@ def test_leg_ik_output_meets_the_controllers_foot_goals(robot: str, start: str) 
         correction = min(corrections, key=lambda c_t: abs(c_t[0] - t))[1] if corrections else np.zeros(2)
         if t >= c.plan.stabilize_from and 0 < np.abs(correction).max() <= 0.25:
             interval, w = (k, 0.0) if k < len(legs.times) - 1 else (k - 1, 1.0)
-            q = legs.joints[k] + legs.correction_change(interval, w, correction)
+            q = legs.joints_at(interval, w, correction)
             pos_error, rot_error = errors(q, t, correction)
             assert pos_error < 1e-3 and rot_error < 0.01, (t, correction, pos_error, rot_error)
             corrected += 1
