@@ -7,8 +7,9 @@ reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``.
    the hands (relative to the shoulders), of the right sole (torso frame) and of the left sole
    (right-sole frame), starting from the measured poses.
 2. The left-foot goal is re-expressed in the torso frame; the legs get analytic IK (NAO: one shared
-   HipYawPitch), the arms damped-least-squares IK on the hand positions (3-DoF arms cannot reach a
-   full 6-D pose; the thesis allows approximate arm solutions). The head tilts out of the way
+   HipYawPitch), the arms position IK of the hands (3-DoF arms cannot reach a full 6-D pose; the
+   thesis allows approximate arm solutions): closed form, damped least squares where joint limits
+   bind (:meth:`~upright.baselines.kinematics.Kinematics.arm_ik`). The head tilts out of the way
    (``head_tilt_front``/``back``) until the head-zero instant.
 3. From the squat on, :class:`~upright.baselines.stabilizer.TrunkStabilizer` turns the trunk goal by
    PID corrections of its fused pitch and roll (switch ``params.stabilizing``), which changes the
@@ -21,10 +22,13 @@ its interpolation needs (the first cycle: sample 1, sample 0 being the measured 
 when a knot interval is shorter than a cycle) or else one sample ahead of the motion, so the IK
 cost is spread over the cycles. Between samples the joints are interpolated in
 the path parameter of their splines' quintic segments (the splines' timing is kept exactly). The
-arms' DLS starts from the previous sample and stops when it stalls (``arm_ik_stall``). For the
-stabilised part the same solve also gives the legs' first and second derivatives with respect to
-the two corrections (central differences of the IK), so a control cycle costs an interpolation, the
-PID and a second-order Taylor step instead of IK calls.
+arms' IK takes the closed-form solution nearest to the previous sample; its DLS fallback starts from
+the previous sample and stops when it stalls (``arm_ik_stall``). For the stabilised part the same
+solve also gives the legs' first and second derivatives with respect to the two corrections
+(central differences of the IK; for independent legs (Wolfgang) each corrected goal is solved by
+Newton steps from a first-order step on the sole Jacobian, for NAO's shared hip by the closed
+form), so a control cycle costs an interpolation with the PID's second-order Taylor step (one
+product with the sample table) instead of IK calls.
 The stabiliser keeps running after the motion ends (the end pose is held stabilised).
 
 Fail-safe (our addition; the thesis' discussion names its absence as the system's largest issue):
