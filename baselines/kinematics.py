@@ -34,8 +34,8 @@ way of sharing the joint.
 
 Arm IK (3 joints, hand position only): closed form where the shoulder pitch and roll axes meet at a
 right angle (both robots; the elbow from the shoulder-hand distance, then roll and pitch), the
-solution nearest to the start; targets out of its reach inside the joint ranges go to damped least
-squares on ``mj_jacSite`` of the private model.
+solution nearest to the start (out of reach: the closest point towards the target); where that
+leaves the joint ranges (a limit binds) damped least squares on ``mj_jacSite`` of the private model.
 """
 
 from __future__ import annotations
@@ -739,8 +739,9 @@ class Kinematics:
         from the model; both robots) the position IK is first solved analytically
         (:meth:`_arm_closed_form`): of its up to four solutions inside the joint ranges the one
         nearest to ``q0`` is returned, the solution DLS converges to from ``q0`` on a smoothly
-        moving target, without iterating. Targets it cannot reach inside the ranges, or only on
-        another branch (a joint more than ``ARM_BRANCH_JUMP`` from ``q0``), go to DLS.
+        moving target, without iterating (out of reach: the closest point towards the target).
+        Where no such solution lies inside the ranges (a joint limit binds), or only on another
+        branch (a joint more than ``ARM_BRANCH_JUMP`` from ``q0``), DLS runs.
         """
         arm = self.arms[check_side(side)]
         target = np.asarray(hand_pos_in_shoulder_frame, dtype=float)
@@ -812,6 +813,8 @@ class Kinematics:
         a1, a2, a3 = d.xaxis[i1].copy(), d.xaxis[i2].copy(), d.xaxis[i3].copy()
         elbow, hand = d.xanchor[i3].copy(), d.site_xpos[site].copy()
         w = target - center
+        if float(w @ w) < 1e-12:  # at the shoulder centre: no direction to point in
+            return None
         r = hand - elbow
         rp = r - (r @ a3) * a3  # the part of the forearm that the elbow turns
         c0 = elbow + (r @ a3) * a3 - center
