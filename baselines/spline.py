@@ -7,8 +7,9 @@ reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``.
    the hands (relative to the shoulders), of the right sole (torso frame) and of the left sole
    (right-sole frame), starting from the measured poses.
 2. The left-foot goal is re-expressed in the torso frame; the legs get analytic IK (NAO: one shared
-   HipYawPitch), the arms damped-least-squares IK on the hand positions (3-DoF arms cannot reach a
-   full 6-D pose; the thesis allows approximate arm solutions). The head tilts out of the way
+   HipYawPitch), the arms position IK of the hands (3-DoF arms cannot reach a full 6-D pose; the
+   thesis allows approximate arm solutions): closed form, damped least squares where joint limits
+   bind (:meth:`~upright.baselines.kinematics.Kinematics.arm_ik`). The head tilts out of the way
    (``head_tilt_front``/``back``) until the head-zero instant.
 3. From the squat on, :class:`~upright.baselines.stabilizer.TrunkStabilizer` turns the trunk goal by
    PID corrections of its fused pitch and roll (switch ``params.stabilizing``), which changes the
@@ -16,14 +17,18 @@ reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``.
 
 Computation: steps 1-2 are solved at samples spaced along the splines' paths
 (``ik_sample_distance``, ``ik_sample_angle``; :func:`sample_times`) plus every knot time (a
-:class:`JointTrajectory`), lazily: a try's start solves the first two samples, and each control
-cycle solves at most one sample ahead of the motion (more only when a knot interval is shorter than
-a cycle), so the IK cost is spread over the cycles. Between samples the joints are interpolated in
+:class:`JointTrajectory`), lazily: a try's start only plans; each control cycle solves the samples
+its interpolation needs (the first cycle: sample 1, sample 0 being the measured pose; more only
+when a knot interval is shorter than a cycle) or else one sample ahead of the motion, so the IK
+cost is spread over the cycles. Between samples the joints are interpolated in
 the path parameter of their splines' quintic segments (the splines' timing is kept exactly). The
-arms' DLS starts from the previous sample and stops when it stalls (``arm_ik_stall``). For the
-stabilised part the same solve also gives the legs' first and second derivatives with respect to
-the two corrections (central differences of the IK), so a control cycle costs an interpolation, the
-PID and a second-order Taylor step instead of IK calls.
+arms' IK takes the closed-form solution nearest to the previous sample; its DLS fallback starts from
+the previous sample and stops when it stalls (``arm_ik_stall``). For the stabilised part the same
+solve also gives the legs' first and second derivatives with respect to the two corrections
+(central differences of the IK; for independent legs (Wolfgang) each corrected goal is solved by
+Newton steps from a first-order step on the sole Jacobian, for NAO's shared hip by the closed
+form), so a control cycle costs an interpolation with the PID's second-order Taylor step (one
+product with the sample table) instead of IK calls.
 The stabiliser keeps running after the motion ends (the end pose is held stabilised).
 
 Fail-safe (our addition; the thesis' discussion names its absence as the system's largest issue):
@@ -44,8 +49,9 @@ import bisect
 
 import numpy as np
 
-from upright.baselines.kinematics import Kinematics
-from upright.baselines.spline_motion import EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector
+from upright.baselines.kinematics import Kinematics, pose_error, solve_spd
+from upright.baselines.spline_motion import (EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector,
+                                             smoothstep5)
 from upright.baselines.spline_params import SplineParams, load_params
 from upright.baselines.stabilizer import TrunkStabilizer
 from upright.envs.robots import RobotSpec
@@ -54,6 +60,9 @@ from upright.envs.sensors import Sensors
 SIDES = ("left", "right")
 #: Step (rad) of the finite differences that give the legs' sensitivity to trunk corrections.
 SENSITIVITY_STEP = 0.01
+#: Squared damping (m², rad²) of the first-order step that starts the Newton steps of the corrected
+#: leg goals (as the polish of :class:`~upright.baselines.kinematics.Kinematics`).
+LEG_DAMPING2 = 1e-8 * np.eye(6)
 
 
 def lying_direction(fused: np.ndarray, fall_angle: float) -> str:
@@ -94,6 +103,7 @@ class SplineStandUp:
         self.legs: JointTrajectory | None = None
         self.arms: JointTrajectory | None = None
         self._arms = np.concatenate([self._arm_index[s] for s in SIDES])
+        self._actuated = np.array(robot.actuated_joint_index)
         self._q = np.zeros(len(names))  # scratch joint vector for the leg IK
         self._t0 = 0.0
         self._limp_since: float | None = None
@@ -144,11 +154,11 @@ class SplineStandUp:
     def foot_goals(self, t: float, correction: np.ndarray | None = None) -> dict[str, tuple]:
         """Both soles' goal poses ``side -> (pos, rot)`` in the torso frame at time ``t`` (s) of the
         current plan; with ``correction`` (fused pitch, roll; rad) the trunk goal turned by it."""
-        goals = self.plan.poses(t)
-        r_pos, r_rot = pose_matrix(goals["r_foot"])
+        splines = self.plan.splines
+        r_pos, r_rot = pose_matrix(splines["r_foot"](t))
         if correction is not None:
             r_pos, r_rot = TrunkStabilizer.apply(r_pos, r_rot, correction)
-        l_rel_pos, l_rel_rot = pose_matrix(goals["l_foot"])
+        l_rel_pos, l_rel_rot = pose_matrix(splines["l_foot"](t))
         return {"left": (r_pos + r_rot @ l_rel_pos, r_rot @ l_rel_rot), "right": (r_pos, r_rot)}
 
     def _leg_ik(self, feet: dict[str, tuple]) -> tuple[np.ndarray, bool]:
@@ -156,15 +166,22 @@ class SplineStandUp:
         legs, reachable = self.kin.legs_ik(*feet["left"], *feet["right"])
         return np.array([legs[j] for j in self._leg_joints]), reachable
 
-    def _leg_ik_near(self, feet: dict[str, tuple], near: np.ndarray) -> np.ndarray:
-        """Leg angles for ``feet``, goals close to those of the leg angles ``near``: Newton steps
-        from ``near`` per leg (:meth:`~upright.baselines.kinematics.Kinematics.leg_ik_near`), or the
-        closed form where both legs share a joint (NAO's HipYawPitch)."""
+    def _leg_ik_near(self, feet: dict[str, tuple], q: np.ndarray, nominal: dict[str, tuple],
+                     jacobians: list[np.ndarray]) -> np.ndarray:
+        """Leg angles for ``feet``, goals close to ``nominal`` whose solution is ``q`` (both legs):
+        per leg a first-order step from ``q`` on its sole Jacobian at ``q`` (``jacobians``), then
+        Newton steps from there (:meth:`~upright.baselines.kinematics.Kinematics.leg_ik_near`, one
+        or two suffice); the closed form where both legs share a joint (NAO's HipYawPitch)."""
         if self.kin.shared_hip:
             return self._leg_ik(feet)[0]
-        n = len(near) // 2
-        return np.concatenate([self.kin.leg_ik_near(side, *feet[side], near[i * n:(i + 1) * n])[0]
-                               for i, side in enumerate(SIDES)])
+        n = len(q) // 2
+        out = []
+        for i, side in enumerate(SIDES):
+            jac, start = jacobians[i], q[i * n:(i + 1) * n]
+            guess = start + jac.T @ solve_spd(jac @ jac.T + LEG_DAMPING2,
+                                                    pose_error(*feet[side], *nominal[side]))
+            out.append(self.kin.leg_ik_near(side, *feet[side], guess)[0])
+        return np.concatenate(out)
 
     def _solve_legs_at(self, trajectory: JointTrajectory, k: int) -> None:
         """Sample ``k`` of the legs: IK of the foot goals; from the squat on also the legs'
@@ -179,10 +196,12 @@ class SplineStandUp:
             q, reachable = self._leg_ik(feet)
         sensitivity, curvature = np.zeros((len(q), 2)), np.zeros((len(q), 2))
         if stabilised:
-            h = SENSITIVITY_STEP
+            h, n = SENSITIVITY_STEP, len(q) // 2
+            jacobians = [] if self.kin.shared_hip else [self.kin.leg_jacobian(side, q[i * n:(i + 1) * n])
+                                                        for i, side in enumerate(SIDES)]
             for axis in range(2):
-                plus = self._leg_ik_near(self.foot_goals(t, h * np.eye(2)[axis]), q)
-                minus = self._leg_ik_near(self.foot_goals(t, -h * np.eye(2)[axis]), q)
+                plus = self._leg_ik_near(self.foot_goals(t, h * np.eye(2)[axis]), q, feet, jacobians)
+                minus = self._leg_ik_near(self.foot_goals(t, -h * np.eye(2)[axis]), q, feet, jacobians)
                 sensitivity[:, axis] = (plus - minus) / (2.0 * h)
                 curvature[:, axis] = (plus - 2.0 * q + minus) / (h * h)
         trajectory.store(k, q, TrunkStabilizer.trunk_goal(feet["right"][1])[:2], sensitivity, curvature, reachable)
@@ -193,12 +212,12 @@ class SplineStandUp:
         if k == 0:  # the splines start at the measured poses
             trajectory.store(k, trajectory.start)
             return
-        goals = self.plan.poses(trajectory.times[k])
+        t = trajectory.times[k]
         q = trajectory.joints[k - 1].copy()
         n = len(self._arm_index["left"])
         for i, side in enumerate(SIDES):
             q[i * n:(i + 1) * n] = self.kin.arm_ik(
-                side, goals[f"{side[0]}_hand"][:3], q[i * n:(i + 1) * n], damping=p.arm_ik_damping,
+                side, self.plan.splines[f"{side[0]}_hand"](t)[:3], q[i * n:(i + 1) * n], damping=p.arm_ik_damping,
                 iterations=p.arm_ik_iterations, stall=p.arm_ik_stall)
         trajectory.store(k, q)
 
@@ -233,17 +252,18 @@ class SplineStandUp:
             self._limp_since = sensors.time
             return self._limp(sensors)
         q = self.joint_goal
-        q[self._leg_index] = legs.joints_at(k, w)
         if stabilising and p.stabilizing:
             self.correction = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
-            q[self._leg_index] += legs.correction_change(k, w, self.correction)
+            q[self._leg_index] = legs.joints_at(k, w, self.correction)
+        else:
+            q[self._leg_index] = legs.joints_at(k, w)
         ka, wa = self.arms.weights(t)
         self.arms.advance(ka)
         q[self._arms] = self.arms.joints_at(ka, wa)
         q[self._tilt] = self._head_tilt if t < self.plan.head_zero_at else p.head_tilt_final
         if t >= self.plan.duration:
             self._update_finished(t - self.plan.duration)
-        return self.kin.targets_from_joints(q)
+        return q[self._actuated]  # coupled joints follow their driver (Kinematics.targets_from_joints)
 
     def _fallen(self, trunk_goal: np.ndarray, sensors: Sensors) -> bool:
         """The trunk has been more than ``fall_angle`` off its goal fused pitch or roll for longer
@@ -262,7 +282,8 @@ class SplineStandUp:
         p = self.params
         if self.status == "finished":
             return
-        if np.all(np.abs(self._stabilizer.error) < p.stable_threshold):
+        error = self._stabilizer.error
+        if abs(error[0]) < p.stable_threshold and abs(error[1]) < p.stable_threshold:
             self._stable_for += self.robot.control_period
         else:
             self._stable_for = 0.0
@@ -302,12 +323,6 @@ class SplineStandUp:
             self._start(sensors)
             return self.step(sensors)
         return self.kin.targets_from_joints(start + smoothstep5(max(x, 0.0)) * (goal - start))
-
-
-def smoothstep5(x: np.ndarray | float) -> np.ndarray | float:
-    """The path parameter of a rest-to-rest quintic at normalised time ``x`` in [0, 1]:
-    ``10x³ − 15x⁴ + 6x⁵`` (zero velocity and acceleration at both ends)."""
-    return x * x * x * (10.0 + x * (-15.0 + 6.0 * x))
 
 
 _TAU = np.linspace(0.0, 1.0, 2001)
@@ -360,8 +375,9 @@ class JointTrajectory:
         if n < 2:
             raise ValueError(f"a JointTrajectory needs at least 2 sample times, got {n}")
         self.times, self.start, self._solve = times, start, solve
-        self.joints, self.trunk = np.empty((n, joints)), np.zeros((n, 2))
-        self._taylor = np.zeros((n, joints, 4))  # [sensitivity, curvature / 2] per sample
+        # per sample and joint: [angle, sensitivity (pitch, roll), curvature / 2 (pitch, roll)]
+        self._table = np.zeros((n, joints, 5))
+        self.joints, self.trunk = self._table[:, :, 0], np.zeros((n, 2))
         self.reachable = np.ones(n, dtype=bool)
         #: Number of samples solved (samples 0 .. solved − 1).
         self.solved = 0
@@ -372,7 +388,6 @@ class JointTrajectory:
         ds = smoothstep5(np.clip((times[1:] - self._a) / self._span, 0.0, 1.0)) - s0
         # plain lists: a control cycle reads single entries (faster than numpy scalars)
         self._lists = (times.tolist(), self._a.tolist(), self._span.tolist(), s0.tolist(), ds.tolist())
-        self.ensure(1)
 
     def store(self, k: int, joints: np.ndarray, trunk: np.ndarray | None = None,
               sensitivity: np.ndarray | None = None, curvature: np.ndarray | None = None,
@@ -384,7 +399,8 @@ class JointTrajectory:
         if trunk is not None:
             self.trunk[k] = trunk
         if sensitivity is not None:
-            self._taylor[k] = np.hstack((sensitivity, 0.5 * curvature))
+            self._table[k, :, 1:3] = sensitivity
+            self._table[k, :, 3:5] = 0.5 * curvature
         self.reachable[k] = reachable
         self.solved += 1
 
@@ -394,10 +410,11 @@ class JointTrajectory:
             self._solve(self, self.solved)
 
     def advance(self, k: int, lookahead: int = 1) -> None:
-        """Before interpolating in interval ``k``: samples ``k`` and ``k + 1`` must be solved; then at
-        most one more sample is solved ahead, up to ``k + 1 + lookahead``."""
+        """Before interpolating in interval ``k``: samples ``k`` and ``k + 1`` must be solved; if
+        they already were, one more sample is solved ahead, up to ``k + 1 + lookahead``."""
+        solved = self.solved
         self.ensure(k + 1)
-        if self.solved <= min(k + 1 + lookahead, len(self.times) - 1):
+        if self.solved == solved and self.solved <= min(k + 1 + lookahead, len(self.times) - 1):
             self._solve(self, self.solved)
 
     def weights(self, t: float) -> tuple[int, float]:
@@ -413,18 +430,17 @@ class JointTrajectory:
         x = min(max((t - a[k]) / span[k], 0.0), 1.0)
         return k, (smoothstep5(x) - s0[k]) / ds[k]
 
-    def joints_at(self, k: int, w: float) -> np.ndarray:
-        """Joint angles (rad) at the weights of :meth:`weights` (a new array)."""
-        a = self.joints[k]
-        return a + w * (self.joints[k + 1] - a)
-
-    def correction_change(self, k: int, w: float, correction: np.ndarray) -> np.ndarray:
-        """The joint angles' change (rad) for a trunk correction (fused pitch, roll; rad) at the
-        weights of :meth:`weights`: second-order Taylor series per axis (the pitch-roll cross term
-        is neglected), ``sensitivity @ c + ½ curvature @ c²`` at both samples, interpolated."""
-        v = np.concatenate((correction, correction * correction))
-        a = self._taylor[k] @ v
-        return a + w * (self._taylor[k + 1] @ v - a)
+    def joints_at(self, k: int, w: float, correction: np.ndarray | None = None) -> np.ndarray:
+        """Joint angles (rad) at the weights of :meth:`weights` (a new array); with ``correction``
+        (trunk correction: fused pitch, roll; rad) plus their change for it: second-order Taylor
+        series per axis (the pitch-roll cross term is neglected), ``sensitivity @ c + ½ curvature
+        @ c²`` at both samples, interpolated (one product with the sample table)."""
+        if correction is None:
+            a = self.joints[k]
+            return a + w * (self.joints[k + 1] - a)
+        c0, c1 = float(correction[0]), float(correction[1])
+        a, b = self._table[k:k + 2] @ np.array((1.0, c0, c1, c0 * c0, c1 * c1))
+        return a + w * (b - a)
 
     def trunk_goal_at(self, k: int, w: float) -> np.ndarray:
         """The trunk's goal fused (pitch, roll) (rad) at the weights of :meth:`weights`."""

@@ -53,8 +53,9 @@ class SplineParams:
     ik_sample_angle: float
     #: The same for the hands (m; position only, the arms' IK ignores the hand orientation).
     arm_sample_distance: float
-    #: Damping (m) of the arms' damped-least-squares IK: larger = smaller, steadier steps through
-    #: the arm's singular (stretched) configurations.
+    #: Damping (m) of the arms' damped-least-squares IK (used where the closed-form arm IK finds no
+    #: solution inside the joint ranges near the previous sample): larger = smaller, steadier steps
+    #: through the arm's singular (stretched) configurations.
     arm_ik_damping: float
     #: Most DLS iterations per arm and sample (each starts from the previous sample's solution).
     arm_ik_iterations: int

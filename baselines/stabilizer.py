@@ -16,6 +16,8 @@ for the same behaviour in their frame conventions.)
 
 from __future__ import annotations
 
+import math
+
 import mujoco
 import numpy as np
 
@@ -34,21 +36,21 @@ def fused_to_rotation(pitch: float, roll: float, yaw: float, hemisphere: float) 
     :func:`~upright.envs.sensors.fused_angles`): ``R = Rz(yaw) · tilt``, where the tilt turns about
     a horizontal axis and maps the world's z axis seen from the body, ``(−sin pitch, sin roll, ±c)``,
     onto ``z``. Pitch and roll whose sines square to more than 1 are scaled back onto that circle."""
-    sp, sr = np.sin(pitch), np.sin(roll)
+    sp, sr = math.sin(pitch), math.sin(roll)
     s2 = sp * sp + sr * sr
     if s2 > 1.0:
-        sp, sr, s2 = sp / np.sqrt(s2), sr / np.sqrt(s2), 1.0
-    z_body = np.array([-sp, sr, (1.0 if hemisphere >= 0 else -1.0) * np.sqrt(1.0 - s2)])
-    axis = np.cross(z_body, [0.0, 0.0, 1.0])
-    norm = np.linalg.norm(axis)
+        scale = 1.0 / math.sqrt(s2)
+        sp, sr, s2 = sp * scale, sr * scale, 1.0
+    cz = (1.0 if hemisphere >= 0 else -1.0) * math.sqrt(1.0 - s2)
+    norm = math.hypot(sr, sp)  # |z_body × z| with z_body = (−sin pitch, sin roll, ±c)
     tilt = np.eye(3)
     if norm > 1e-12:
         quat = np.empty(4)
-        mujoco.mju_axisAngle2Quat(quat, axis / norm, float(np.arccos(np.clip(z_body[2], -1.0, 1.0))))
+        mujoco.mju_axisAngle2Quat(quat, np.array((sr / norm, sp / norm, 0.0)), math.acos(min(max(cz, -1.0), 1.0)))
         mujoco.mju_quat2Mat(tilt.ravel(), quat)
-    elif z_body[2] < 0:
+    elif cz < 0:
         tilt = np.diag([1.0, -1.0, -1.0])
-    c, s = np.cos(yaw), np.sin(yaw)
+    c, s = math.cos(yaw), math.sin(yaw)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) @ tilt
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from upright import Simulation
-from upright.baselines.kinematics import Kinematics, rotation, split_rotation
+from upright.baselines.kinematics import Kinematics, rotation, solve_spd, split_rotation
 from upright.envs.robots import get_robot
 
 POSES_PER_LEG = 250
@@ -260,6 +260,39 @@ def test_arm_ik_reaches_random_reachable_hand_positions(kin, side):
     assert max(errors) < 3e-3, sorted(errors)[-3:]
 
 
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_arm_closed_form_matches_dls_and_is_exact(kin, side):
+    """The closed-form arm IK (both robots' shoulder axes meet) reaches reachable targets exactly and
+    gives the solution that DLS converges to from a nearby start; out of reach, the closest point."""
+    assert kin._arm_center[side] is not None
+    rng = np.random.default_rng(5)
+    m = kin.model
+    arm = kin.arms[side]
+    ik = kin.joint_index(arm.ik_joint_names)
+    in_arm = [arm.joint_names.index(j) for j in arm.ik_joint_names]
+    lo, hi = m.jnt_range[[m.joint(j).id for j in arm.ik_joint_names]].T
+    base = _standing(kin)
+    shoulder, _ = kin.shoulder_pose(side)
+    for _ in range(40):
+        q = base.copy()
+        q[ik] = rng.uniform(lo + 0.2, hi - 0.2)
+        hand, _ = kin.hand_pose(side, q)
+        start = q.copy()
+        start[ik] += rng.uniform(-0.1, 0.1, 3)
+        closed = kin.arm_ik(side, hand - shoulder, start)
+        np.testing.assert_allclose(kin.hand_pose(side, kin.with_joints(start, dict(zip(arm.joint_names, closed))))[0],
+                                   hand, atol=1e-9)
+        dls = kin.arm_ik(side, hand - shoulder, start, closed_form=False, iterations=200, tolerance=1e-7)
+        np.testing.assert_allclose(closed[in_arm], dls[in_arm], atol=1e-3)
+    # far out of reach, straight ahead of the shoulder: the hand stops at the closest point it reaches
+    far = np.array([1.0, 0.0, 0.0])
+    closed = kin.arm_ik(side, far, base)
+    dls = kin.arm_ik(side, far, base, closed_form=False, iterations=400)
+    reached = [kin.hand_pose(side, kin.with_joints(base, dict(zip(arm.joint_names, a))))[0] - shoulder
+               for a in (closed, dls)]
+    assert np.linalg.norm(reached[0] - far) <= np.linalg.norm(reached[1] - far) + 1e-4
+
+
 def test_targets_from_joints_and_joint_names(kin):
     q = np.arange(len(kin.joint_names), dtype=float)
     targets = kin.targets_from_joints(q)
@@ -320,3 +353,13 @@ def test_leg_ik_targets_move_the_simulated_robot_as_commanded(kin):
     assert abs(sim.torso_tilt() - tilt0) < 0.1
     for side in ("left", "right"):  # measured joint angles put the feet near the targets
         assert np.linalg.norm(kin.foot_pose(side, sensors.joint_pos)[0] - (feet[side][0] + up)) < 0.015
+
+
+def test_solve_spd_matches_numpy():
+    rng = np.random.default_rng(2)
+    for n in (3, 6):
+        j = rng.normal(size=(n, n))
+        a, b = j @ j.T + 1e-8 * np.eye(n), rng.normal(size=n)
+        kept = a.copy()
+        np.testing.assert_allclose(solve_spd(a, b), np.linalg.solve(a, b), rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(a, kept)

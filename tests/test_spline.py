@@ -8,7 +8,8 @@ from scipy.spatial.transform import Rotation
 
 from upright.baselines import make_controller
 from upright.baselines.spline import SplineStandUp, lying_direction
-from upright.baselines.spline_motion import DIRECTIONS, EFFECTORS, MIN_SEGMENT, PoseSpline, plan_motion
+from upright.baselines.spline_motion import (DIRECTIONS, EFFECTORS, MIN_SEGMENT, PoseSpline, plan_motion, pose_matrix,
+                                             pose_vector)
 from upright.baselines.spline_params import load_params
 from upright.baselines.stabilizer import TrunkStabilizer, fused_to_rotation, rotation_fused_angles
 from upright.envs.robots import get_robot
@@ -17,6 +18,14 @@ from upright.eval.runner import run_episodes
 
 
 # ---------------------------------------------------------------- splines
+def test_pose_matrix_is_fixed_axis_roll_pitch_yaw_and_inverts_pose_vector() -> None:
+    rng = np.random.default_rng(3)
+    for vec in rng.uniform(-1.5, 1.5, (20, 6)):
+        pos, rot = pose_matrix(vec)
+        np.testing.assert_allclose(rot, Rotation.from_euler("xyz", vec[3:]).as_matrix(), atol=1e-14)
+        np.testing.assert_allclose(pose_vector(pos, rot), vec, atol=1e-12)
+
+
 def test_pose_spline_rests_at_knots_and_is_c2() -> None:
     rng = np.random.default_rng(0)
     times = np.cumsum(rng.uniform(0.1, 0.5, 6)).tolist()
@@ -35,6 +44,8 @@ def test_pose_spline_rests_at_knots_and_is_c2() -> None:
     mid = 0.5 * (times[1] + times[2])
     np.testing.assert_allclose(spline(mid), 0.5 * (poses[1] + poses[2]), atol=1e-9)
     np.testing.assert_allclose(spline(times[0] - 1.0), poses[0])  # clamped
+    for t in rng.uniform(times[0], times[-1], 50):  # the closed-form evaluation is the BPoly's quintic
+        np.testing.assert_allclose(spline(t), spline._poly(t), atol=1e-12)
     np.testing.assert_allclose(spline(times[-1] + 1.0), poses[-1])
 
 
@@ -242,7 +253,7 @@ def test_leg_ik_output_meets_the_controllers_foot_goals(robot: str, start: str) 
         correction = min(corrections, key=lambda c_t: abs(c_t[0] - t))[1] if corrections else np.zeros(2)
         if t >= c.plan.stabilize_from and 0 < np.abs(correction).max() <= 0.25:
             interval, w = (k, 0.0) if k < len(legs.times) - 1 else (k - 1, 1.0)
-            q = legs.joints[k] + legs.correction_change(interval, w, correction)
+            q = legs.joints_at(interval, w, correction)
             pos_error, rot_error = errors(q, t, correction)
             assert pos_error < 1e-3 and rot_error < 0.01, (t, correction, pos_error, rot_error)
             corrected += 1
