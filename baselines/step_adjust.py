@@ -12,8 +12,8 @@ steps and turning work the same way on the feet's y offsets and yaw angles. Ther
 weight shift: lifting the swing foot lets the robot sway over the support foot ("natural lateral
 sway"), and the step ends when the foot pressure moves to the swing foot (support-foot switch from
 the pressure sensors) once ``support_switch_phase[0]·T`` has passed, or at the latest after
-``support_switch_phase[1]·T``; a step that overruns its duration lowers the swing foot slowly
-below the walking height so it finds the ground (B-Human's stretchSwingHeight). The filtered gyro
+``support_switch_phase[1]·T``; a step that overruns its duration lowers the swing foot below
+the walking height so it finds the ground (B-Human's stretchSwingHeight, retuned in the YAML). The filtered gyro
 turns the support foot against the torso's rotation: its pitch (sagittal, rUNSWift and B-Human) and
 its roll (coronal, rUNSWift's ankle-roll feedback). Leg angles come from the robot model's analytic
 leg IK.
