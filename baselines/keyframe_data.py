@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from upright.baselines.spline_motion import smoothstep5
 from upright.envs.robots import RobotSpec
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -40,7 +41,7 @@ def interpolate(kind: str, ratio: float) -> float:
     if kind == "sin_zero_to_max":
         return float(np.sin(np.pi * r / 2))
     if kind == "quintic":
-        return r**3 * (10.0 - 15.0 * r + 6.0 * r * r)
+        return float(smoothstep5(r))
     raise ValueError(f"unknown interpolation {kind!r}; valid: {', '.join(INTERPOLATIONS)}")
 
 
