@@ -50,6 +50,8 @@ import mujoco
 import numpy as np
 import yaml
 
+from upright.baselines.leg_ik import (LIMIT_TOL, LegGeometry, add, angle_about, cross, dot, pick, rotate, solve_cos_sin,
+                                      vec, wrap)
 from upright.envs.robots import RobotSpec, get_robot
 
 SIDES = ("left", "right")
@@ -58,12 +60,6 @@ _EYE6 = np.eye(6)
 #: Joint axes count as parallel / perpendicular (cosine) and as intersecting (m) within this tolerance;
 #: the Wolfgang ankle axes (rounded axis 0.9659/0.2588 in the MJCF) miss each other by 28 µm.
 GEOMETRY_TOL = 1e-4
-#: Joint angles may exceed a limit by this much (rad) before ``leg_ik`` reports clipping (they are
-#: clipped anyway); covers the model's rounding (see GEOMETRY_TOL).
-LIMIT_TOL = 1e-3
-#: Targets this far (m) beyond the leg's reach still count as reachable (stretched leg); covers the
-#: model's rounding (see GEOMETRY_TOL).
-REACH_TOL = 1e-4
 #: |cos(hip roll)| below this counts as near the hip's gimbal lock (joint-0 axis parallel to the pitch axes).
 GIMBAL_COS = 0.05
 #: A reachable closed-form leg solution further than this (rad, summed over the joints) outside the
@@ -91,70 +87,6 @@ def check_side(side: str) -> str:
     if side not in SIDES:
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
     return side
-
-
-def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rotation matrix (3, 3) of ``angle`` rad about the unit vector ``axis`` (Rodrigues)."""
-    x, y, z = axis.tolist()  # Python floats: arithmetic on NumPy scalars costs ~2x more
-    c, s = math.cos(angle), math.sin(angle)
-    t = 1.0 - c
-    return np.array([
-        [c + x * x * t, x * y * t - z * s, x * z * t + y * s],
-        [y * x * t + z * s, c + y * y * t, y * z * t - x * s],
-        [z * x * t - y * s, z * y * t + x * s, c + z * z * t],
-    ])
-
-
-def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cross product of two 3-vectors (``np.cross`` costs ~25x more on single vectors)."""
-    (a0, a1, a2), (b0, b1, b2) = a.tolist(), b.tolist()
-    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
-
-
-def wrap(angle: float) -> float:
-    """``angle`` wrapped to [-π, π)."""
-    return (angle + math.pi) % (2.0 * math.pi) - math.pi
-
-
-def solve_cos_sin(a: float, b: float, c: float, tol: float = REACH_TOL) -> tuple[tuple[float, float], bool]:
-    """Both roots of ``a cos x + b sin x = c`` (the one nearer zero first), and whether they exist.
-
-    Without a root, the ``x`` that brings the left side closest to ``c`` is returned twice; a miss
-    of at most ``tol`` (in the units of ``c``) still counts as a root.
-    """
-    rho = math.hypot(a, b)
-    phi = math.atan2(b, a)
-    ratio = c / rho if rho > 1e-12 else math.copysign(math.inf, c)
-    exact = abs(c) <= rho + tol
-    d = math.acos(min(1.0, max(-1.0, ratio)))
-    x1, x2 = wrap(phi + d), wrap(phi - d)
-    return ((x1, x2) if abs(x1) <= abs(x2) else (x2, x1)), exact
-
-
-def angle_about(axis: np.ndarray, u: np.ndarray, v: np.ndarray) -> float:
-    """Signed angle (rad) about unit ``axis`` that turns ``u`` onto ``v`` (components normal to the axis)."""
-    up = u - (u @ axis) * axis
-    vp = v - (v @ axis) * axis
-    return math.atan2(float(axis @ cross(up, vp)), float(up @ vp))
-
-
-def split_rotation(rot: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-                   branch: int = 0) -> tuple[float, float, float]:
-    """Angles ``(x, y, z)`` with ``rot = R(a, x) R(b, y) R(c, z)`` for unit axes ``a ⊥ b``, ``b ⊥ c``.
-
-    There are two solutions; ``branch`` 0 has the middle angle nearer zero, 1 the other. At gimbal
-    lock (``R(b, y) c`` parallel to ``a``) ``x = 0`` and ``z`` takes the whole rotation.
-    """
-    roots, _ = solve_cos_sin(float(a @ c), float(a @ cross(b, c)), float(a @ rot @ c))
-    y = roots[branch]
-    m = rotation(b, y) @ c
-    if np.linalg.norm(m - (m @ a) * a) < 1e-9:
-        x = 0.0
-    else:
-        x = angle_about(a, m, rot @ c)
-    rest = rotation(b, -y) @ rotation(a, -x) @ rot  # = R(c, z)
-    z = angle_about(c, b, rest @ b)
-    return x, y, z
 
 
 def solve_spd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -190,56 +122,6 @@ def _closest_points(p1: np.ndarray, d1: np.ndarray, p2: np.ndarray, d2: np.ndarr
     t = ((d2 @ w) - b * (d1 @ w)) / denom
     q1, q2 = p1 + s * d1, p2 + t * d2
     return 0.5 * (q1 + q2), float(np.linalg.norm(q1 - q2))
-
-
-@dataclass(frozen=True)
-class LegGeometry:
-    """One 6-DoF leg, read from the model at q = 0; points and axes in the torso frame (m).
-
-    Joint order: 0 hip yaw (NAO: HipYawPitch), 1 hip roll, 2 hip pitch, 3 knee, 4 ankle pitch,
-    5 ankle roll. With all angles ``q`` the sole frame's rotation is
-    ``R(axes[0], q0) ... R(axes[5], q5) @ sole_rot0`` (product of exponentials).
-    """
-
-    joint_names: tuple[str, ...]
-    #: Joint axes (6, 3) at q = 0.
-    axes: np.ndarray
-    #: Common direction of the pitch axes (= the ankle-pitch axis) and each pitch joint's sign on it.
-    pitch_axis: np.ndarray
-    pitch_signs: np.ndarray
-    #: A point on the joint-0 axis; the hip point H0 = yaw_point + hip_axial * axes[0] + hip_forward * axes[1].
-    yaw_point: np.ndarray
-    hip_axial: float
-    hip_forward: float
-    hip_point: np.ndarray
-    knee_point: np.ndarray
-    ankle_point: np.ndarray
-    #: Thigh (H → knee) and shank (knee → A) vectors normal to the pitch axis, and the offset of H from A along it.
-    thigh: np.ndarray
-    shank: np.ndarray
-    lateral: float
-    #: Sole frame rotation at q = 0 and the ankle point in the sole frame.
-    sole_rot0: np.ndarray
-    ankle_in_sole: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    #: True when the model's axes meet exactly (NAO); otherwise (Wolfgang, whose MJCF offsets are
-    #: rounded to 0.1 mm so the ankle axes miss by 28 µm) the closed form is polished by Newton steps.
-    exact: bool
-    #: Sole site id and the leg joints' qpos / dof addresses in the private model.
-    sole_site: int
-    qpos_adr: np.ndarray
-    dof_adr: np.ndarray
-
-    @cached_property
-    def thigh_length(self) -> float:
-        """Hip-pitch axis to knee axis (m)."""
-        return float(np.linalg.norm(self.thigh))
-
-    @cached_property
-    def shank_length(self) -> float:
-        """Knee axis to ankle-pitch axis (m)."""
-        return float(np.linalg.norm(self.shank))
 
 
 @dataclass(frozen=True)
@@ -301,6 +183,11 @@ class Kinematics:
             side: np.array([m.jnt_dofadr[m.joint(j).id] for j in a.ik_joint_names]) for side, a in self.arms.items()
         }
         self._arm_ids = {side: [m.joint(j).id for j in a.ik_joint_names] for side, a in self.arms.items()}
+        self._hand_sites = {side: m.site(a.hand_site).id for side, a in self.arms.items()}
+        #: Per arm: its joints' and its IK joints' indices in the joint vector, the IK joints' ranges (rad).
+        self._arm_indices = {side: (self.joint_index(a.joint_names), self.joint_index(a.ik_joint_names),
+                                    m.jnt_range[self._arm_ids[side], 0], m.jnt_range[self._arm_ids[side], 1])
+                             for side, a in self.arms.items()}
         #: Per arm, the point where the axes of its first two IK joints (shoulder pitch, roll) meet
         #: (torso frame, m), or None where they do not meet at a right angle: then no closed form.
         self._arm_center = {side: self._shoulder_center(side) for side in SIDES}
@@ -493,101 +380,33 @@ class Kinematics:
     def leg_ik(self, side: str, pos: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, bool]:
         """Leg angles (6,) (order :meth:`leg_joint_names`) that put the sole of ``side`` at ``pos``, ``R``.
 
-        Closed form (see the module docstring). Of the up to eight solutions the first inside the
-        joint ranges is returned, in the order: ankle roll nearer zero, hip roll nearer zero, knee
-        nearer the middle of its range. ``reachable`` is False when the target is out of reach
-        (then the leg is stretched / folded towards it, orientation kept) or when no solution lies
-        inside the joint ranges (then the least violating one is clipped); the angles are always
-        finite and inside the ranges.
+        Closed form (see the module docstring; :class:`~upright.baselines.leg_ik.LegSolver`). Of
+        the up to eight solutions the first inside the joint ranges is returned, in the order:
+        ankle roll nearer zero, hip roll nearer zero, knee nearer the middle of its range.
+        ``reachable`` is False when the target is out of reach (then the leg is stretched / folded
+        towards it, orientation kept) or when no solution lies inside the joint ranges (then the
+        least violating one is clipped); the angles are always finite and inside the ranges.
         """
-        leg = self.legs[check_side(side)]
-        p, rot = self._check_pose(pos, R)
-        g = rot @ leg.sole_rot0.T  # product of the six joint rotations
-        ankle = p + rot @ leg.ankle_in_sole
-        n = leg.pitch_axis
-        e0, e1, e5 = leg.axes[0], leg.axes[1], leg.axes[5]
-        # ankle roll: the offset of H from A along the pitch axes is fixed (the hip's forward
-        # offset is normal to the pitch axes and drops out)
-        w = g.T @ (leg.yaw_point + leg.hip_axial * e0 - ankle)
-        rolls, ok_roll = solve_cos_sin(float(w @ n), -float(w @ cross(e5, n)), leg.lateral)
+        return self._leg_ik(self.legs[check_side(side)], *self._check_pose(pos, R))
 
-        def candidates():
-            for q5 in dict.fromkeys(rolls):
-                rest = g @ rotation(e5, -q5)
-                for branch in (0, 1):
-                    # joint 0, hip roll and the sum of the pitch angles from the remaining rotation
-                    q0, q1, theta = split_rotation(rest, e0, e1, n, branch)
-                    for q, ok_leg in self._sagittal(leg, ankle, q0, q1):
-                        s2, s3, s4 = leg.pitch_signs
-                        q[4] = s4 * wrap(theta - s2 * q[2] - s3 * q[3])
-                        q[5] = q5
-                        yield q, ok_roll and ok_leg
+    def _leg_ik(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray, bool]:
+        """:meth:`leg_ik` for a checked goal."""
+        candidates = leg.solver.candidates(pos.tolist(), rot.tolist())
+        return pick(leg, candidates, None if leg.exact else self._polisher(leg, pos, rot))
 
-        return self._pick(leg, p, rot, candidates())
+    def _polisher(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray):
+        """The candidate polish for :func:`~upright.baselines.leg_ik.pick` on a leg whose model
+        geometry is not exact (:meth:`_polish`): the reachable candidates within ``POLISH_MARGIN``
+        of the joint ranges, and the unreachable ones near hip roll ±90°, where the closed form's
+        joint-0 / pitch split is degenerate and the polish finds the solution."""
 
-    def _sagittal(self, leg: LegGeometry, ankle: np.ndarray, q0: float,
-                  q1: float) -> tuple[tuple[np.ndarray, bool], tuple[np.ndarray, bool]]:
-        """Given joint 0 and hip roll, hip pitch and knee that bring the ankle point to ``ankle``.
+        def polish(q: list[float], ok: bool, excess: float) -> tuple[list[float], bool, float]:
+            if (ok and excess <= POLISH_MARGIN) or abs(math.cos(q[1])) < GIMBAL_COS:
+                polished, residual = self._polish(leg, np.array(q), pos, rot)
+                return polished.tolist(), ok or residual < 1e-6, leg.limit_excess(polished.tolist())
+            return q, ok, excess
 
-        Both knee branches: first the knee angle nearer the middle of its range, then the other.
-        Each: the six-vector with entries 0-3 filled and whether the distance was reachable.
-        """
-        n = leg.pitch_axis
-        r0 = rotation(leg.axes[0], q0)
-        hip = leg.yaw_point + leg.hip_axial * leg.axes[0] + leg.hip_forward * (r0 @ leg.axes[1])
-        v = (r0 @ rotation(leg.axes[1], q1)).T @ (ankle - hip)
-        v = v - (v @ n) * n
-        u1 = leg.thigh / leg.thigh_length
-        u2 = cross(n, u1)
-
-        def angle(x: np.ndarray) -> float:
-            return math.atan2(float(x @ u2), float(x @ u1))
-
-        l1, l2 = leg.thigh_length, leg.shank_length
-        dist = float(np.linalg.norm(v))
-        c = (dist * dist - l1 * l1 - l2 * l2) / (2.0 * l1 * l2)
-        reachable = abs(l1 - l2) - REACH_TOL <= dist <= l1 + l2 + REACH_TOL
-        bend = math.acos(min(1.0, max(-1.0, c)))
-        offset = angle(leg.thigh) - angle(leg.shank)
-        s2, s3, _ = leg.pitch_signs
-        mid = 0.5 * (leg.lower[3] + leg.upper[3])
-        knees = sorted((s3 * wrap(offset + b) for b in (bend, -bend)), key=lambda k: abs(k - mid))
-        direction = angle(v)
-
-        def solution(knee: float) -> tuple[np.ndarray, bool]:
-            reach = leg.thigh + rotation(n, s3 * knee) @ leg.shank
-            phi2 = direction - angle(reach) if dist > 1e-12 else 0.0
-            return np.array([q0, q1, s2 * wrap(phi2), knee, 0.0, 0.0]), reachable
-
-        return solution(knees[0]), solution(knees[1])
-
-    def _pick(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray, candidates,
-              polish: bool = True) -> tuple[np.ndarray, bool]:
-        """The first reachable candidate inside the joint ranges; else the reachable one that
-        leaves its ranges least (accepted as reachable up to ``LIMIT_TOL``); else the least bad
-        one. Always clipped to the ranges.
-
-        With ``polish``, candidates of a leg whose model geometry is not exact are first polished
-        (:meth:`_polish`): the reachable ones within ``POLISH_MARGIN`` of the joint ranges, and the
-        unreachable ones near hip roll ±90°, where
-        the closed form's joint-0 / pitch split is degenerate and the polish finds the solution.
-        """
-        best: tuple[tuple[bool, float], np.ndarray] | None = None
-        for q, ok in candidates:
-            excess = float(np.sum(np.maximum(leg.lower - q, 0.0) + np.maximum(q - leg.upper, 0.0)))
-            gimbal = abs(math.cos(q[1])) < GIMBAL_COS
-            if polish and not leg.exact and ((ok and excess <= POLISH_MARGIN) or gimbal):
-                q, residual = self._polish(leg, q, pos, rot)
-                ok = ok or residual < 1e-6
-                excess = float(np.sum(np.maximum(leg.lower - q, 0.0) + np.maximum(q - leg.upper, 0.0)))
-            if ok and excess <= 1e-12:
-                return np.clip(q, leg.lower, leg.upper), True
-            score = (not ok, excess)
-            if best is None or score < best[0]:
-                best = (score, q)
-        assert best is not None
-        (not_ok, excess), q = best
-        return np.clip(q, leg.lower, leg.upper), not not_ok and excess <= LIMIT_TOL
+        return polish
 
     def _polish(self, leg: LegGeometry, q: np.ndarray, pos: np.ndarray, rot: np.ndarray,
                 steps: int = 8, tol: float = 1e-7, damping: float = 1e-4) -> tuple[np.ndarray, float]:
@@ -660,29 +479,12 @@ class Kinematics:
         p, rot = self._check_pose(pos, R)
         if not math.isfinite(first):
             raise ValueError(f"first joint angle must be finite, got {first}")
-        ankle = p + rot @ leg.ankle_in_sole
-        n, e0, e1, e5 = leg.pitch_axis, leg.axes[0], leg.axes[1], leg.axes[5]
-        s2, s3, s4 = leg.pitch_signs
-        r0 = rotation(e0, first)
-        hip = leg.yaw_point + leg.hip_axial * e0 + leg.hip_forward * (r0 @ e1)
-        v0 = r0.T @ (ankle - hip)
-        hip_rolls, ok_roll = solve_cos_sin(float(v0 @ n), float(v0 @ cross(e1, n)), -leg.lateral)
-        normal0 = leg.sole_rot0[:, 2]
+        return self._leg_ik_given_first(leg, p, rot, float(first))
 
-        def candidates():
-            for q1 in dict.fromkeys(hip_rolls):
-                for q, ok_leg in self._sagittal(leg, ankle, first, q1):
-                    upper_leg = r0 @ rotation(e1, q1) @ rotation(n, s2 * q[2] + s3 * q[3])
-                    target = upper_leg.T @ rot[:, 2]
-                    rolls, ok_normal = solve_cos_sin(
-                        float(n @ normal0), float(n @ cross(e5, normal0)), float(n @ target))
-                    for q5 in dict.fromkeys(rolls):
-                        out = q.copy()
-                        out[4] = s4 * angle_about(n, rotation(e5, q5) @ normal0, target)
-                        out[5] = q5
-                        yield out, ok_roll and ok_leg and ok_normal
-
-        return self._pick(leg, p, rot, candidates(), polish=False)
+    @staticmethod
+    def _leg_ik_given_first(leg: LegGeometry, pos: np.ndarray, rot: np.ndarray, first: float) -> tuple[np.ndarray, bool]:
+        """:meth:`leg_ik_given_first` for a checked goal (no polish)."""
+        return pick(leg, leg.solver.candidates_given_first(pos.tolist(), rot.tolist(), first))
 
     def legs_ik(self, left_pos: np.ndarray, left_R: np.ndarray, right_pos: np.ndarray, right_R: np.ndarray,
                 hip_yaw_pitch: str = "mean") -> tuple[dict[str, float], bool]:
@@ -696,8 +498,8 @@ class Kinematics:
         """
         if hip_yaw_pitch not in ("left", "right", "mean"):
             raise ValueError(f"hip_yaw_pitch must be 'left', 'right' or 'mean', got {hip_yaw_pitch!r}")
-        targets = {"left": (left_pos, left_R), "right": (right_pos, right_R)}
-        solved = {side: self.leg_ik(side, *targets[side]) for side in SIDES}
+        goals = {"left": self._check_pose(left_pos, left_R), "right": self._check_pose(right_pos, right_R)}
+        solved = {side: self._leg_ik(self.legs[side], *goals[side]) for side in SIDES}
         if self.shared_hip:
             if hip_yaw_pitch == "mean":
                 first = 0.5 * (solved["left"][0][0] + solved["right"][0][0])
@@ -706,10 +508,10 @@ class Kinematics:
                 first = solved[hip_yaw_pitch][0][0]
                 redo = tuple(s for s in SIDES if s != hip_yaw_pitch)
             for side in redo:
-                solved[side] = self.leg_ik_given_first(side, *targets[side], first)
+                solved[side] = self._leg_ik_given_first(self.legs[side], *goals[side], float(first))
         angles: dict[str, float] = {}
         for side in SIDES:
-            angles.update(zip(self.legs[side].joint_names, map(float, solved[side][0])))
+            angles.update(zip(self.legs[side].joint_names, solved[side][0].tolist()))
         return angles, all(ok for _, ok in solved.values())
 
     # ------------------------------------------------------------------ arm IK
@@ -749,7 +551,7 @@ class Kinematics:
             raise ValueError(f"hand position must be a finite (3,) vector, got {hand_pos_in_shoulder_frame}")
         target = arm.shoulder + target
         start = np.asarray(q0, dtype=float)
-        arm_index = self.joint_index(arm.joint_names)
+        arm_index, ik_index, lower, upper = self._arm_indices[side]
         if start.shape == (len(arm.joint_names),):
             full = np.zeros(len(self.robot.joint_names))
             full[arm_index] = start
@@ -757,9 +559,6 @@ class Kinematics:
             full = self._check_joint_vector(start).copy()
         if not np.all(np.isfinite(full)):
             raise ValueError(f"q0 contains non-finite values: {q0}")
-        ik_index = self.joint_index(arm.ik_joint_names)
-        ids = self._arm_ids[side]
-        lower, upper = self.model.jnt_range[ids, 0], self.model.jnt_range[ids, 1]
         if closed_form:
             solved = self._arm_closed_form(side, target, full, ik_index, lower, upper, tolerance)
             if solved is not None:
@@ -805,45 +604,48 @@ class Kinematics:
             return None
         m, d = self.model, self.data
         i1, i2, i3 = self._arm_ids[side]
-        site = m.site(self.arms[side].hand_site).id
+        site = self._hand_sites[side]
         zero = full.copy()
         zero[ik_index] = 0.0
         d.qpos[self._qadr] = zero
         mujoco.mj_kinematics(m, d)
-        a1, a2, a3 = d.xaxis[i1].copy(), d.xaxis[i2].copy(), d.xaxis[i3].copy()
-        elbow, hand = d.xanchor[i3].copy(), d.site_xpos[site].copy()
-        w = target - center
-        if float(w @ w) < 1e-12:  # at the shoulder centre: no direction to point in
+        a1, a2, a3 = vec(d.xaxis[i1]), vec(d.xaxis[i2]), vec(d.xaxis[i3])  # floats: see leg_ik
+        elbow, hand, center = vec(d.xanchor[i3]), vec(d.site_xpos[site]), vec(center)
+        w = add(vec(target), center, -1.0)
+        ww = dot(w, w)
+        if ww < 1e-12:  # at the shoulder centre: no direction to point in
             return None
-        r = hand - elbow
-        rp = r - (r @ a3) * a3  # the part of the forearm that the elbow turns
-        c0 = elbow + (r @ a3) * a3 - center
+        r = add(hand, elbow, -1.0)
+        rp = add(r, a3, -dot(r, a3))  # the part of the forearm that the elbow turns
+        c0 = add(add(elbow, a3, dot(r, a3)), center, -1.0)
         a3_rp = cross(a3, rp)
-        a, b, k = 2.0 * float(c0 @ rp), 2.0 * float(c0 @ a3_rp), float(c0 @ c0 + rp @ rp)
-        roots, reach = solve_cos_sin(a, b, float(w @ w) - k, tol=0.0)
-        elbows = [qe for qe in roots if reach and lower[2] <= qe <= upper[2]]
+        a, b, k = 2.0 * dot(c0, rp), 2.0 * dot(c0, a3_rp), dot(c0, c0) + dot(rp, rp)
+        lo, hi = lower.tolist(), upper.tolist()
+        roots, reach = solve_cos_sin(a, b, ww - k, tol=0.0)
+        elbows = [qe for qe in roots if reach and lo[2] <= qe <= hi[2]]
         if not elbows:  # out of reach: the hand's distance from S nearest the target's, towards it
             phi = math.atan2(b, a)
-            extremes = [x for x in (wrap(phi), wrap(phi + math.pi)) if lower[2] <= x <= upper[2]]
-            elbows = [min((lower[2], upper[2], *extremes),
-                          key=lambda x: abs(a * math.cos(x) + b * math.sin(x) + k - float(w @ w)))]
-            w = w * math.sqrt(max(a * math.cos(elbows[0]) + b * math.sin(elbows[0]) + k, 0.0) / float(w @ w))
-            target = center + w
-        start = full[ik_index]
+            extremes = [x for x in (wrap(phi), wrap(phi + math.pi)) if lo[2] <= x <= hi[2]]
+            elbows = [min((lo[2], hi[2], *extremes), key=lambda x: abs(a * math.cos(x) + b * math.sin(x) + k - ww))]
+            scale = math.sqrt(max(a * math.cos(elbows[0]) + b * math.sin(elbows[0]) + k, 0.0) / ww)
+            w = (w[0] * scale, w[1] * scale, w[2] * scale)
+            target = np.add(center, w)
+        start = full[ik_index].tolist()
+        a1_a2, a1_w = dot(a1, a2), dot(a1, w)
         best, best_distance = None, math.inf
         for qe in dict.fromkeys(elbows):
-            u = c0 + math.cos(qe) * rp + math.sin(qe) * a3_rp  # hand − S with the shoulder at 0
-            up = u - (u @ a2) * a2
-            rolls, ok = solve_cos_sin(float(a1 @ up), float(a1 @ cross(a2, u)),
-                                      float(a1 @ w - (u @ a2) * (a1 @ a2)), tol=0.0)
+            u = add(add(c0, rp, math.cos(qe)), a3_rp, math.sin(qe))  # hand − S with the shoulder at 0
+            u_a2 = dot(u, a2)
+            rolls, ok = solve_cos_sin(dot(a1, u) - u_a2 * a1_a2, dot(a1, cross(a2, u)), a1_w - u_a2 * a1_a2, tol=0.0)
             if not ok:
                 continue
             for q2 in dict.fromkeys(rolls):
-                q = np.array((angle_about(a1, rotation(a2, q2) @ u, w), q2, qe))
-                q += 2.0 * math.pi * np.round((start - q) / (2.0 * math.pi))  # the turn nearest the start
-                distance = float(np.abs(q - start).sum())
-                inside = np.all(q >= lower - LIMIT_TOL) and np.all(q <= upper + LIMIT_TOL)
-                near = float(np.abs(q - start).max()) <= ARM_BRANCH_JUMP
+                q = (angle_about(a1, rotate(a2, q2, u), w), q2, qe)
+                # the turn nearest the start
+                q = [x + 2.0 * math.pi * round((s0 - x) / (2.0 * math.pi)) for x, s0 in zip(q, start)]
+                distance = sum(abs(x - s0) for x, s0 in zip(q, start))
+                inside = all(lo_ - LIMIT_TOL <= x <= hi_ + LIMIT_TOL for x, lo_, hi_ in zip(q, lo, hi))
+                near = max(abs(x - s0) for x, s0 in zip(q, start)) <= ARM_BRANCH_JUMP
                 if inside and near and distance < best_distance:
                     best, best_distance = q, distance
         if best is None:
@@ -858,42 +660,62 @@ class Kinematics:
     def _arm_dls(self, side: str, target: np.ndarray, full: np.ndarray, ik_index: np.ndarray,
                  lower: np.ndarray, upper: np.ndarray, iterations: int, damping: float, tolerance: float,
                  max_step: float, max_joint_step: float, stall: float) -> float:
-        """Run the DLS iteration on ``full`` in place; return the remaining hand error (m)."""
+        """Run the DLS iteration on ``full`` in place; return the remaining hand error (m).
+
+        The three-joint step is computed in floats (:func:`_dls_step`): NumPy's per-call overhead
+        on 3×3 arrays would cost several times the MuJoCo kinematics of an iteration."""
         m, d = self.model, self.data
-        site = m.site(self.arms[side].hand_site).id
+        site = self._hand_sites[side]
         dofs = self._arm_dofs[side]
-        lam2 = damping * damping * np.eye(3)
-        full[ik_index] = np.clip(full[ik_index], lower, upper)
+        lam2 = damping * damping
+        lo, hi = lower.tolist(), upper.tolist()
+        q = [min(max(x, a), b) for x, a, b in zip(full[ik_index].tolist(), lo, hi)]
+        full[ik_index] = q
         self.set_joints(full)
         adr = self._qadr[ik_index]  # the IK joints' qpos entries, written directly in the loop
+        tx, ty, tz = target.tolist()
         previous = math.inf
         for _ in range(iterations):
-            err = target - d.site_xpos[site]
-            size = math.sqrt(float(err @ err))
+            x, y, z = d.site_xpos[site].tolist()
+            err = (tx - x, ty - y, tz - z)
+            size = math.sqrt(dot(err, err))
             if size < tolerance or previous - size < stall:
                 return size
             previous = size
             if size > max_step:  # small Cartesian steps keep the linearisation valid
-                err *= max_step / size
+                err = (err[0] * max_step / size, err[1] * max_step / size, err[2] * max_step / size)
             mujoco.mj_jacSite(m, d, self._jacp, None, site)
-            jac = self._jacp[:, dofs]
-            q = full[ik_index]
-            step = jac.T @ solve_spd(jac @ jac.T + lam2, err)
+            rows = self._jacp[:, dofs].tolist()
+            step = _dls_step(rows, err, lam2)
             # joints at a limit that the step pushes further out leave the step (active set)
-            blocked = ((q <= lower) & (step < 0.0)) | ((q >= upper) & (step > 0.0))
-            if blocked.any():
-                jac[:, blocked] = 0.0
-                step = jac.T @ solve_spd(jac @ jac.T + lam2, err)
-            biggest = float(np.abs(step).max())
+            blocked = [(qi <= a and si < 0.0) or (qi >= b and si > 0.0) for qi, si, a, b in zip(q, step, lo, hi)]
+            if any(blocked):
+                rows = [[0.0 if out else x for x, out in zip(row, blocked)] for row in rows]
+                step = _dls_step(rows, err, lam2)
+            biggest = max(abs(si) for si in step)
             if biggest > max_joint_step:  # near singular poses (straight arm) DLS steps can still be large
-                step *= max_joint_step / biggest
-            qpos = np.minimum(np.maximum(q + step, lower), upper)  # np.clip costs ~5x more on 3 values
-            full[ik_index] = qpos
-            d.qpos[adr] = qpos
+                step = [si * max_joint_step / biggest for si in step]
+            q = [min(max(qi + si, a), b) for qi, si, a, b in zip(q, step, lo, hi)]
+            full[ik_index] = q
+            d.qpos[adr] = q
             mujoco.mj_kinematics(m, d)
             mujoco.mj_comPos(m, d)
         return float(np.linalg.norm(target - d.site_xpos[site]))
 
 
-__all__ = ["SIDES", "ArmChain", "Kinematics", "LegGeometry", "angle_about", "chain_data", "check_side", "pose_error",
-           "rotation", "solve_cos_sin", "solve_spd", "split_rotation", "wrap"]
+def _dls_step(rows: list, err: tuple[float, float, float], lam2: float) -> list[float]:
+    """The damped least-squares step ``Jᵀ (J Jᵀ + λ² I)⁻¹ e`` for a 3-row Jacobian ``J`` (rows:
+    hand x, y, z; columns: joints; m/rad), ``e`` (m) and ``λ²`` (m²). The 3×3 system is symmetric
+    positive definite for λ > 0; its inverse's columns are the cross products of its rows divided
+    by the determinant."""
+    r0, r1, r2 = rows
+    a00, a01, a02 = dot(r0, r0) + lam2, dot(r0, r1), dot(r0, r2)
+    a11, a12, a22 = dot(r1, r1) + lam2, dot(r1, r2), dot(r2, r2) + lam2
+    a0, a1, a2 = (a00, a01, a02), (a01, a11, a12), (a02, a12, a22)
+    c0, c1, c2 = cross(a1, a2), cross(a2, a0), cross(a0, a1)
+    det = dot(a0, c0)
+    x0, x1, x2 = dot(c0, err) / det, dot(c1, err) / det, dot(c2, err) / det
+    return [r0[k] * x0 + r1[k] * x1 + r2[k] * x2 for k in range(len(r0))]
+
+
+__all__ = ["SIDES", "ArmChain", "Kinematics", "LegGeometry", "chain_data", "check_side", "pose_error", "solve_spd"]

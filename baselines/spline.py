@@ -63,6 +63,8 @@ SENSITIVITY_STEP = 0.01
 #: Squared damping (m², rad²) of the first-order step that starts the Newton steps of the corrected
 #: leg goals (as the polish of :class:`~upright.baselines.kinematics.Kinematics`).
 LEG_DAMPING2 = 1e-8 * np.eye(6)
+#: The trunk corrections (fused pitch, roll) of the finite differences, in units of SENSITIVITY_STEP.
+_CORRECTION_STEPS = (np.array((1.0, 0.0)), np.array((-1.0, 0.0)), np.array((0.0, 1.0)), np.array((0.0, -1.0)))
 
 
 def lying_direction(fused: np.ndarray, fall_angle: float) -> str:
@@ -107,7 +109,8 @@ class SplineStandUp:
         self._q = np.zeros(len(names))  # scratch joint vector for the leg IK
         self._t0 = 0.0
         self._limp_since: float | None = None
-        #: While moving into the safe pose: (start time (s), joint angles at the start, safe pose).
+        #: While moving into the safe pose: (start time (s), targets at the start, their change to
+        #: the safe pose) (rad, actuator order).
         self._safe_pose: tuple[float, np.ndarray, np.ndarray] | None = None
         self._stable_for = 0.0
         #: The stabiliser's last correction of the trunk goal (fused pitch, roll; rad).
@@ -154,12 +157,20 @@ class SplineStandUp:
     def foot_goals(self, t: float, correction: np.ndarray | None = None) -> dict[str, tuple]:
         """Both soles' goal poses ``side -> (pos, rot)`` in the torso frame at time ``t`` (s) of the
         current plan; with ``correction`` (fused pitch, roll; rad) the trunk goal turned by it."""
+        return self._foot_goal_sets(t, [correction])[0][0]
+
+    def _foot_goal_sets(self, t: float, corrections: list) -> tuple[list[dict[str, tuple]], np.ndarray]:
+        """:meth:`foot_goals` at ``t`` for each of ``corrections`` (None: uncorrected), the splines
+        evaluated once, and the uncorrected trunk goal (fused angles, rad)."""
         splines = self.plan.splines
         r_pos, r_rot = pose_matrix(splines["r_foot"](t))
-        if correction is not None:
-            r_pos, r_rot = TrunkStabilizer.apply(r_pos, r_rot, correction)
         l_rel_pos, l_rel_rot = pose_matrix(splines["l_foot"](t))
-        return {"left": (r_pos + r_rot @ l_rel_pos, r_rot @ l_rel_rot), "right": (r_pos, r_rot)}
+        trunk = TrunkStabilizer.trunk_goal(r_rot)
+        goals = []
+        for correction in corrections:
+            pos, rot = (r_pos, r_rot) if correction is None else TrunkStabilizer.apply(r_pos, r_rot, correction, trunk)
+            goals.append({"left": (pos + rot @ l_rel_pos, rot @ l_rel_rot), "right": (pos, rot)})
+        return goals, trunk
 
     def _leg_ik(self, feet: dict[str, tuple]) -> tuple[np.ndarray, bool]:
         """Leg angles (order of the legs' columns) for ``feet``; whether both goals were reachable."""
@@ -188,23 +199,25 @@ class SplineStandUp:
         derivatives with respect to the stabiliser's corrections (central differences of the IK)."""
         p, plan = self.params, self.plan
         t = trajectory.times[k]
-        feet = self.foot_goals(t)
         stabilised = p.stabilizing and t >= plan.stabilize_from
+        h = SENSITIVITY_STEP
+        corrections = [None] + ([h * c for c in _CORRECTION_STEPS] if stabilised else [])
+        goals, trunk = self._foot_goal_sets(t, corrections)
+        feet = goals[0]
         if k == 0 and not stabilised:  # the splines start at the measured poses
             q, reachable = trajectory.start.copy(), True
         else:
             q, reachable = self._leg_ik(feet)
         sensitivity, curvature = np.zeros((len(q), 2)), np.zeros((len(q), 2))
         if stabilised:
-            h, n = SENSITIVITY_STEP, len(q) // 2
+            n = len(q) // 2
             jacobians = [] if self.kin.shared_hip else [self.kin.leg_jacobian(side, q[i * n:(i + 1) * n])
                                                         for i, side in enumerate(SIDES)]
             for axis in range(2):
-                plus = self._leg_ik_near(self.foot_goals(t, h * np.eye(2)[axis]), q, feet, jacobians)
-                minus = self._leg_ik_near(self.foot_goals(t, -h * np.eye(2)[axis]), q, feet, jacobians)
+                plus, minus = (self._leg_ik_near(goals[1 + 2 * axis + j], q, feet, jacobians) for j in range(2))
                 sensitivity[:, axis] = (plus - minus) / (2.0 * h)
                 curvature[:, axis] = (plus - 2.0 * q + minus) / (h * h)
-        trajectory.store(k, q, TrunkStabilizer.trunk_goal(feet["right"][1])[:2], sensitivity, curvature, reachable)
+        trajectory.store(k, q, trunk[:2], sensitivity, curvature, reachable)
 
     def _solve_arms_at(self, trajectory: JointTrajectory, k: int) -> None:
         """Sample ``k`` of both arms: DLS IK of the hand positions, started from sample ``k − 1``."""
@@ -223,14 +236,15 @@ class SplineStandUp:
 
     def measured_poses(self, joint_pos: np.ndarray) -> dict[str, np.ndarray]:
         """The effectors' current pose vectors in the splines' frames, from joint angles."""
-        r_pos, r_rot = self.kin.foot_pose("right", joint_pos)
-        l_pos, l_rot = self.kin.foot_pose("left", joint_pos)
+        kin = self.kin
+        kin.set_joints(joint_pos)  # one forward kinematics for the four sites
+        (l_pos, l_rot), (r_pos, r_rot) = (kin.site_pose(site) for site in self.robot.sole_sites)
         poses = {
             "r_foot": pose_vector(r_pos, r_rot),
             "l_foot": pose_vector(r_rot.T @ (l_pos - r_pos), r_rot.T @ l_rot),
         }
         for side in SIDES:
-            h_pos, h_rot = self.kin.hand_pose(side, joint_pos)
+            h_pos, h_rot = kin.site_pose(kin.arms[side].hand_site)
             poses[f"{side[0]}_hand"] = pose_vector(h_pos - self._shoulder[side], h_rot)
         assert set(poses) == set(EFFECTORS)
         return poses
@@ -298,31 +312,31 @@ class SplineStandUp:
         if self._safe_pose is not None:
             return self._to_safe_pose(sensors)
         waited = sensors.time - self._limp_since
-        resting = float(np.linalg.norm(sensors.gyro)) < p.rest_gyro
-        if self.status == "waiting" and waited >= p.limp_time and (resting or waited >= p.max_limp_time):
+        if self.status == "waiting" and waited >= p.limp_time and (
+                waited >= p.max_limp_time or float(np.linalg.norm(sensors.gyro)) < p.rest_gyro):
             if self.tries >= p.max_tries:
                 self.status = "failed"
             else:
                 direction = lying_direction(sensors.fused, p.fall_angle)
                 if p.safe_pose_time > 0 and direction != "rise":
                     pose = p.safe_pose_front if direction == "front" else p.safe_pose_back
-                    self._safe_pose = (sensors.time, np.array(sensors.joint_pos, dtype=float),
-                                       self.kin.keyframe_joints(pose))
+                    start = np.asarray(sensors.joint_pos, dtype=float)[self._actuated]
+                    self._safe_pose = (sensors.time, start, self.kin.keyframe_joints(pose)[self._actuated] - start)
                     return self._to_safe_pose(sensors)
                 self._start(sensors)
                 return self.step(sensors)
-        return self.kin.targets_from_joints(np.asarray(sensors.joint_pos, dtype=float))
+        return np.asarray(sensors.joint_pos, dtype=float)[self._actuated]  # coupled joints follow their driver
 
     def _to_safe_pose(self, sensors: Sensors) -> np.ndarray:
         """Rest-to-rest quintic in joint space from the pose the limp phase ended in to the safe
         pose, in ``safe_pose_time``; then the next try starts from there."""
-        since, start, goal = self._safe_pose
+        since, start, change = self._safe_pose
         x = (sensors.time - since) / self.params.safe_pose_time
         if x >= 1.0:
             self._safe_pose = None
             self._start(sensors)
             return self.step(sensors)
-        return self.kin.targets_from_joints(start + smoothstep5(max(x, 0.0)) * (goal - start))
+        return start + smoothstep5(max(x, 0.0)) * change
 
 
 _TAU = np.linspace(0.0, 1.0, 2001)

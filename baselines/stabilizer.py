@@ -111,10 +111,12 @@ class TrunkStabilizer:
         return np.array((self.pitch(pitch, dt), self.roll(roll, dt)))
 
     @staticmethod
-    def apply(foot_pos: np.ndarray, foot_rot: np.ndarray, correction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def apply(foot_pos: np.ndarray, foot_rot: np.ndarray, correction: np.ndarray,
+              goal: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The right-foot goal (torso frame) after turning the trunk goal by ``correction``
-        (fused pitch, roll; rad) about the trunk's origin."""
-        goal = TrunkStabilizer.trunk_goal(foot_rot)
+        (fused pitch, roll; rad) about the trunk's origin; ``goal``: the goal's
+        :meth:`trunk_goal` where the caller has it already."""
+        goal = TrunkStabilizer.trunk_goal(foot_rot) if goal is None else goal
         trunk = fused_to_rotation(goal[0] + correction[0], goal[1] + correction[1], goal[2], goal[3])
         return trunk.T @ (foot_rot.T @ foot_pos), trunk.T
 

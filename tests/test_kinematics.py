@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from upright import Simulation
-from upright.baselines.kinematics import Kinematics, rotation, solve_spd, split_rotation
+from upright.baselines.kinematics import Kinematics, solve_spd
+from upright.baselines.leg_ik import rotation, split_roots, split_rotation
 from upright.envs.robots import get_robot
 
 POSES_PER_LEG = 250
@@ -324,7 +325,9 @@ def test_split_rotation_recovers_the_angles():
     for _ in range(100):
         x, y, z = rng.uniform(-1.2, 1.2, 3)
         rot = rotation(a, x) @ rotation(b, y) @ rotation(c, z)
-        branches = [split_rotation(rot, a, b, c, branch) for branch in (0, 1)]
+        rot_b, rot_c = tuple(rot @ b), tuple(rot @ c)
+        roots = split_roots(rot_c, tuple(a), tuple(b), tuple(c))
+        branches = [split_rotation(rot_b, rot_c, tuple(a), tuple(b), tuple(c), roots, branch) for branch in (0, 1)]
         for bx, by, bz in branches:  # both branches are the same rotation ...
             np.testing.assert_allclose(rotation(a, bx) @ rotation(b, by) @ rotation(c, bz), rot, atol=1e-9)
         assert abs(branches[0][1]) <= abs(branches[1][1])  # ... the first with the smaller middle angle
