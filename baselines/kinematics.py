@@ -371,9 +371,10 @@ class Kinematics:
     def _check_pose(pos: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         p = np.asarray(pos, dtype=float)
         r = np.asarray(rot, dtype=float)
-        if p.shape != (3,) or not np.all(np.isfinite(p)):
+        if p.shape != (3,) or not np.isfinite(p).all():
             raise ValueError(f"position must be a finite (3,) vector, got {pos}")
-        if r.shape != (3, 3) or not np.all(np.isfinite(r)) or float(np.max(np.abs(r.T @ r - _EYE))) > 1e-4:
+        # NaN or inf in r fails the comparison as well
+        if r.shape != (3, 3) or not float(np.abs(r.T @ r - _EYE).max()) <= 1e-4:
             raise ValueError(f"rotation must be a finite orthonormal (3, 3) matrix, got {rot}")
         return p, r
 
@@ -487,7 +488,7 @@ class Kinematics:
         return pick(leg, leg.solver.candidates_given_first(pos.tolist(), rot.tolist(), first))
 
     def legs_ik(self, left_pos: np.ndarray, left_R: np.ndarray, right_pos: np.ndarray, right_R: np.ndarray,
-                hip_yaw_pitch: str = "mean") -> tuple[dict[str, float], bool]:
+                hip_yaw_pitch: str = "mean", check: bool = True) -> tuple[dict[str, float], bool]:
         """Both legs: ``({joint name: angle}, reachable)``.
 
         Wolfgang: the legs are independent and ``hip_yaw_pitch`` is ignored. NAO: both HipYawPitch
@@ -495,10 +496,14 @@ class Kinematics:
         is solved for the same HipYawPitch (:meth:`leg_ik_given_first`: position and sole normal
         exact, its yaw follows); ``"mean"``: the mean of the two free solutions is used for both
         legs, which shares the yaw error between them.
+
+        ``check=False`` skips the checks of the goals (float arrays of shape (3,), rotation matrices)
+        for callers that build them themselves (the spline stand-up solves ~100 goal pairs per try).
         """
         if hip_yaw_pitch not in ("left", "right", "mean"):
             raise ValueError(f"hip_yaw_pitch must be 'left', 'right' or 'mean', got {hip_yaw_pitch!r}")
-        goals = {"left": self._check_pose(left_pos, left_R), "right": self._check_pose(right_pos, right_R)}
+        goals = ({"left": self._check_pose(left_pos, left_R), "right": self._check_pose(right_pos, right_R)} if check
+                 else {"left": (left_pos, left_R), "right": (right_pos, right_R)})
         solved = {side: self._leg_ik(self.legs[side], *goals[side]) for side in SIDES}
         if self.shared_hip:
             if hip_yaw_pitch == "mean":
@@ -680,7 +685,7 @@ class Kinematics:
             err = (tx - x, ty - y, tz - z)
             size = math.sqrt(dot(err, err))
             if size < tolerance or previous - size < stall:
-                return size
+                break
             previous = size
             if size > max_step:  # small Cartesian steps keep the linearisation valid
                 err = (err[0] * max_step / size, err[1] * max_step / size, err[2] * max_step / size)
@@ -696,26 +701,30 @@ class Kinematics:
             if biggest > max_joint_step:  # near singular poses (straight arm) DLS steps can still be large
                 step = [si * max_joint_step / biggest for si in step]
             q = [min(max(qi + si, a), b) for qi, si, a, b in zip(q, step, lo, hi)]
-            full[ik_index] = q
             d.qpos[adr] = q
             mujoco.mj_kinematics(m, d)
             mujoco.mj_comPos(m, d)
-        return float(np.linalg.norm(target - d.site_xpos[site]))
+        else:
+            size = float(np.linalg.norm(target - d.site_xpos[site]))
+        full[ik_index] = q
+        return size
 
 
 def _dls_step(rows: list, err: tuple[float, float, float], lam2: float) -> list[float]:
-    """The damped least-squares step ``Jᵀ (J Jᵀ + λ² I)⁻¹ e`` for a 3-row Jacobian ``J`` (rows:
-    hand x, y, z; columns: joints; m/rad), ``e`` (m) and ``λ²`` (m²). The 3×3 system is symmetric
-    positive definite for λ > 0; its inverse's columns are the cross products of its rows divided
-    by the determinant."""
-    r0, r1, r2 = rows
-    a00, a01, a02 = dot(r0, r0) + lam2, dot(r0, r1), dot(r0, r2)
-    a11, a12, a22 = dot(r1, r1) + lam2, dot(r1, r2), dot(r2, r2) + lam2
-    a0, a1, a2 = (a00, a01, a02), (a01, a11, a12), (a02, a12, a22)
-    c0, c1, c2 = cross(a1, a2), cross(a2, a0), cross(a0, a1)
-    det = dot(a0, c0)
-    x0, x1, x2 = dot(c0, err) / det, dot(c1, err) / det, dot(c2, err) / det
-    return [r0[k] * x0 + r1[k] * x1 + r2[k] * x2 for k in range(len(r0))]
+    """The damped least-squares step ``Jᵀ (J Jᵀ + λ² I)⁻¹ e`` for a 3×3 Jacobian ``J`` (rows:
+    hand x, y, z; columns: the three IK joints; m/rad), ``e`` (m) and ``λ²`` (m²). The symmetric
+    positive definite (λ > 0) system is solved by its adjugate, written out."""
+    (p0, p1, p2), (q0, q1, q2), (r0, r1, r2) = rows
+    a, b, c = p0 * p0 + p1 * p1 + p2 * p2 + lam2, p0 * q0 + p1 * q1 + p2 * q2, p0 * r0 + p1 * r1 + p2 * r2
+    d, e, f = q0 * q0 + q1 * q1 + q2 * q2 + lam2, q0 * r0 + q1 * r1 + q2 * r2, r0 * r0 + r1 * r1 + r2 * r2 + lam2
+    i00, i01, i02 = d * f - e * e, c * e - b * f, b * e - c * d
+    i11, i12, i22 = a * f - c * c, b * c - a * e, a * d - b * b
+    det = a * i00 + b * i01 + c * i02
+    e0, e1, e2 = err
+    x0 = (i00 * e0 + i01 * e1 + i02 * e2) / det
+    x1 = (i01 * e0 + i11 * e1 + i12 * e2) / det
+    x2 = (i02 * e0 + i12 * e1 + i22 * e2) / det
+    return [p0 * x0 + q0 * x1 + r0 * x2, p1 * x0 + q1 * x1 + r1 * x2, p2 * x0 + q2 * x1 + r2 * x2]
 
 
 __all__ = ["SIDES", "ArmChain", "Kinematics", "LegGeometry", "chain_data", "check_side", "pose_error", "solve_spd"]

@@ -49,7 +49,9 @@ def add(a: Vec, b: Vec, s: float = 1.0) -> Vec:
 
 def matvec(m: Mat, v: Vec) -> Vec:
     """``m v``."""
-    return (dot(m[0], v), dot(m[1], v), dot(m[2], v))
+    (a, b, c), (d, e, f), (g, h, i) = m
+    x, y, z = v
+    return (a * x + b * y + c * z, d * x + e * y + f * z, g * x + h * y + i * z)
 
 
 def tmatvec(m: Mat, v: Vec) -> Vec:
@@ -60,12 +62,13 @@ def tmatvec(m: Mat, v: Vec) -> Vec:
 
 
 def rotate(axis: Vec, angle: float, v: Vec) -> Vec:
-    """``R(axis, angle) v`` for a unit ``axis`` (Rodrigues)."""
+    """``R(axis, angle) v`` for a unit ``axis`` (Rodrigues; written out: the leg IK's inner loop)."""
     c, s = math.cos(angle), math.sin(angle)
-    k = dot(axis, v) * (1.0 - c)
-    kxv = cross(axis, v)
-    return (v[0] * c + kxv[0] * s + axis[0] * k, v[1] * c + kxv[1] * s + axis[1] * k,
-            v[2] * c + kxv[2] * s + axis[2] * k)
+    ax, ay, az = axis
+    x, y, z = v
+    k = (ax * x + ay * y + az * z) * (1.0 - c)
+    return (x * c + (ay * z - az * y) * s + ax * k, y * c + (az * x - ax * z) * s + ay * k,
+            z * c + (ax * y - ay * x) * s + az * k)
 
 
 def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
@@ -124,7 +127,7 @@ def split_roots(rot_c: Vec, a: Vec, b: Vec, c: Vec) -> tuple[float, float]:
 
 def vec(v) -> Vec:
     """A 3-vector as a tuple of floats."""
-    return tuple(float(x) for x in v)  # type: ignore[return-value]
+    return tuple(np.asarray(v, dtype=float).tolist())  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------- leg geometry
@@ -233,24 +236,32 @@ class LegSolver:
     def _ankle(self, pos: Vec, rot: Mat) -> Vec:
         return add(pos, matvec(rot, self.ankle_in_sole))
 
-    def _sagittal(self, ankle: Vec, q0: float, q1: float) -> Iterator[tuple[list[float], bool]]:
-        """Given joint 0 and hip roll, hip pitch and knee that bring the ankle point to ``ankle``.
+    def _hip_to_ankle(self, ankle: Vec, q0: float) -> Vec:
+        """``R(e0, q0)ᵀ (ankle − H)``: the hip-to-ankle vector in the frame after joint 0, with the
+        hip point H where joint 0 at ``q0`` puts it."""
+        hip = add(self.yaw_hip, rotate(self.e0, q0, self.e1), self.hip_forward)
+        return rotate(self.e0, -q0, add(ankle, hip, -1.0))
+
+    def _sagittal(self, v0: Vec, q0: float, q1: float) -> Iterator[tuple[list[float], bool]]:
+        """Given joint 0 and hip roll, hip pitch and knee that bring the ankle point to where
+        ``v0`` (:meth:`_hip_to_ankle` at ``q0``) points.
 
         Both knee branches: first the knee angle nearer the middle of its range, then the other.
         Each: the six angles with entries 0-3 filled and whether the distance was reachable.
         """
         n = self.n
-        hip = add(self.yaw_hip, rotate(self.e0, q0, self.e1), self.hip_forward)
-        v = rotate(self.e1, -q1, rotate(self.e0, -q0, add(ankle, hip, -1.0)))
+        v = rotate(self.e1, -q1, v0)
         v = add(v, n, -dot(v, n))
         l1, l2 = self.l1, self.l2
         dist = math.sqrt(dot(v, v))
         reachable = abs(l1 - l2) - REACH_TOL <= dist <= l1 + l2 + REACH_TOL
         bend = math.acos(min(1.0, max(-1.0, (dist * dist - l1 * l1 - l2 * l2) / (2.0 * l1 * l2))))
-        s3 = self.s3
-        knees = sorted((s3 * wrap(self.offset + b) for b in (bend, -bend)), key=lambda k: abs(k - self.knee_mid))
+        s3, mid = self.s3, self.knee_mid
+        k1, k2 = s3 * wrap(self.offset + bend), s3 * wrap(self.offset - bend)
+        if abs(k2 - mid) < abs(k1 - mid):
+            k1, k2 = k2, k1
         direction = self._angle(v)
-        for knee in knees:
+        for knee in (k1, k2):
             reach = add(self.thigh, rotate(n, s3 * knee, self.shank))
             phi2 = direction - self._angle(reach) if dist > 1e-12 else 0.0
             yield [q0, q1, self.s2 * wrap(phi2), knee, 0.0, 0.0], reachable
@@ -272,7 +283,7 @@ class LegSolver:
             roots = split_roots(rest_c, e0, e1, n)
             for branch in (0, 1):
                 q0, q1, theta = split_rotation(rest_b, rest_c, e0, e1, n, roots, branch)
-                for q, ok_leg in self._sagittal(ankle, q0, q1):
+                for q, ok_leg in self._sagittal(self._hip_to_ankle(ankle, q0), q0, q1):
                     q[4] = self.s4 * wrap(theta - self.s2 * q[2] - self.s3 * q[3])
                     q[5] = q5
                     yield q, ok_roll and ok_leg
@@ -282,13 +293,11 @@ class LegSolver:
         sole position and the sole normal exactly where the goal allows; the foot's rotation about
         its sole normal is what it comes out as. Order: hip roll, knee, ankle roll."""
         n, e0, e1, e5 = self.n, self.e0, self.e1, self.e5
-        ankle = self._ankle(pos, rot)
-        hip = add(self.yaw_hip, rotate(e0, first, e1), self.hip_forward)
-        v0 = rotate(e0, -first, add(ankle, hip, -1.0))
+        v0 = self._hip_to_ankle(self._ankle(pos, rot), first)
         hip_rolls, ok_roll = solve_cos_sin(dot(v0, n), dot(v0, self.e1_x_n), -self.lateral)
         normal = rotate(e0, -first, (rot[0][2], rot[1][2], rot[2][2]))  # the goal's sole normal
         for q1 in dict.fromkeys(hip_rolls):
-            for q, ok_leg in self._sagittal(ankle, first, q1):
+            for q, ok_leg in self._sagittal(v0, first, q1):
                 # the sole normal in the shank frame: R(n, pitch sum)ᵀ R(e1, q1)ᵀ R(e0, q0)ᵀ normal
                 target = rotate(n, -(self.s2 * q[2] + self.s3 * q[3]), rotate(e1, -q1, normal))
                 rolls, ok_normal = solve_cos_sin(self.n_normal0, self.n_e5_x_normal0, dot(n, target))
@@ -308,7 +317,10 @@ def pick(leg: LegGeometry, candidates, polish=None) -> tuple[np.ndarray, bool]:
     ``(q, ok, excess)`` (the Newton polish of legs whose model geometry is not exact).
     """
     best: tuple[tuple[bool, float], list[float]] | None = None
+    lower, upper = leg._lower, leg._upper
     for q, ok in candidates:
+        if ok and polish is None and all(lo <= x <= hi for x, lo, hi in zip(q, lower, upper)):
+            return np.array(q), True  # the common case: the first candidate, inside the ranges
         excess = leg.limit_excess(q)
         if polish is not None:
             q, ok, excess = polish(q, ok, excess)

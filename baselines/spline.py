@@ -174,7 +174,7 @@ class SplineStandUp:
 
     def _leg_ik(self, feet: dict[str, tuple]) -> tuple[np.ndarray, bool]:
         """Leg angles (order of the legs' columns) for ``feet``; whether both goals were reachable."""
-        legs, reachable = self.kin.legs_ik(*feet["left"], *feet["right"])
+        legs, reachable = self.kin.legs_ik(*feet["left"], *feet["right"], check=False)  # goals from pose_matrix
         return np.array([legs[j] for j in self._leg_joints]), reachable
 
     def _leg_ik_near(self, feet: dict[str, tuple], q: np.ndarray, nominal: dict[str, tuple],
@@ -267,7 +267,7 @@ class SplineStandUp:
             return self._limp(sensors)
         q = self.joint_goal
         if stabilising and p.stabilizing:
-            self.correction = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
+            self.correction = np.array(self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period))
             q[self._leg_index] = legs.joints_at(k, w, self.correction)
         else:
             q[self._leg_index] = legs.joints_at(k, w)
@@ -389,9 +389,10 @@ class JointTrajectory:
         if n < 2:
             raise ValueError(f"a JointTrajectory needs at least 2 sample times, got {n}")
         self.times, self.start, self._solve = times, start, solve
-        # per sample and joint: [angle, sensitivity (pitch, roll), curvature / 2 (pitch, roll)]
-        self._table = np.zeros((n, joints, 5))
-        self.joints, self.trunk = self._table[:, :, 0], np.zeros((n, 2))
+        # per sample: rows [angle, sensitivity (pitch, roll), curvature / 2 (pitch, roll)] per joint
+        self._table = np.zeros((n, 5, joints))
+        self.joints, self.trunk = self._table[:, 0], np.zeros((n, 2))
+        self._trunk: list[tuple[float, float]] = [(0.0, 0.0)] * n  # floats for the control cycle
         self.reachable = np.ones(n, dtype=bool)
         #: Number of samples solved (samples 0 .. solved − 1).
         self.solved = 0
@@ -412,9 +413,10 @@ class JointTrajectory:
         self.joints[k] = joints
         if trunk is not None:
             self.trunk[k] = trunk
+            self._trunk[k] = (float(trunk[0]), float(trunk[1]))
         if sensitivity is not None:
-            self._table[k, :, 1:3] = sensitivity
-            self._table[k, :, 3:5] = 0.5 * curvature
+            self._table[k, 1:3] = sensitivity.T
+            self._table[k, 3:5] = 0.5 * curvature.T
         self.reachable[k] = reachable
         self.solved += 1
 
@@ -453,12 +455,14 @@ class JointTrajectory:
             a = self.joints[k]
             return a + w * (self.joints[k + 1] - a)
         c0, c1 = float(correction[0]), float(correction[1])
-        a, b = self._table[k:k + 2] @ np.array((1.0, c0, c1, c0 * c0, c1 * c1))
-        return a + w * (b - a)
+        terms = (1.0, c0, c1, c0 * c0, c1 * c1)
+        u = 1.0 - w
+        return np.dot([u * x for x in terms] + [w * x for x in terms], self._table[k:k + 2].reshape(10, -1))
 
-    def trunk_goal_at(self, k: int, w: float) -> np.ndarray:
+    def trunk_goal_at(self, k: int, w: float) -> tuple[float, float]:
         """The trunk's goal fused (pitch, roll) (rad) at the weights of :meth:`weights`."""
-        return self.trunk[k] + w * (self.trunk[k + 1] - self.trunk[k])
+        (a0, a1), (b0, b1) = self._trunk[k], self._trunk[k + 1]
+        return a0 + w * (b0 - a0), a1 + w * (b1 - a1)
 
 
 def _unstabilized(robot: RobotSpec) -> SplineStandUp:

@@ -91,24 +91,24 @@ class TrunkStabilizer:
         self.pitch = Pid(*pitch_gains, i_clamp, max_correction)
         self.roll = Pid(*roll_gains, i_clamp, max_correction)
         #: The last fused (pitch, roll) error goal − measured (rad).
-        self.error = np.zeros(2)
+        self.error = (0.0, 0.0)
 
     def reset(self) -> None:
         self.pitch.reset()
         self.roll.reset()
-        self.error = np.zeros(2)
+        self.error = (0.0, 0.0)
 
     @staticmethod
     def trunk_goal(foot_rot: np.ndarray) -> np.ndarray:
         """Fused angles of the trunk orientation a right-foot goal rotation implies (sole flat)."""
         return rotation_fused_angles(foot_rot.T)
 
-    def correction(self, goal: np.ndarray, measured_fused: np.ndarray, dt: float) -> np.ndarray:
+    def correction(self, goal, measured_fused: np.ndarray, dt: float) -> tuple[float, float]:
         """The PID corrections ``(pitch, roll)`` (rad) of the trunk goal ``goal`` = (fused pitch,
         fused roll) given the IMU's fused angles; ``dt``: control period (s)."""
-        pitch, roll = float(goal[0] - measured_fused[0]), float(goal[1] - measured_fused[1])
-        self.error = np.array((pitch, roll))
-        return np.array((self.pitch(pitch, dt), self.roll(roll, dt)))
+        pitch, roll = float(goal[0]) - float(measured_fused[0]), float(goal[1]) - float(measured_fused[1])
+        self.error = (pitch, roll)
+        return self.pitch(pitch, dt), self.roll(roll, dt)
 
     @staticmethod
     def apply(foot_pos: np.ndarray, foot_rot: np.ndarray, correction: np.ndarray,
