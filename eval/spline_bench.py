@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
 
 import upright  # noqa: F401  (registers the environments)
 from upright.baselines.spline import SplineStandUp
+from upright.envs.robots import get_robot
+from upright.eval.controller_bench import check_repeats, cycle_minimum, timed_episode, timing_summary
 
 ENV_IDS = {"wolfgang": "upright/WolfgangGetUp-v0", "nao": "upright/NaoGetUp-v0"}
 
@@ -44,66 +44,44 @@ def _solved(controller: SplineStandUp) -> int:
     return controller.legs.solved + controller.arms.solved
 
 
+class _Counts:
+    """The spline's work per cycle, recorded after each ``step`` (outside the timed part)."""
+
+    def __init__(self) -> None:
+        self.tries, self.solved, self.samples, self.solving_cycles = 0, 0, 0, 0
+        self.cycles, self.motion_cycles = 0, None
+
+    def __call__(self, controller: SplineStandUp) -> None:
+        solved = _solved(controller)
+        new = solved - (self.solved if controller.tries == self.tries else 0)  # a new try starts from 0
+        self.samples += new
+        self.solving_cycles += new > 0
+        self.tries, self.solved = controller.tries, solved
+        self.cycles += 1
+        if self.motion_cycles is None and controller.status == "finished":
+            self.motion_cycles = self.cycles
+
+
 def measure(robot: str, start: str, conditions: str, seconds: float, seed: int = 0, repeats: int = 1) -> dict:
     """Per-cycle times (s) of the controller and of the environment over one episode, summarised;
     with ``repeats`` > 1 each cycle's minimum over that many identical runs."""
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats!r}")
-    runs = [_run(robot, start, conditions, seconds, seed) for _ in range(repeats)]
-    first = runs[0]
-    for run in runs[1:]:
-        if len(run["ctrl"]) != len(first["ctrl"]) or run["samples"] != first["samples"]:
-            raise RuntimeError(f"{robot} {start}: the repeats differ (not deterministic), cannot take minima")
-    c = np.min([run["ctrl"] for run in runs], axis=0)
-    s = np.min([run["step"] for run in runs], axis=0)
-    motion = c[: first["motion_cycles"] or len(c)]
-    env_mean = float(s.mean())
-    return {"robot": robot, "start": start, "conditions": conditions, "repeats": repeats, "cycles": int(c.size),
-            "motion_cycles": int(motion.size), "tries": first["tries"], "ik_samples": first["samples"],
-            "solving_cycles": first["solving_cycles"],
-            "ctrl_mean_us": 1e6 * float(c.mean()), "ctrl_motion_mean_us": 1e6 * float(motion.mean()),
-            "ctrl_median_us": 1e6 * float(np.median(c)), "ctrl_p95_us": 1e6 * float(np.percentile(c, 95)),
-            "ctrl_max_us": 1e6 * float(c.max()),
-            "env_mean_us": 1e6 * env_mean, "env_median_us": 1e6 * float(np.median(s)),
-            "ratio_episode": float(c.mean()) / env_mean, "ratio_motion": float(motion.mean()) / env_mean,
-            "ratio_median": float(np.median(c) / np.median(s)), "ratio_worst": float(c.max()) / env_mean,
-            "success": first["success"]}
-
-
-def _run(robot: str, start: str, conditions: str, seconds: float, seed: int) -> dict:
-    """One timed episode: per-cycle controller and environment-step times (s) and its counts."""
-    env = gym.make(ENV_IDS[robot], start=start, conditions=conditions, max_episode_seconds=seconds)
-    base = env.unwrapped
-    controller = SplineStandUp(base.robot)
-    _, info = env.reset(seed=seed)
-    t0 = time.perf_counter()
-    controller.reset(info["sensors"], np.random.default_rng(seed))
-    pending = time.perf_counter() - t0  # the reset's planning counts to the first cycle
-    samples = _solved(controller)
-    ctrl, step, solving, motion_cycles = [], [], [], None
-    while True:
-        tries, solved = controller.tries, _solved(controller)
-        t0 = time.perf_counter()
-        targets = controller.step(info["sensors"])
-        t1 = time.perf_counter()
-        new = _solved(controller) - (solved if controller.tries == tries else 0)
-        samples += new
-        solving.append(new > 0 or pending > 0)
-        action = base.action_from_targets(targets)
-        t2 = time.perf_counter()
-        _, _, terminated, truncated, info = env.step(action)
-        t3 = time.perf_counter()
-        ctrl.append(t1 - t0 + pending)
-        pending = 0.0
-        step.append(t3 - t2)
-        if motion_cycles is None and controller.status == "finished":
-            motion_cycles = len(ctrl)
-        if terminated or truncated:
-            break
-    env.close()
-    return {"ctrl": np.array(ctrl), "step": np.array(step), "motion_cycles": motion_cycles, "tries": controller.tries,
-            "samples": int(samples), "solving_cycles": int(np.sum(solving)),
-            "success": bool(info["episode_metrics"]["success"])}
+    check_repeats(repeats)
+    kwargs = {"start": start, "conditions": conditions, "max_episode_seconds": seconds}
+    runs, counts = [], []
+    for _ in range(repeats):
+        counts.append(_Counts())
+        runs.append(timed_episode(ENV_IDS[robot], SplineStandUp(get_robot(robot)), kwargs, seed, counts[-1]))
+    if any(c.samples != counts[0].samples for c in counts):
+        raise RuntimeError(f"{robot} {start}: the repeats differ (not deterministic), cannot take minima")
+    c, s = cycle_minimum(runs, f"{robot} {start}")
+    first = counts[0]
+    motion = c[: first.motion_cycles or len(c)]
+    summary = timing_summary(c, s)
+    return {"robot": robot, "start": start, "conditions": conditions, "repeats": repeats, **summary,
+            "motion_cycles": int(motion.size), "tries": first.tries, "ik_samples": first.samples,
+            "solving_cycles": first.solving_cycles, "ctrl_motion_mean_us": 1e6 * float(motion.mean()),
+            "ratio_episode": summary["ratio_mean"], "ratio_motion": float(motion.mean()) / float(s.mean()),
+            "success": bool(runs[0]["info"]["episode_metrics"]["success"])}
 
 
 def table(rows: list[dict]) -> str:
