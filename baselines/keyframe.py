@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
+
 from upright.baselines.joint_compensation import JointErrorEstimator, compensation
 from upright.baselines.keyframe_data import (
     Block,
@@ -56,7 +56,7 @@ from upright.baselines.keyframe_data import (
     interpolate,
     load_library,
 )
-from upright.baselines.kinematics import Kinematics
+from upright.baselines.kinematics import Kinematics, yaw_removed
 from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
 
@@ -106,12 +106,11 @@ class RobotModel:
         """Forward kinematics for measured joint angles (rad, joint order) and the IMU orientation
         ``(w, x, y, z)`` with its fused yaw removed (the tilt part: well defined in every pose, also
         lying)."""
-        w, x, y, z = quat
-        tilt = Rotation.from_euler("z", -fused_yaw) * Rotation.from_quat([x, y, z, w])
-        qx, qy, qz, qw = tilt.as_quat()
-        self._com = self.kin.com_world_aligned(joint_pos, np.array([qw, qx, qy, qz]))
+        com = self.kin.com(joint_pos)
         _, imu_in_torso = self.kin.site_pose(self._imu)
-        self._aligned = tilt.as_matrix() @ imu_in_torso.T  # torso frame -> gravity-aligned torso frame
+        # torso frame -> gravity-aligned torso frame
+        self._aligned = yaw_removed(quat, fused_yaw) @ imu_in_torso.T
+        self._com = self._aligned @ com
 
     def com(self) -> np.ndarray:
         """Centre of mass (m) in the gravity-aligned torso frame."""
@@ -119,9 +118,10 @@ class RobotModel:
 
     def sole_points(self, front: float, back: float, side: float) -> np.ndarray:
         """The 4 support-polygon corners (m): left front, right front, right back, left back."""
+        left, right = (self.kin.site_pose(sole) for sole in self._soles)
         pts = []
         for k, (dx, dy) in enumerate(((front, side), (front, -side), (-back, -side), (-back, side))):
-            pos, rot = self.kin.site_pose(self._soles[0] if k in (0, 3) else self._soles[1])
+            pos, rot = left if k in (0, 3) else right
             pts.append(self._aligned @ (pos + rot @ np.array([dx, dy, 0.0])))
         return np.array(pts)
 
@@ -216,7 +216,7 @@ class KeyframeController:
     def _update_sensors(self, sensors: Sensors) -> None:
         self.meas = self._measured(sensors)
         self.sensors = sensors
-        self._angles = np.roll(self._angles, 1, axis=0)
+        self._angles[1:] = self._angles[:-1].copy()  # the last three cycles, newest first
         self._angles[0] = self._torso_angles(sensors)
         self.pitch, self.roll = self._angles[0]
         vel = self._angles[0] - self._angles[1]

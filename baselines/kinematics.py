@@ -111,6 +111,18 @@ def pose_error(pos: np.ndarray, rot: np.ndarray, pos0: np.ndarray, rot0: np.ndar
     return err
 
 
+def yaw_removed(quat: np.ndarray, yaw: float) -> np.ndarray:
+    """The orientation of the IMU quaternion ``quat`` ``(w, x, y, z)`` (body → world) turned back by
+    ``yaw`` (rad) about the world's vertical: ``Rz(−yaw) R(quat)`` (3, 3). With the fused yaw or the
+    heading removed, it maps the body frame into a gravity-aligned frame that turns with the robot
+    (MuJoCo's quaternion functions; SciPy's ``Rotation`` objects cost ~50 µs per call)."""
+    q = np.asarray(quat, dtype=float)
+    rot = np.empty(9)
+    mujoco.mju_quat2Mat(rot, q / math.sqrt(float(q @ q)))
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]]) @ rot.reshape(3, 3)
+
+
 def _closest_points(p1: np.ndarray, d1: np.ndarray, p2: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, float]:
     """Midpoint of the closest points of two non-parallel lines and their distance (m)."""
     w = p1 - p2
@@ -158,6 +170,7 @@ class Kinematics:
         m = self.model
         self._qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in robot.joint_names])
         self._index = {name: i for i, name in enumerate(robot.joint_names)}
+        self._site_ids: dict[str, int] = {}  # site name -> id, filled by site_pose
         self._actuated = np.array(robot.actuated_joint_index)
         self._torso = m.body(robot.torso_body).id
         imu = m.site(robot.imu_site).id
@@ -320,9 +333,12 @@ class Kinematics:
 
     def site_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Position (m) and rotation of site ``name`` in the torso frame, for the last :meth:`set_joints`."""
-        i = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, name)
-        if i < 0:
-            raise ValueError(f"unknown site {name!r} in the {self.robot.name} model")
+        i = self._site_ids.get(name)
+        if i is None:
+            i = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, name)
+            if i < 0:
+                raise ValueError(f"unknown site {name!r} in the {self.robot.name} model")
+            self._site_ids[name] = i
         return self.data.site_xpos[i].copy(), self.data.site_xmat[i].reshape(3, 3).copy()
 
     def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -727,4 +743,5 @@ def _dls_step(rows: list, err: tuple[float, float, float], lam2: float) -> list[
     return [p0 * x0 + q0 * x1 + r0 * x2, p1 * x0 + q1 * x1 + r1 * x2, p2 * x0 + q2 * x1 + r2 * x2]
 
 
-__all__ = ["SIDES", "ArmChain", "Kinematics", "LegGeometry", "chain_data", "check_side", "pose_error", "solve_spd"]
+__all__ = ["SIDES", "ArmChain", "Kinematics", "LegGeometry", "chain_data", "check_side", "pose_error", "solve_spd",
+           "yaw_removed"]

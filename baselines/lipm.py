@@ -25,11 +25,10 @@ from importlib import resources
 
 import numpy as np
 import yaml
-from scipy.spatial.transform import Rotation
 
 from upright.baselines import register_controller
 from upright.baselines.com_observer import ComObserver
-from upright.baselines.kinematics import Kinematics
+from upright.baselines.kinematics import Kinematics, yaw_removed
 from upright.baselines.lipm_player import PendulumPlayer, PlayerParams, Posture
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensors import Sensors
@@ -198,8 +197,7 @@ class LipmWalk:
         support foot from the joint angles, rotated by the IMU's pitch and roll into the gravity
         frame and expressed along the foot's heading (start phase: the left foot)."""
         side = "left" if support >= 0 else "right"
-        w, x, y, z = sensors.quat
-        tilt = _rz(-sensors.fused[2]) @ Rotation.from_quat([x, y, z, w]).as_matrix()
+        tilt = yaw_removed(sensors.quat, float(sensors.fused[2]))
         foot_pos, foot_rot = self.kin.foot_pose(side, sensors.joint_pos)
         com = self.kin.com(sensors.joint_pos)
         v = tilt @ (com - foot_pos)

@@ -15,7 +15,7 @@ foot from rest.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -85,6 +85,11 @@ class Phase:
     desired_step: np.ndarray = field(default_factory=lambda: np.zeros(3))
     #: Swing foot (x, y, yaw) in ``Q`` when the phase begins.
     swing_start: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def copy(self) -> Phase:
+        """A copy with its own arrays (a correction or a prediction changes them in place)."""
+        return replace(self, r=self.r.copy(), x0=self.x0.copy(), v0=self.v0.copy(), step=self.step.copy(),
+                       desired_step=self.desired_step.copy(), swing_start=self.swing_start.copy())
 
     def com(self, t: float, k: float) -> tuple[np.ndarray, np.ndarray]:
         """CoM position (in ``Q``) and velocity at phase time ``t``."""
@@ -207,7 +212,12 @@ class PendulumPlayer:
 
     def advanced(self, dt: float) -> "PendulumPlayer":
         """A copy moved on by ``dt`` (s): the prediction over the actuation delay (equation 21)."""
-        other = copy.deepcopy(self)
+        other = copy.copy(self)  # the parameters are shared, the state is copied
+        other.command = self.command.copy()
+        other.phase = self.phase.copy()
+        if self.next is not None:
+            support, r, x0, v0, tb = self.next
+            other.next = (support, r.copy(), x0.copy(), v0.copy(), tb)
         other.advance(dt)
         return other
 
@@ -230,7 +240,7 @@ class PendulumPlayer:
         x0y, t = pendulum.lateral_apex(x_rel, velocity[1], self.k, self.p.min_apex)
         if np.sign(x0y) != np.sign(phase.x0[1]):
             return False
-        trial = copy.deepcopy(phase)
+        trial = phase.copy()
         trial.x0 = np.array([position[0] - phase.r[0], x0y])
         trial.v0 = np.array([velocity[0], 0.0])
         # Shift the phase clock so that its begin keeps its distance from the corrected time.

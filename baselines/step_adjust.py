@@ -34,6 +34,7 @@ in there comes from ``python -m upright.eval.step_adjust_calibration``.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, fields, replace
 from importlib import resources
@@ -41,10 +42,9 @@ from typing import Any
 
 import numpy as np
 import yaml
-from scipy.spatial.transform import Rotation
 
 from upright.baselines import register_controller
-from upright.baselines.kinematics import Kinematics
+from upright.baselines.kinematics import Kinematics, yaw_removed
 from upright.baselines.step_adjustment import adjust_step, predict_com, tolerance_range
 from upright.baselines.swing_leveling import LevelingParams, SwingFootLeveling
 from upright.envs.robots import RobotSpec
@@ -378,9 +378,9 @@ class StepAdjustWalk:
         CoM projected onto the ground relative to the sole, z its height above it."""
         sole_pos, _ = self.kin.foot_pose(side, sensors.joint_pos)
         com = self.kin.com(sensors.joint_pos)
-        orientation = Rotation.from_quat(np.asarray(sensors.quat)[[1, 2, 3, 0]])
-        yaw = orientation.as_euler("ZYX")[0]
-        return (Rotation.from_euler("Z", -yaw) * orientation).apply(com - sole_pos)
+        heading = yaw_removed(sensors.quat, 0.0)[:, 0]  # the torso's x axis in the world
+        # the yaw of the ZYX Euler angles: the heading of the torso's x axis
+        return yaw_removed(sensors.quat, math.atan2(heading[1], heading[0])) @ (com - sole_pos)
 
     def stance_targets(self, shift: np.ndarray) -> np.ndarray:
         """Joint targets (actuator order) of the walking posture with both feet standing and
