@@ -1,8 +1,9 @@
 """Compute cost of every baseline controller against the environment step, measured side by side.
 
 Each registered baseline (``upright.baselines``) runs one episode per robot and start in its task's
-environment (get-up: from ``prone`` and from ``supine``; walk: from standing at the command
-``--command``, default 0.2 m/s forward); every control cycle times the controller's ``step``
+environment for 20 s, the environments' own episode (get-up: from ``prone`` and from ``supine``,
+a failing controller's retries included; walk: from standing at the command ``--command``,
+default 0.2 m/s forward); every control cycle times the controller's ``step``
 (``reset`` counts to the first cycle) and the environment's ``step`` (servo model, physics
 substeps, sensors, reward, metrics) with ``time.perf_counter`` in the same process and run, so a
 slower or faster machine moves both. This is what a baseline costs as a policy or as a prior
@@ -140,7 +141,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--controllers", nargs="+", default=list(controller_names()), choices=controller_names())
     parser.add_argument("--robots", nargs="+", default=list(ROBOT_NAMES), choices=ROBOT_NAMES)
-    parser.add_argument("--seconds", type=float, default=10.0, help="episode length (s)")
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="episode length (s); 20 = the environments' own (a get-up's retries included)")
     parser.add_argument("--repeats", type=int, default=1,
                         help="runs per episode; each cycle keeps its minimum time over them (1 = single run)")
     parser.add_argument("--command", type=float, nargs=3, default=(0.2, 0.0, 0.0), metavar=("VX", "VY", "WZ"),
