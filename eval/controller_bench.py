@@ -124,6 +124,16 @@ def measure(controller: str, robot: str, start: str | None, *, seconds: float, r
             "repeats": repeats, **timing_summary(ctrl, step)}
 
 
+def write_bench(out: Path, name: str, rows: list[dict[str, Any]], markdown: str, repeats: int) -> str:
+    """Write ``rows`` as ``<name>.json`` and ``markdown`` (with a line on the repeats) as
+    ``<name>.md`` under ``out``; return the Markdown."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(rows, indent=1))
+    text = markdown + (f"\n\nTimes per cycle: minimum over {repeats} identical runs." if repeats > 1 else "")
+    (out / f"{name}.md").write_text(text + "\n")
+    return text
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """Markdown table of :func:`measure` results."""
     lines = ["| controller | robot | episode | controller per cycle: mean / median / p95 / worst (µs) "
@@ -159,11 +169,7 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append(measure(name, robot, start, seconds=args.seconds, repeats=args.repeats,
                                     command=tuple(args.command)))
                 print(table(rows[-1:]).splitlines()[-1], flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "controller_bench.json").write_text(json.dumps(rows, indent=1))
-    text = table(rows) + (f"\n\nTimes per cycle: minimum over {args.repeats} identical runs." if args.repeats > 1 else "")
-    (args.out / "controller_bench.md").write_text(text + "\n")
-    print(text)
+    print(write_bench(args.out, "controller_bench", rows, table(rows), args.repeats))
 
 
 if __name__ == "__main__":

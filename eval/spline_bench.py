@@ -26,7 +26,6 @@ cycles that solved at least one. Writes ``spline_bench.json`` and ``spline_bench
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +33,7 @@ import numpy as np
 import upright  # noqa: F401  (registers the environments)
 from upright.baselines.spline import SplineStandUp
 from upright.envs.robots import get_robot
-from upright.eval.controller_bench import check_repeats, cycle_minimum, timed_episode, timing_summary
+from upright.eval.controller_bench import check_repeats, cycle_minimum, timed_episode, timing_summary, write_bench
 
 ENV_IDS = {"wolfgang": "upright/WolfgangGetUp-v0", "nao": "upright/NaoGetUp-v0"}
 
@@ -112,11 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rows = [measure(robot, start, args.conditions, args.seconds, repeats=args.repeats)
             for robot in args.robots for start in ("prone", "supine")]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "spline_bench.json").write_text(json.dumps(rows, indent=1))
-    text = table(rows) + (f"\n\nTimes per cycle: minimum over {args.repeats} identical runs." if args.repeats > 1 else "")
-    (args.out / "spline_bench.md").write_text(text + "\n")
-    print(text)
+    print(write_bench(args.out, "spline_bench", rows, table(rows), args.repeats))
 
 
 if __name__ == "__main__":
