@@ -71,12 +71,6 @@ def rotate(axis: Vec, angle: float, v: Vec) -> Vec:
             z * c + (ax * y - ay * x) * s + az * k)
 
 
-def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rotation matrix (3, 3) of ``angle`` rad about the unit vector ``axis`` (Rodrigues)."""
-    x, y, z = (float(a) for a in axis)
-    return np.array([rotate((x, y, z), angle, e) for e in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))]).T
-
-
 def wrap(angle: float) -> float:
     """``angle`` wrapped to [-π, π)."""
     return (angle + math.pi) % (2.0 * math.pi) - math.pi

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 
 import upright  # noqa: F401  (registers the environments)
 from upright.baselines.spline import SplineStandUp

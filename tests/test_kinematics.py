@@ -5,15 +5,21 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 from upright import Simulation
 from upright.baselines.kinematics import Kinematics, solve_spd
-from upright.baselines.leg_ik import rotation, split_roots, split_rotation
+from upright.baselines.leg_ik import split_roots, split_rotation
 from upright.envs.robots import get_robot
 
 POSES_PER_LEG = 250
 POS_TOL = 1e-3  # m
 ROT_TOL = 0.01  # rad
+
+
+def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rotation matrix of ``angle`` rad about the unit vector ``axis``."""
+    return Rotation.from_rotvec(np.asarray(axis, dtype=float) * angle).as_matrix()
 
 
 @pytest.fixture(scope="module", params=["nao", "wolfgang"])
