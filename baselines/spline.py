@@ -99,14 +99,33 @@ class SplineStandUp:
         self.plan: Plan | None = None
         self.tries = 0
         self._stabilizer = self._make_stabilizer()
-        self.joint_goal = np.zeros(len(names))
         #: The current try's joint trajectories of the legs (with the trunk goal and the
         #: stabiliser's sensitivities) and of both arms.
         self.legs: JointTrajectory | None = None
         self.arms: JointTrajectory | None = None
         self._arms = np.concatenate([self._arm_index[s] for s in SIDES])
         self._actuated = np.array(robot.actuated_joint_index)
-        self._q = np.zeros(len(names))  # scratch joint vector for the leg IK
+        # a control cycle is one product: the interpolation coefficients of the current intervals
+        # (legs: two samples × [angle, sensitivities, curvatures]; arms: two samples; the constant
+        # joints; the head tilt) with their table rows mapped onto the actuators (_interval_rows)
+        actuated = list(robot.actuated_joint_index)
+
+        def to_actuators(joints: np.ndarray) -> np.ndarray:
+            """0/1 matrix (driven joints, actuators): a joint's column onto its actuator's (coupled
+            followers, NAO's right HipYawPitch, map nowhere: their driver carries the value)."""
+            m = np.zeros((len(joints), len(actuated)))
+            for row, j in enumerate(joints):
+                if j in actuated:
+                    m[row, actuated.index(j)] = 1.0
+            return m
+
+        self._legs_to_act, self._arms_to_act = to_actuators(self._leg_index), to_actuators(self._arms)
+        self._tilt_row = to_actuators(np.array([self._tilt]))[0]
+        #: Actuator targets of the joints that no trajectory drives (held at the try's start; head pan 0).
+        self._rest_row = np.zeros(len(actuated))
+        self._rows: tuple[tuple[int, int, int], np.ndarray] | None = None  # (try, k, ka) -> rows
+        #: The targets (rad, actuator order) of the last cycle.
+        self.targets = np.zeros(len(actuated))
         self._t0 = 0.0
         self._limp_since: float | None = None
         #: While moving into the safe pose: (start time (s), targets at the start, their change to
@@ -150,9 +169,16 @@ class SplineStandUp:
         # the arms' IK is position-only: their samples are spaced by distance alone
         self.arms = JointTrajectory(sample_times(hands, p.arm_sample_distance, np.inf, period),
                                     hands[0].times, start[self._arms], self._solve_arms_at)
-        self.joint_goal = start.copy()
-        self.joint_goal[self._pan] = 0.0
+        rest = start.copy()
+        rest[np.concatenate((self._leg_index, self._arms, [self._pan, self._tilt]))] = 0.0
+        self._rest_row = rest[self._actuated]
+        self._rows = None
         self.status = "working"
+
+    @property
+    def joint_goal(self) -> np.ndarray:
+        """The last cycle's targets in joint order (rad; coupled joints: their driver's)."""
+        return self.targets[list(self.robot.joint_actuator_index)]
 
     def foot_goals(self, t: float, correction: np.ndarray | None = None) -> dict[str, tuple]:
         """Both soles' goal poses ``side -> (pos, rot)`` in the torso frame at time ``t`` (s) of the
@@ -252,11 +278,15 @@ class SplineStandUp:
     # ------------------------------------------------------------------ control
     def step(self, sensors: Sensors) -> np.ndarray:
         """Joint targets (rad, actuator order) for this control cycle."""
+        self.targets = self._step(sensors)
+        return self.targets
+
+    def _step(self, sensors: Sensors) -> np.ndarray:
         p = self.params
         if self.status in ("waiting", "failed"):
             return self._limp(sensors)
         t = sensors.time - self._t0
-        legs = self.legs
+        legs, arms = self.legs, self.arms
         stabilising = t >= self.plan.stabilize_from
         k, w = legs.weights(t)
         legs.advance(k)
@@ -265,19 +295,30 @@ class SplineStandUp:
             self.status = "waiting"
             self._limp_since = sensors.time
             return self._limp(sensors)
-        q = self.joint_goal
         if stabilising and p.stabilizing:
-            self.correction = np.array(self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period))
-            q[self._leg_index] = legs.joints_at(k, w, self.correction)
+            c0, c1 = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
+            self.correction = np.array((c0, c1))
+            terms = (1.0, c0, c1, c0 * c0, c1 * c1)  # JointTrajectory.joints_at's Taylor series
         else:
-            q[self._leg_index] = legs.joints_at(k, w)
-        ka, wa = self.arms.weights(t)
-        self.arms.advance(ka)
-        q[self._arms] = self.arms.joints_at(ka, wa)
-        q[self._tilt] = self._head_tilt if t < self.plan.head_zero_at else p.head_tilt_final
+            terms = (1.0, 0.0, 0.0, 0.0, 0.0)
+        ka, wa = arms.weights(t)
+        arms.advance(ka)
+        key = (self.tries, k, ka)
+        if self._rows is None or self._rows[0] != key:
+            self._rows = (key, self._interval_rows(k, ka))
+        tilt = self._head_tilt if t < self.plan.head_zero_at else p.head_tilt_final
+        coefficients = ([(1.0 - w) * x for x in terms] + [w * x for x in terms]
+                        + [1.0 - wa, 0.0, 0.0, 0.0, 0.0, wa, 0.0, 0.0, 0.0, 0.0, 1.0, tilt])
         if t >= self.plan.duration:
             self._update_finished(t - self.plan.duration)
-        return q[self._actuated]  # coupled joints follow their driver (Kinematics.targets_from_joints)
+        return np.dot(coefficients, self._rows[1])
+
+    def _interval_rows(self, k: int, ka: int) -> np.ndarray:
+        """The rows (22, actuators) that :meth:`_step`'s coefficients multiply: the legs' table rows
+        of samples ``k``, ``k + 1`` and the arms' of ``ka``, ``ka + 1`` (:meth:`JointTrajectory.rows`)
+        on the actuators, the constant joints, the head tilt's unit row."""
+        return np.vstack((self.legs.rows(k) @ self._legs_to_act, self.arms.rows(ka) @ self._arms_to_act,
+                          self._rest_row, self._tilt_row))
 
     def _fallen(self, trunk_goal: np.ndarray, sensors: Sensors) -> bool:
         """The trunk has been more than ``fall_angle`` off its goal fused pitch or roll for longer
@@ -324,7 +365,7 @@ class SplineStandUp:
                     self._safe_pose = (sensors.time, start, self.kin.keyframe_joints(pose)[self._actuated] - start)
                     return self._to_safe_pose(sensors)
                 self._start(sensors)
-                return self.step(sensors)
+                return self._step(sensors)
         return np.asarray(sensors.joint_pos, dtype=float)[self._actuated]  # coupled joints follow their driver
 
     def _to_safe_pose(self, sensors: Sensors) -> np.ndarray:
@@ -335,7 +376,7 @@ class SplineStandUp:
         if x >= 1.0:
             self._safe_pose = None
             self._start(sensors)
-            return self.step(sensors)
+            return self._step(sensors)
         return start + smoothstep5(max(x, 0.0)) * change
 
 
@@ -456,8 +497,12 @@ class JointTrajectory:
             return a + w * (self.joints[k + 1] - a)
         c0, c1 = float(correction[0]), float(correction[1])
         terms = (1.0, c0, c1, c0 * c0, c1 * c1)
-        u = 1.0 - w
-        return np.dot([u * x for x in terms] + [w * x for x in terms], self._table[k:k + 2].reshape(10, -1))
+        return np.dot([(1.0 - w) * x for x in terms] + [w * x for x in terms], self.rows(k))
+
+    def rows(self, k: int) -> np.ndarray:
+        """The table rows (10, joints) of samples ``k`` and ``k + 1``: per sample the angles, their
+        sensitivities to the pitch and the roll correction and half their curvatures (rad)."""
+        return self._table[k:k + 2].reshape(10, -1)
 
     def trunk_goal_at(self, k: int, w: float) -> tuple[float, float]:
         """The trunk's goal fused (pitch, roll) (rad) at the weights of :meth:`weights`."""
