@@ -25,7 +25,8 @@ nearer the middle of its range first). The NAO model's axes meet exactly, so the
 exact (~1e-15 m). The Wolfgang MJCF's offsets are rounded to 0.1 mm, so its ankle axes miss each
 other by 28 µm; there the closed-form result is polished by a few damped Newton steps on the
 sole-site Jacobian (``mj_jacSite``), which also fixes the ill-conditioned hip-yaw / pitch split at
-hip roll ±90°.
+hip roll ±90°. The closed form's arithmetic is :mod:`upright.baselines.leg_ik` (plain Python floats:
+the controllers solve legs every control cycle).
 
 NAO's two HipYawPitch joints are one motor: :meth:`Kinematics.legs_ik` chooses one value (default
 the mean of the two legs' free solutions, or one leg's) and solves each other leg for that given
