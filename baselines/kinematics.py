@@ -51,8 +51,8 @@ import mujoco
 import numpy as np
 import yaml
 
-from upright.baselines.leg_ik import (LIMIT_TOL, LegGeometry, add, angle_about, cross, dot, pick, rotate, solve_cos_sin,
-                                      vec, wrap)
+from upright.baselines.leg_ik import (LIMIT_TOL, LegGeometry, Vec, add, angle_about, cross, dot, pick, rotate,
+                                      solve_cos_sin, vec, wrap)
 from upright.envs.robots import RobotSpec, get_robot
 
 SIDES = ("left", "right")
@@ -198,6 +198,11 @@ class Kinematics:
         }
         self._arm_ids = {side: [m.joint(j).id for j in a.ik_joint_names] for side, a in self.arms.items()}
         self._hand_sites = {side: m.site(a.hand_site).id for side, a in self.arms.items()}
+        #: Per arm, the indices of its joints outside the IK (NAO ElbowYaw, WristYaw), and the cache
+        #: of :meth:`_arm_zero_pose`.
+        self._arm_others = {side: self.joint_index([j for j in a.joint_names if j not in a.ik_joint_names])
+                            for side, a in self.arms.items()}
+        self._zero_poses: dict[tuple, tuple] = {}
         #: Per arm: its joints' and its IK joints' indices in the joint vector, the IK joints' ranges (rad).
         self._arm_indices = {side: (self.joint_index(a.joint_names), self.joint_index(a.ik_joint_names),
                                     m.jnt_range[self._arm_ids[side], 0], m.jnt_range[self._arm_ids[side], 1])
@@ -625,14 +630,9 @@ class Kinematics:
         if center is None:
             return None
         m, d = self.model, self.data
-        i1, i2, i3 = self._arm_ids[side]
         site = self._hand_sites[side]
-        zero = full.copy()
-        zero[ik_index] = 0.0
-        d.qpos[self._qadr] = zero
-        mujoco.mj_kinematics(m, d)
-        a1, a2, a3 = vec(d.xaxis[i1]), vec(d.xaxis[i2]), vec(d.xaxis[i3])  # floats: see leg_ik
-        elbow, hand, center = vec(d.xanchor[i3]), vec(d.site_xpos[site]), vec(center)
+        a1, a2, a3, elbow, hand = self._arm_zero_pose(side, full, ik_index)
+        center = vec(center)
         w = add(vec(target), center, -1.0)
         ww = dot(w, w)
         if ww < 1e-12:  # at the shoulder centre: no direction to point in
@@ -678,6 +678,28 @@ class Kinematics:
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)
         return full if float(np.linalg.norm(target - d.site_xpos[site])) <= tolerance else None
+
+    def _arm_zero_pose(self, side: str, full: np.ndarray, ik_index: np.ndarray) -> tuple[Vec, ...]:
+        """The arm's three IK axes, elbow anchor and hand point (torso frame, floats) with its IK
+        joints at 0 and its other joints (NAO ElbowYaw, WristYaw) as in ``full``: forward
+        kinematics, cached per value of those other joints (the IK never moves them, so a motion
+        reuses one entry)."""
+        others = self._arm_others[side]
+        key = (side, tuple(full[others].tolist()))
+        pose = self._zero_poses.get(key)
+        if pose is None:
+            m, d = self.model, self.data
+            zero = full.copy()
+            zero[ik_index] = 0.0
+            d.qpos[self._qadr] = zero
+            mujoco.mj_kinematics(m, d)
+            i1, i2, i3 = self._arm_ids[side]
+            pose = (vec(d.xaxis[i1]), vec(d.xaxis[i2]), vec(d.xaxis[i3]), vec(d.xanchor[i3]),
+                    vec(d.site_xpos[self._hand_sites[side]]))
+            if len(self._zero_poses) >= 64:  # bounded: other joints that keep changing
+                self._zero_poses.clear()
+            self._zero_poses[key] = pose
+        return pose
 
     def _arm_dls(self, side: str, target: np.ndarray, full: np.ndarray, ik_index: np.ndarray,
                  lower: np.ndarray, upper: np.ndarray, iterations: int, damping: float, tolerance: float,
