@@ -43,8 +43,11 @@ def smoothstep5(x: np.ndarray | float) -> np.ndarray | float:
 
 
 def pose_vector(pos: np.ndarray, rot: np.ndarray) -> np.ndarray:
-    """``(x, y, z, roll, pitch, yaw)`` of a position (m) and rotation matrix."""
-    return np.concatenate([pos, Rotation.from_matrix(rot).as_euler("xyz")])
+    """``(x, y, z, roll, pitch, yaw)`` of a position (m) and rotation matrix (via MuJoCo's
+    quaternion: SciPy's ``from_matrix`` orthogonalises and costs ~2.5x more)."""
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(rot, dtype=float).ravel())
+    return np.concatenate([pos, Rotation.from_quat(quat[[1, 2, 3, 0]]).as_euler("xyz")])  # (x, y, z, w)
 
 
 def pose_matrix(vec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
