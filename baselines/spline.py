@@ -124,7 +124,7 @@ class SplineStandUp:
         #: Actuator targets of the joints that no trajectory drives (held at the try's start; head pan 0).
         self._rest_row = np.zeros(len(actuated))
         self._rows: tuple[tuple[int, int, int], np.ndarray] | None = None  # (try, k, ka) -> rows
-        #: The targets (rad, actuator order) of the last cycle.
+        #: The targets (rad, actuator order) of the last cycle: the array :meth:`step` returned.
         self.targets = np.zeros(len(actuated))
         self._t0 = 0.0
         self._limp_since: float | None = None
