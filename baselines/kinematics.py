@@ -383,10 +383,7 @@ class Kinematics:
         qv = np.asarray(quat, dtype=float)
         if qv.shape != (4,) or not np.all(np.isfinite(qv)) or np.linalg.norm(qv) < 1e-9:
             raise ValueError(f"quat must be a finite non-zero (w, x, y, z) quaternion, got {quat}")
-        imu_to_world = np.zeros(9)
-        mujoco.mju_quat2Mat(imu_to_world, qv / np.linalg.norm(qv))
-        torso_to_world = imu_to_world.reshape(3, 3) @ self._imu_in_torso.T
-        return torso_to_world @ self.com(joint_pos)
+        return yaw_removed(qv, 0.0) @ self._imu_in_torso.T @ self.com(joint_pos)
 
     # ------------------------------------------------------------------ leg IK
     @staticmethod

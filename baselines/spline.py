@@ -123,7 +123,7 @@ class SplineStandUp:
         self._tilt_row = to_actuators(np.array([self._tilt]))[0]
         #: Actuator targets of the joints that no trajectory drives (held at the try's start; head pan 0).
         self._rest_row = np.zeros(len(actuated))
-        self._rows: tuple[tuple[int, int, int], np.ndarray] | None = None  # (try, k, ka) -> rows
+        self._rows: tuple[tuple[int, int], np.ndarray] | None = None  # (k, ka) -> rows, reset per try
         #: The targets (rad, actuator order) of the last cycle: the array :meth:`step` returned.
         self.targets = np.zeros(len(actuated))
         self._t0 = 0.0
@@ -295,20 +295,16 @@ class SplineStandUp:
             self.status = "waiting"
             self._limp_since = sensors.time
             return self._limp(sensors)
+        correction = None
         if stabilising and p.stabilizing:
-            c0, c1 = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
-            self.correction = np.array((c0, c1))
-            terms = (1.0, c0, c1, c0 * c0, c1 * c1)  # JointTrajectory.joints_at's Taylor series
-        else:
-            terms = (1.0, 0.0, 0.0, 0.0, 0.0)
+            correction = self._stabilizer.correction(trunk_goal, sensors.fused, self.robot.control_period)
+            self.correction = np.array(correction)
         ka, wa = arms.weights(t)
         arms.advance(ka)
-        key = (self.tries, k, ka)
-        if self._rows is None or self._rows[0] != key:
-            self._rows = (key, self._interval_rows(k, ka))
+        if self._rows is None or self._rows[0] != (k, ka):
+            self._rows = ((k, ka), self._interval_rows(k, ka))
         tilt = self._head_tilt if t < self.plan.head_zero_at else p.head_tilt_final
-        coefficients = ([(1.0 - w) * x for x in terms] + [w * x for x in terms]
-                        + [1.0 - wa, 0.0, 0.0, 0.0, 0.0, wa, 0.0, 0.0, 0.0, 0.0, 1.0, tilt])
+        coefficients = legs.coefficients(w, correction) + arms.coefficients(wa) + [1.0, tilt]
         if t >= self.plan.duration:
             self._update_finished(t - self.plan.duration)
         return np.dot(coefficients, self._rows[1])
@@ -492,12 +488,18 @@ class JointTrajectory:
         (trunk correction: fused pitch, roll; rad) plus their change for it: second-order Taylor
         series per axis (the pitch-roll cross term is neglected), ``sensitivity @ c + ½ curvature
         @ c²`` at both samples, interpolated (one product with the sample table)."""
+        return np.dot(self.coefficients(w, correction), self.rows(k))
+
+    @staticmethod
+    def coefficients(w: float, correction=None) -> list[float]:
+        """The 10 weights of :meth:`rows` at the weight ``w`` of sample ``k + 1``: per sample
+        ``(1, c_pitch, c_roll, c_pitch², c_roll²)`` times its interpolation weight (no
+        ``correction``: the angles only)."""
         if correction is None:
-            a = self.joints[k]
-            return a + w * (self.joints[k + 1] - a)
+            return [1.0 - w, 0.0, 0.0, 0.0, 0.0, w, 0.0, 0.0, 0.0, 0.0]
         c0, c1 = float(correction[0]), float(correction[1])
         terms = (1.0, c0, c1, c0 * c0, c1 * c1)
-        return np.dot([(1.0 - w) * x for x in terms] + [w * x for x in terms], self.rows(k))
+        return [(1.0 - w) * x for x in terms] + [w * x for x in terms]
 
     def rows(self, k: int) -> np.ndarray:
         """The table rows (10, joints) of samples ``k`` and ``k + 1``: per sample the angles, their

@@ -35,10 +35,9 @@ import numpy as np
 
 import upright  # noqa: F401  (registers the environments)
 from upright.baselines import baseline_entry, controller_names, make_controller
+from upright.envs.registration import env_id
 from upright.envs.robots import ROBOT_NAMES, get_robot
 
-ENV_IDS = {("nao", "getup"): "upright/NaoGetUp-v0", ("wolfgang", "getup"): "upright/WolfgangGetUp-v0",
-           ("nao", "walk"): "upright/NaoWalk-v0", ("wolfgang", "walk"): "upright/WolfgangWalk-v0"}
 GETUP_STARTS = ("prone", "supine")
 
 
@@ -110,14 +109,13 @@ def measure(controller: str, robot: str, start: str | None, *, seconds: float, r
     """Time ``controller`` on ``robot`` (get-up: from ``start``; walk: ``start`` is None and the
     robot follows ``command``) over one episode of ``seconds``, each cycle's minimum over ``repeats``."""
     task = baseline_entry(controller).task
-    if (robot, task) not in ENV_IDS:
-        raise ValueError(f"unknown robot {robot!r}; valid robots: {', '.join(ROBOT_NAMES)}")
+    environment = env_id(robot, task)  # names a bad robot
     kwargs: dict[str, Any] = {"conditions": conditions, "max_episode_seconds": seconds}
     if task == "walk":
         kwargs["command"] = command
     else:
         kwargs["start"] = start
-    runs = [timed_episode(ENV_IDS[robot, task], make_controller(controller, get_robot(robot), task), kwargs, seed)
+    runs = [timed_episode(environment, make_controller(controller, get_robot(robot), task), kwargs, seed)
             for _ in range(check_repeats(repeats))]
     ctrl, step = cycle_minimum(runs, f"{controller} {robot} {start or 'walk'}")
     return {"controller": controller, "robot": robot, "task": task, "start": start or "standing",

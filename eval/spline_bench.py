@@ -28,13 +28,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-
 import upright  # noqa: F401  (registers the environments)
 from upright.baselines.spline import SplineStandUp
-from upright.envs.robots import get_robot
+from upright.envs.registration import env_id
+from upright.envs.robots import ROBOT_NAMES, get_robot
 from upright.eval.controller_bench import check_repeats, cycle_minimum, timed_episode, timing_summary, write_bench
 
-ENV_IDS = {"wolfgang": "upright/WolfgangGetUp-v0", "nao": "upright/NaoGetUp-v0"}
 
 
 def _solved(controller: SplineStandUp) -> int:
@@ -68,7 +67,7 @@ def measure(robot: str, start: str, conditions: str, seconds: float, seed: int =
     runs, counts = [], []
     for _ in range(repeats):
         counts.append(_Counts())
-        runs.append(timed_episode(ENV_IDS[robot], SplineStandUp(get_robot(robot)), kwargs, seed, counts[-1]))
+        runs.append(timed_episode(env_id(robot, "getup"), SplineStandUp(get_robot(robot)), kwargs, seed, counts[-1]))
     if any(c.samples != counts[0].samples for c in counts):
         raise RuntimeError(f"{robot} {start}: the repeats differ (not deterministic), cannot take minima")
     c, s = cycle_minimum(runs, f"{robot} {start}")
@@ -101,7 +100,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--robots", nargs="+", default=sorted(ENV_IDS), choices=sorted(ENV_IDS))
+    parser.add_argument("--robots", nargs="+", default=list(ROBOT_NAMES), choices=ROBOT_NAMES)
     parser.add_argument("--conditions", default="lab")
     parser.add_argument("--seconds", type=float, default=20.0, help="episode length (s); 20 = the get-up episode")
     parser.add_argument("--repeats", type=int, default=1,

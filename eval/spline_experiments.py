@@ -23,10 +23,10 @@ import argparse
 import json
 from pathlib import Path
 
+from upright.envs.registration import env_id
 from upright.eval.results import aggregate, write_results
 from upright.eval.runner import run_episodes
 
-ENV_IDS = {"wolfgang": "upright/WolfgangGetUp-v0", "nao": "upright/NaoGetUp-v0"}
 #: (robot, conditions, policies) per experiment name.
 EXPERIMENTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "wolfgang-lab": ("wolfgang", "lab", ("spline",)),
@@ -51,7 +51,7 @@ def command(env: str, policy: str, start: str, conditions: str, episodes: int, w
 def run_cell(robot: str, conditions: str, policy: str, start: str, episodes: int, workers: int,
              out: Path) -> dict:
     """Run one cell like ``upright eval`` and return its row for the summary table."""
-    env = ENV_IDS[robot]
+    env = env_id(robot, "getup")
     cell = out / f"{robot}-{conditions}-{policy}-{start}"
     cmd = command(env, policy, start, conditions, episodes, workers, cell)
     print(cmd, flush=True)

@@ -31,6 +31,8 @@ import numpy as np
 import upright  # noqa: F401  (registers the environments)
 from upright.baselines.spline import SplineStandUp
 from upright.baselines.spline_params import SplineParams, load_params
+from upright.envs.registration import env_id
+from upright.envs.robots import ROBOT_NAMES
 from upright.eval.metrics import HOLD_SECONDS
 
 #: Searched parameters per direction with their ranges (reference/controllers.md A.4, angles in rad).
@@ -53,7 +55,6 @@ SEARCH: dict[str, dict[str, tuple[float, float]]] = {
         "trunk_overshoot_angle_back": (0.0, np.pi / 4),
     },
 }
-ENV_IDS = {"wolfgang": "upright/WolfgangGetUp-v0", "nao": "upright/NaoGetUp-v0"}
 
 
 def trial(env: gym.Env, params: SplineParams, start: str, seed: int, slack: float,
@@ -105,7 +106,7 @@ def search(robot: str, direction: str, trials: int, conditions: list[str], episo
     params = load_params(robot).with_(fail_safe=False, stabilizing=True)
     x = np.clip(np.array([getattr(params, n) for n in names]), low, high)
     start = "prone" if direction == "front" else "supine"
-    envs = [gym.make(ENV_IDS[robot], start=start, conditions=c, max_episode_seconds=20.0) for c in conditions]
+    envs = [gym.make(env_id(robot, "getup"), start=start, conditions=c, max_episode_seconds=20.0) for c in conditions]
     if len(episodes) not in (1, len(conditions)):
         raise ValueError(f"give one episode count or one per condition, got {episodes} for {conditions}")
     seeds = [list(range(n)) for n in (episodes * len(conditions) if len(episodes) == 1 else episodes)]
@@ -138,7 +139,7 @@ def search(robot: str, direction: str, trials: int, conditions: list[str], episo
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--robot", choices=sorted(ENV_IDS), required=True)
+    parser.add_argument("--robot", choices=ROBOT_NAMES, required=True)
     parser.add_argument("--direction", choices=sorted(SEARCH), required=True)
     parser.add_argument("--trials", type=int, default=300)
     parser.add_argument("--conditions", nargs="+", default=["lab"])

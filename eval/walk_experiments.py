@@ -50,10 +50,10 @@ import gymnasium as gym
 import numpy as np
 from upright.baselines import make_controller
 from upright.envs.conditions import Conditions, Impulse, get_conditions
-from upright.envs.robots import get_robot
+from upright.envs.registration import env_id
+from upright.envs.robots import ROBOT_NAMES, get_robot
 from upright.policies.builtin import ControllerPolicy
 
-ENV_IDS = {"nao": "upright/NaoWalk-v0", "wolfgang": "upright/WolfgangWalk-v0"}
 #: (command index, sign, speeds tried) per direction; m/s for x/y, rad/s for turning. The ladders
 #: reach beyond the walks' default caps: raise the caps with ``--param`` to find the physical limit.
 LADDERS: dict[str, dict[str, tuple[int, float, tuple[float, ...]]]] = {
@@ -151,7 +151,7 @@ def run_episode(policy: str, changes: dict[str, Any], robot: str, command: tuple
                 conditions: str | Conditions, seconds: float, seed: int) -> dict[str, Any]:
     """One walk-environment episode: whether it fell, its end time (s) and the mean heading-frame
     velocity (m/s, m/s, rad/s) over its second half (None when it ended in the first half)."""
-    env = gym.make(ENV_IDS[robot], command=command, max_episode_seconds=seconds, conditions=conditions)
+    env = gym.make(env_id(robot, "walk"), command=command, max_episode_seconds=seconds, conditions=conditions)
     agent = ParamPolicy(policy, changes)
     obs, info = env.reset(seed=seed)
     agent.reset(env, seed)
@@ -216,7 +216,7 @@ def observer_errors(policy: str, changes: dict[str, Any], robot: str, speed: flo
                     seconds: float) -> dict[str, Any] | None:
     """Mean absolute lateral CoM errors (mm) while walking forward at ``speed``; None when the
     controller has no ``diagnostics``. Simulator truth: the CoM in the support sole's yaw frame."""
-    env = gym.make(ENV_IDS[robot], command=(speed, 0.0, 0.0), max_episode_seconds=seconds, conditions=conditions)
+    env = gym.make(env_id(robot, "walk"), command=(speed, 0.0, 0.0), max_episode_seconds=seconds, conditions=conditions)
     agent = ParamPolicy(policy, changes)
     obs, info = env.reset(seed=0)
     agent.reset(env, 0)
@@ -336,7 +336,7 @@ def markdown(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--policy", default="lipm", help="registered walk baseline (default: lipm)")
-    parser.add_argument("--robot", default="nao", choices=tuple(ENV_IDS))
+    parser.add_argument("--robot", default="nao", choices=ROBOT_NAMES)
     parser.add_argument("--experiments", default="speeds,observer,push",
                         help="comma list of speeds, observer, push, turf (default: speeds,observer,push)")
     parser.add_argument("--param", nargs="+", default=[], metavar="KEY=VALUE",

@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 
+from upright.envs.robots import get_robot
 from upright.eval import controller_bench, spline_bench
 
 
@@ -38,7 +39,7 @@ def test_bad_repeats_named(repeats):
 def test_controller_bench_times_every_cycle_of_a_walk(tmp_path):
     row = controller_bench.measure("step_adjust", "nao", None, seconds=0.5, repeats=2)
     assert row["task"] == "walk" and row["start"] == "standing"
-    assert row["cycles"] == round(0.5 / 0.012)  # NAO: one control cycle per 12 ms
+    assert row["cycles"] == round(0.5 / get_robot("nao").control_period)
     assert 0 < row["ctrl_median_us"] <= row["ctrl_max_us"] and row["env_mean_us"] > 0
     assert row["ratio_mean"] == pytest.approx(row["ctrl_mean_us"] / row["env_mean_us"])
     controller_bench.main(["--controllers", "keyframe", "--robots", "wolfgang", "--seconds", "0.3",
@@ -50,7 +51,7 @@ def test_controller_bench_times_every_cycle_of_a_walk(tmp_path):
 
 def test_spline_bench_counts_the_ik_samples():
     row = spline_bench.measure("wolfgang", "supine", "lab", seconds=1.0)
-    assert row["tries"] == 1 and row["cycles"] == 100
+    assert row["tries"] == 1 and row["cycles"] == round(1.0 / get_robot("wolfgang").control_period)
     # samples are solved lazily inside the cycles: some cycles solve, each at least one sample
     assert 0 < row["solving_cycles"] <= row["ik_samples"]
     assert row["solving_cycles"] < row["cycles"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 from upright.baselines.lipm import LipmParams
+from upright.envs.registration import env_id
 from upright.eval import walk_experiments as we
 
 
@@ -36,7 +37,7 @@ def test_params_parse_and_apply_nested_fields():
 
 
 def test_param_policy_builds_the_controller_with_the_changes():
-    env = gym.make(we.ENV_IDS["nao"], command=(0.1, 0.0, 0.0), max_episode_seconds=0.5)
+    env = gym.make(env_id("nao", "walk"), command=(0.1, 0.0, 0.0), max_episode_seconds=0.5)
     policy = we.ParamPolicy("step_adjust", {"step_adjustment": False, "leveling.offset_speed": 0.5})
     env.reset(seed=0)
     policy.reset(env, 0)
