@@ -35,7 +35,7 @@ from upright.envs.render import Camera, RenderingUnavailable
 from upright.envs.robots import get_robot
 from upright.envs.sensors import Sensors, fused_angles
 from upright.envs.simulation import Simulation
-from upright.eval.metrics import Posture, StandingReference
+from upright.envs.metrics import Posture, StandingReference
 
 RENDER_SIZE = (640, 480)
 

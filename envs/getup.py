@@ -2,7 +2,7 @@
 
 Episodes last ``max_episode_seconds`` (default 20 s, the RoboCup limit) and end early only when the
 physics blows up (``info["sim_unstable"]``). Success and ``time_to_stand`` follow
-:mod:`upright.eval.metrics`; ``info["episode_metrics"]`` holds them at the end of every episode.
+:mod:`upright.envs.metrics`; ``info["episode_metrics"]`` holds them at the end of every episode.
 
 Reward (dense, every term in ``info["reward_terms"]``):
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
-from upright.eval.metrics import GetUpTracker, is_upright
+from upright.envs.metrics import GetUpTracker, is_upright
 
 #: Lying starts (``random`` draws one of them) and ``standing`` (for tests and push recovery).
 LYING_STARTS = ("prone", "supine", "side", "fall")

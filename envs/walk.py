@@ -3,7 +3,7 @@
 The command is fixed by ``command=(vx, vy, wz)`` or drawn per episode from ``command_ranges``
 (m/s, m/s, rad/s). A fall ends the episode. Velocities are measured in the robot's heading frame
 (the torso's yaw). ``info["episode_metrics"]``: mean velocity, tracking error, falls, distance
-before the first fall (see :class:`~upright.eval.metrics.WalkTracker`).
+before the first fall (see :class:`~upright.envs.metrics.WalkTracker`).
 
 Reward (every term in ``info["reward_terms"]``):
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
-from upright.eval.metrics import WalkTracker, is_fallen
+from upright.envs.metrics import WalkTracker, is_fallen
 
 DEFAULT_COMMAND_RANGES = ((-0.2, 0.3), (-0.1, 0.1), (-0.5, 0.5))
 

@@ -11,7 +11,7 @@ Each cell is the same as
 ``upright eval --env ENV --policy POLICY --start START --conditions C --episodes N --workers W --out OUT/CELL``
 (the command is printed and stored); its ``results.json``/``results.md`` go to ``OUT/<cell>``. At the
 end a table of success (95 % Wilson interval), time to stand (min/mean/max) and the thesis's
-``stood_up`` notion (recorded by every run, see :mod:`upright.eval.metrics`) per cell is printed
+``stood_up`` notion (recorded by every run, see :mod:`upright.envs.metrics`) per cell is printed
 and written to ``OUT/spline_experiments.md`` next to the thesis' and the paper's reference numbers.
 
     python -m upright.eval.spline_experiments --episodes 100 --workers 2 --out results/spline

@@ -6,7 +6,7 @@ same for one robot and one direction with a (1+1) evolution strategy (one-fifth 
 the values in ``baselines/data/spline_<robot>.yaml``. Objective (minimised, A.4's "SS" plus its
 head score): ``100·(1 − success) + 10·time + head``, where ``time`` is the time to stand (or the
 trial length on failure) and ``head`` is ``100·(1 − highest head height / standing head height)``
-(0 on success). Success is the package's get-up success (``eval/metrics.py``) within the nominal
+(0 on success). Success is the package's get-up success (``envs/metrics.py``) within the nominal
 motion length plus ``--slack`` seconds. Each candidate is tried on ``--episodes`` seeds of each of
 the ``--conditions`` (e.g. ``lab turf``; ``--episodes`` one count or one per condition; the mean
 score counts) and must succeed on all of them to
@@ -33,7 +33,7 @@ from upright.baselines.spline import SplineStandUp
 from upright.baselines.spline_params import SplineParams, load_params
 from upright.envs.registration import env_id
 from upright.envs.robots import ROBOT_NAMES
-from upright.eval.metrics import HOLD_SECONDS
+from upright.envs.metrics import HOLD_SECONDS
 
 #: Searched parameters per direction with their ranges (reference/controllers.md A.4, angles in rad).
 #: ``rise_time`` is common to both directions and searched with ``front`` only.
@@ -61,7 +61,7 @@ def trial(env: gym.Env, params: SplineParams, start: str, seed: int, slack: floa
           criterion: str = "success") -> tuple[float, bool, float]:
     """One stand-up attempt: ``(score, success, time)`` (see the module docstring). ``criterion``
     ``success``: the package's get-up success; ``stood_up``: the thesis notion, upright (torso and
-    head) for :data:`~upright.eval.metrics.HOLD_SECONDS` without the stillness requirement (for
+    head) for :data:`~upright.envs.metrics.HOLD_SECONDS` without the stillness requirement (for
     conditions with a random force, under which the IMU is never still)."""
     base = env.unwrapped
     controller = SplineStandUp(base.robot, params)

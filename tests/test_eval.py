@@ -166,14 +166,14 @@ def test_video_writes_an_mp4_or_says_why(tmp_path, capsys):
 
 
 def _posture(t: float, angular_speed: float, upright: bool = True):
-    from upright.eval.metrics import Posture
+    from upright.envs.metrics import Posture
 
     return Posture(time=t, fused_pitch=0.0 if upright else 1.2, fused_roll=0.0, hemisphere=1.0,
                    tilt=0.0 if upright else 1.3, head_height=0.5 if upright else 0.1, angular_speed=angular_speed)
 
 
 def test_stood_up_counts_an_upright_robot_that_is_not_still():
-    from upright.eval.metrics import GetUpTracker, StandingReference
+    from upright.envs.metrics import GetUpTracker, StandingReference
 
     ref = StandingReference(fused_pitch=0.0, fused_roll=0.0, head_height=0.5)
     shaken = GetUpTracker(ref, "prone")
