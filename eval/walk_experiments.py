@@ -81,7 +81,7 @@ PUSH_DURATION = 0.1
 
 def parse_params(items: Iterable[str]) -> dict[str, Any]:
     """``KEY=VALUE`` strings to a dict (values as ``upright eval --set`` parses them)."""
-    from upright.cli import parse_value
+    from upright.eval.settings import parse_value
 
     changes: dict[str, Any] = {}
     for item in items:

@@ -8,9 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from upright.cli import main, parse_settings, parse_value
+from upright.cli import main
 from upright.eval.results import aggregate, wilson_interval
 from upright.eval.runner import EvalRun, run_episodes
+from upright.eval.settings import parse_settings, parse_value, split_settings
 from upright.policies.builtin import ZeroPolicy
 
 SHORT = ["--set", "max_episode_seconds=1.5"]
@@ -42,6 +43,15 @@ def test_set_values_are_parsed():
     for bad, message in ((["noequals"], "noequals"), (["a=1", "a=2"], "twice"), (["=3"], "=3"),
                          (["command=0.1,x"], "0.1,x")):
         with pytest.raises(ValueError, match=message):
+            parse_settings(bad)
+
+
+def test_dotted_settings_split_into_env_kwargs_and_params():
+    settings = parse_settings(["start=prone", "params.player.max_step_forward=0.15", "params.compensation=false"])
+    assert split_settings(settings) == ({"start": "prone"},
+                                        {"player.max_step_forward": 0.15, "compensation": False})
+    for bad in (["params.=1"], ["a..b=1"], ["player.1x=2"]):
+        with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_settings(bad)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import upright  # noqa: F401  (selects the GL backend before mujoco renders)
 from upright.envs.conditions import TERRAINS
 from upright.envs.robots import ROBOT_NAMES
+from upright.eval.settings import parse_settings
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -47,41 +48,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
     path = write_report(Path(args.out), bench_steps=args.bench_steps, episodes=args.episodes)
     print(f"wrote {path}")
     return 0
-
-
-def parse_value(text: str) -> Any:
-    """An ``--set`` value: ``true``/``false``, ``none``, an int, a float, a comma list of numbers
-    (a tuple of floats, e.g. ``0.25,0,0``), else the string itself."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered == "none":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    if "," in text:
-        try:
-            return tuple(float(part) for part in text.split(","))
-        except ValueError:
-            raise ValueError(f"list value {text!r} must be numbers separated by commas") from None
-    return text
-
-
-def parse_settings(items: list[str]) -> dict[str, Any]:
-    """Environment keyword arguments from ``KEY=VALUE`` strings (values as :func:`parse_value`)."""
-    settings: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key.isidentifier():
-            raise ValueError(f"--set expects KEY=VALUE with KEY a keyword argument name, got {item!r}")
-        if key in settings:
-            raise ValueError(f"--set {key} given twice")
-        settings[key] = parse_value(value)
-    return settings
 
 
 def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -192,4 +158,4 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-__all__ = ["build_parser", "main", "parse_settings", "parse_value"]
+__all__ = ["build_parser", "main"]

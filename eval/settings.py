@@ -1,0 +1,67 @@
+"""The one override syntax of the command line: ``--set KEY=VALUE ...``.
+
+``upright eval``, ``upright experiment`` and ``upright train`` all read their ``--set`` items with
+:func:`parse_settings`. Keys may be dotted (``params.player.max_step_forward=0.15``);
+:func:`split_settings` sends the keys that start with ``params.`` (prefix removed) to the
+controller's parameters and every other key to the environment's keyword arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+#: Keys with this prefix are controller parameter overrides (``params.compensation=false``).
+PARAMS_PREFIX = "params."
+
+
+def parse_value(text: str) -> Any:
+    """An ``--set`` value: ``true``/``false``, ``none``, an int, a float, a comma list of numbers
+    (a tuple of floats, e.g. ``0.25,0,0``), else the string itself."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    if "," in text:
+        try:
+            return tuple(float(part) for part in text.split(","))
+        except ValueError:
+            raise ValueError(f"list value {text!r} must be numbers separated by commas") from None
+    return text
+
+
+def parse_settings(items: Iterable[str]) -> dict[str, Any]:
+    """A mapping from ``KEY=VALUE`` strings (values as :func:`parse_value`). A key is a name or a
+    dotted path of names (``player.max_step_forward``); a key given twice is an error."""
+    settings: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not all(part.isidentifier() for part in key.split(".")):
+            raise ValueError(f"--set expects KEY=VALUE with KEY a name or a dotted path of names, got {item!r}")
+        if key in settings:
+            raise ValueError(f"--set {key} given twice")
+        settings[key] = parse_value(value)
+    return settings
+
+
+def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(env_kwargs, params_overrides)``: keys starting with ``params.`` go, without the prefix,
+    to the controller's parameter overrides; all other keys are environment keyword arguments."""
+    env_kwargs: dict[str, Any] = {}
+    params: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key.startswith(PARAMS_PREFIX):
+            params[key[len(PARAMS_PREFIX):]] = value
+        else:
+            env_kwargs[key] = value
+    return env_kwargs, params
+
+
+__all__ = ["PARAMS_PREFIX", "parse_settings", "parse_value", "split_settings"]
