@@ -186,7 +186,8 @@ class UprightEnv(gym.Env):
     def _finish_step(self, sensors: Sensors, terms: dict[str, float], failed: bool, tracker: Any,
                      **extra: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """The step's return tuple: the episode ends on ``failed`` or a blow-up (terminated) or at
-        ``max_episode_seconds`` (truncated); at the end ``info["episode_metrics"]`` from ``tracker``."""
+        ``max_episode_seconds`` (truncated); at the end ``info["episode_metrics"]`` from ``tracker``
+        and ``info["is_success"]`` (``tracker.success`` and no blow-up; SB3's convention)."""
         unstable = self.sim.unstable
         terminated = bool(failed or unstable)
         truncated = not terminated and self.sim.time >= self.max_episode_seconds - 1e-9
@@ -194,6 +195,7 @@ class UprightEnv(gym.Env):
         info.update(reward_terms=terms, **extra)
         if terminated or truncated:
             info["episode_metrics"] = tracker.episode_metrics(self.sim.time, unstable)
+            info["is_success"] = bool(tracker.success and not unstable)
         reward = 0.0 if unstable else float(sum(terms.values()))
         if self.render_mode == "human":
             self.render()

@@ -1,32 +1,20 @@
 """The get-up task: from lying (prone, supine, on the side, or after a random fall) to standing.
 
-Episodes last ``max_episode_seconds`` (default 20 s, the RoboCup limit) and end early only when the
-physics blows up (``info["sim_unstable"]``). Success and ``time_to_stand`` follow
-:mod:`upright.envs.metrics`; ``info["episode_metrics"]`` holds them at the end of every episode.
-
-Reward (dense, every term in ``info["reward_terms"]``):
-
-* ``head_progress``: 10 × the rise of the head this step over the standing head height
-  (potential-based: it sums to the net rise);
-* ``head_height``: 0.5 × head height / standing head height (capped at 1);
-* ``upright``: 0.5 × (1 + cos tilt) / 2;
-* ``still``: 1.0 × exp(-|ω|²) while upright and the head is high (stillness once up);
-* ``torque``: −0.05 × mean squared actuator torque / stall torque;
-* ``action_rate``: −0.05 × mean squared change of the action;
-* ``joint_limits``: −0.1 × fraction of joints within 2 % of a limit;
-* ``impact``: −0.5 × (largest ground-contact force on a body other than the feet / weight − 3)
-  when above 3 × the robot's weight.
+:class:`GetUpEnv` documents the spaces, rewards, start states, episode end and arguments;
+``docs/environments.md`` collects the same facts for both tasks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
-from upright.envs.metrics import GetUpTracker, is_upright
+from upright.envs.metrics import GetUpTracker, Posture, is_upright
+from upright.envs.rewards import GetUpRewardScales
 
 #: Lying starts (``random`` draws one of them) and ``standing`` (for tests and push recovery).
 LYING_STARTS = ("prone", "supine", "side", "fall")
@@ -36,18 +24,91 @@ PREROLL_SECONDS = 2.0
 
 
 class GetUpEnv(UprightEnv):
-    """Get up from the floor. See the module docstring for reward and metrics, and
-    :mod:`upright.envs.base` for the observation and action layout.
+    """Get up from the floor: ``upright/NaoGetUp-v0`` and ``upright/WolfgangGetUp-v0``.
 
-    Args:
-        robot: ``"nao"`` or ``"wolfgang"``.
-        start: ``prone``, ``supine``, ``side``, ``fall`` (a random fall from standing with a random
-            joint configuration), ``random`` (any of these, drawn per episode), or ``standing``.
-        conditions: preset name or :class:`~upright.envs.conditions.Conditions`.
-        prior: ``None``, a baseline name, or a controller; the action is then a residual.
-        residual_scale: residual range as a fraction of each joint's half range.
-        max_episode_seconds: episode length (s).
-        render_mode: ``rgb_array`` or ``human``.
+    ## Action space
+
+    ``Box(-1, 1, (nu,), float32)``, one value per actuator in the robot's actuator order (NAO
+    nu = 23, its two hip-yaw-pitch joints share one motor; Wolfgang nu = 20). Without a prior it
+    maps linearly onto the joint range (−1 = lower limit, +1 = upper limit); with a prior the joint
+    target is ``prior target + residual_scale · action · half range`` (rad), so a zero action
+    reproduces the prior exactly. Targets pass the servo model (delay, strength, play, lag).
+
+    ## Observation space
+
+    ``Box(-inf, inf, (n,), float32)`` built only from the robot's sensors, in this order:
+
+    | block         | size | meaning (units, frame)                                   |
+    |---------------|------|----------------------------------------------------------|
+    | joint_pos     | nj   | measured joint angles (rad), robot joint order           |
+    | joint_vel     | nj   | joint velocities (rad/s)                                 |
+    | joint_target  | nu   | the targets commanded last cycle (rad), actuator order   |
+    | gyro          | 3    | IMU angular velocity (rad/s), IMU frame                  |
+    | accel         | 3    | IMU specific force (m/s²), IMU frame                     |
+    | gravity       | 3    | unit gravity direction in the IMU frame                  |
+    | fused         | 3    | fused pitch, fused roll (rad), hemisphere (±1)           |
+    | foot_pressure | 8    | foot pressure sensors (N), 4 left then 4 right           |
+    | prior_target  | nu   | only with a prior: the prior's targets (rad)             |
+
+    NAO: nj = 24, n = 91 (114 with a prior); Wolfgang: nj = 20, n = 80 (100 with a prior).
+
+    ## Rewards
+
+    The reward of a step is the sum of these terms, each in ``info["reward_terms"]``; the weights
+    are the fields of :class:`~upright.envs.rewards.GetUpRewardScales` (default in brackets):
+
+    * ``head_progress`` [10]: weight × the rise of the head this step / standing head height
+      (potential-based: it sums to the net rise);
+    * ``head_height`` [0.5]: weight × head height / standing head height, capped at 1;
+    * ``upright`` [0.5]: weight × (1 + cos tilt) / 2, tilt = torso z axis against the vertical;
+    * ``still`` [1]: weight × exp(−|ω|²) (ω: noise-free IMU angular velocity, rad/s) while upright with
+      the head high;
+    * ``torque`` [0.05]: −weight × mean squared actuator force / force limit;
+    * ``action_rate`` [0.05]: −weight × mean squared change of the (clipped) action;
+    * ``joint_limits`` [0.1]: −weight × fraction of joints within 2 % of their range from a limit;
+    * ``impact`` [0.5]: −weight × (largest contact force on a body other than the feet / the
+      robot's weight − 3) when that force exceeds 3 × the weight.
+
+    A step on which the physics blows up has reward 0.
+
+    ## Starting state
+
+    ``start`` picks the pose: ``prone`` and ``supine`` are the robot's lying keyframes; ``side``
+    is the standing joint angles with the torso rolled 90° to a random side, and ``fall`` a fall
+    from standing under random joint targets and a 0.3 s push (0.6 × weight) in a random
+    direction, both left to come to rest for up to 2 s before the clock starts at 0; ``random``
+    draws one of these four per episode; ``standing`` (tests, push recovery) is the standing
+    keyframe. The conditions (terrain, wear, noise, randomisation) are sampled from the episode's
+    seed: the same seed gives the same episode.
+
+    ## Episode end
+
+    Truncated after ``max_episode_seconds`` (default 20 s, the RoboCup limit); terminated only
+    when the physics blows up (``info["sim_unstable"]``). A fall does not end a get-up episode.
+    At the end ``info["episode_metrics"]`` holds ``success``, ``time_to_stand``, ``stood_up``,
+    ``time_upright``, ``start``, ``falls``, ``sim_unstable`` and ``episode_seconds`` (defined in
+    :mod:`upright.envs.metrics`), and ``info["is_success"]`` the success (upright, head high and
+    still for 1 s, no fall afterwards). Every step's ``info`` also has ``success``, ``fallen``,
+    ``upright`` and ``start``.
+
+    ## Arguments
+
+    ``gym.make("upright/NaoGetUp-v0", start="supine", conditions="competition")``
+
+    | parameter           | type                            | default    | description                                       |
+    |---------------------|---------------------------------|------------|---------------------------------------------------|
+    | robot               | str                             | set by id  | "nao" or "wolfgang"                               |
+    | start               | str                             | "prone"    | prone, supine, side, fall, random or standing     |
+    | conditions          | str, Conditions or None         | "lab"      | preset name or a Conditions (None: lab)           |
+    | prior               | None, str or Controller         | None       | baseline name or controller; action = residual    |
+    | residual_scale      | float                           | 0.2        | residual range / joint half range                 |
+    | max_episode_seconds | float                           | 20.0       | episode length (s)                                |
+    | reward_scales       | GetUpRewardScales, dict or None | None       | reward weights; a dict replaces the named ones    |
+    | render_mode         | str or None                     | None       | "rgb_array" or "human"                            |
+
+    ## Version history
+
+    * v0: first version.
     """
 
     task = "getup"
@@ -60,10 +121,12 @@ class GetUpEnv(UprightEnv):
         prior: Any = None,
         residual_scale: float = 0.2,
         max_episode_seconds: float = 20.0,
+        reward_scales: GetUpRewardScales | Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
         if start not in STARTS:
             raise ValueError(f"unknown start {start!r}; valid starts: {', '.join(STARTS)}")
+        self.reward_scales = GetUpRewardScales.resolve(reward_scales)
         super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode)
         self.start = start
         self._tracker: GetUpTracker | None = None
@@ -145,11 +208,13 @@ class GetUpEnv(UprightEnv):
                                  fallen=self._tracker.fallen, upright=is_upright(posture, self.standing),
                                  start=self._tracker.start)
 
-    def _reward_terms(self, action: np.ndarray, p) -> dict[str, float]:
+    def _reward_terms(self, action: np.ndarray, p: Posture) -> dict[str, float]:
+        """This step's reward terms (see the class docstring), weighted by :attr:`reward_scales`."""
+        w = self.reward_scales
         m, d = self.sim.model, self.sim.data
         h_stand = self.standing.head_height
         head = p.head_height
-        progress = 10.0 * (head - self._head_prev) / h_stand
+        progress = w.head_progress * (head - self._head_prev) / h_stand
         self._head_prev = head
         up = is_upright(p, self.standing)
         torque = float(np.mean((d.actuator_force / m.actuator_forcerange[:, 1]) ** 2))
@@ -159,11 +224,11 @@ class GetUpEnv(UprightEnv):
         hardest = max((np.linalg.norm(f) for body, f in forces.items() if body not in self._feet), default=0.0)
         return {
             "head_progress": progress,
-            "head_height": 0.5 * min(head / h_stand, 1.0),
-            "upright": float(0.5 * (1.0 + np.cos(p.tilt)) / 2.0),
-            "still": float(np.exp(-p.angular_speed**2)) if up else 0.0,
-            "torque": -0.05 * torque,
-            "action_rate": -0.05 * float(np.mean((np.clip(action, -1, 1) - self._last_action) ** 2)),
-            "joint_limits": -0.1 * near_limit,
-            "impact": -0.5 * max(hardest / self._weight - 3.0, 0.0),
+            "head_height": w.head_height * min(head / h_stand, 1.0),
+            "upright": float(w.upright * (1.0 + np.cos(p.tilt)) / 2.0),
+            "still": w.still * float(np.exp(-p.angular_speed**2)) if up else 0.0,
+            "torque": -w.torque * torque,
+            "action_rate": -w.action_rate * float(np.mean((np.clip(action, -1, 1) - self._last_action) ** 2)),
+            "joint_limits": -w.joint_limits * near_limit,
+            "impact": -w.impact * max(hardest / self._weight - 3.0, 0.0),
         }

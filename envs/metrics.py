@@ -1,6 +1,6 @@
 """The shared metric definitions, used by the environments' ``info``, evaluation and training.
 
-Get-up success (DESIGN, "What is measured"): the torso is upright (fused pitch and roll within
+Get-up success: the torso is upright (fused pitch and roll within
 :data:`UPRIGHT_ANGLE` of the robot's standing values, hemisphere up), the head is at least
 :data:`HEAD_FRACTION` of its standing height, the IMU's angular velocity is below
 :data:`STILL_GYRO` (0.15 rad/s, the spline paper's criterion), all held for :data:`HOLD_SECONDS`,
@@ -12,6 +12,10 @@ Every get-up episode also records the spline thesis's own notion, ``stood_up`` (
 high for :data:`HOLD_SECONDS`, no fall afterwards, no stillness requirement) with its
 ``time_upright``: under the thesis's continuous random torso force a robot that merely stands
 rarely keeps its IMU below 0.15 rad/s for a second, so the thesis counted upright robots.
+
+Walk (:class:`WalkTracker`): mean velocity, the linear (m/s) and yaw (rad/s) tracking errors on
+velocities averaged over a sliding window of :data:`TRACKING_WINDOW_SECONDS`, falls and the distance
+walked before the first fall. ``docs/environments.md`` lists every metric.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 UPRIGHT_ANGLE = 0.35  # rad, |fused pitch/roll − standing values|
 HEAD_FRACTION = 0.85  # of the standing head height
@@ -26,6 +31,7 @@ STILL_GYRO = 0.15  # rad/s, norm of the IMU angular velocity
 HOLD_SECONDS = 1.0  # s
 FALLEN_TILT = np.deg2rad(60.0)  # rad, torso z axis against the vertical
 FALLEN_HEAD_FRACTION = 0.5  # of the standing head height
+TRACKING_WINDOW_SECONDS = 1.0  # s, window the walk velocities are averaged over before comparing
 
 
 @dataclass(frozen=True)
@@ -132,28 +138,65 @@ class GetUpTracker:
 
 @dataclass
 class WalkTracker:
-    """Follows one walk episode: velocities in the robot's heading frame against the command."""
+    """Follows one walk episode: velocities in the robot's heading frame against the command.
+
+    The tracking errors compare the command with the velocity averaged over a sliding window of
+    ``window`` control steps (``round(TRACKING_WINDOW_SECONDS / control period)``: NAO 83 × 12 ms,
+    Wolfgang 100 × 10 ms), so the sway within a step cycle does not count as error and standing
+    still costs the full command. For every step ``t`` from the first full window on, ``v̄_t`` is the
+    mean of the heading-frame velocities (vx, vy, wz) of steps ``t − window + 1 … t``;
+
+    * ``linear_tracking_error`` (m/s) = mean over those ``t`` of ``|(v̄x, v̄y)_t − (cx, cy)|``;
+    * ``yaw_tracking_error`` (rad/s) = mean over those ``t`` of ``|v̄z_t − cz|``.
+
+    An episode shorter than one window (a fall within the first second) has the one window over all
+    its steps.
+    """
 
     command: np.ndarray  # (vx m/s, vy m/s, yaw rate rad/s)
+    window: int  # control steps in the averaging window
     velocities: list[np.ndarray] = field(default_factory=list)
     distance: float = 0.0
     distance_before_fall: float | None = None
     falls: int = 0
 
+    def __post_init__(self) -> None:
+        if self.window < 1:
+            raise ValueError(f"window must be at least one step, got {self.window!r}")
+
+    @classmethod
+    def for_period(cls, command: np.ndarray, control_period: float) -> "WalkTracker":
+        """A tracker whose window is :data:`TRACKING_WINDOW_SECONDS` at ``control_period`` (s)."""
+        return cls(np.asarray(command, dtype=float), max(1, round(TRACKING_WINDOW_SECONDS / control_period)))
+
     def update(self, velocity: np.ndarray, step_distance: float, fallen: bool) -> None:
-        """``velocity``: (vx, vy, yaw rate) in the heading frame; ``step_distance``: horizontal
-        distance (m) the torso moved this step."""
+        """``velocity``: (vx m/s, vy m/s, yaw rate rad/s) in the heading frame; ``step_distance``:
+        horizontal distance (m) the torso moved this step."""
         self.velocities.append(np.asarray(velocity, dtype=float))
         self.distance += step_distance
         if fallen and self.distance_before_fall is None:
             self.falls += 1
             self.distance_before_fall = self.distance
 
-    def episode_metrics(self, episode_seconds: float, sim_unstable: bool) -> dict[str, object]:
+    def windowed_velocities(self) -> np.ndarray:
+        """``(n, 3)`` sliding-window means v̄_t, one row per step from the first full window on."""
         v = np.array(self.velocities) if self.velocities else np.zeros((1, 3))
+        window = min(self.window, len(v))
+        return sliding_window_view(v, window, axis=0).mean(axis=-1)
+
+    @property
+    def success(self) -> bool:
+        """No fall so far (the walk's ``info["is_success"]`` at the end of an episode)."""
+        return self.falls == 0
+
+    def episode_metrics(self, episode_seconds: float, sim_unstable: bool) -> dict[str, object]:
+        """The per-episode summary (JSON-serialisable)."""
+        v = np.array(self.velocities) if self.velocities else np.zeros((1, 3))
+        error = self.windowed_velocities() - self.command
         return {
             "mean_velocity": v.mean(axis=0).tolist(),
-            "tracking_error": float(np.mean(np.linalg.norm(v - self.command, axis=1))),
+            "linear_tracking_error": float(np.mean(np.linalg.norm(error[:, :2], axis=1))),
+            "yaw_tracking_error": float(np.mean(np.abs(error[:, 2]))),
             "falls": self.falls,
             "distance_before_fall": float(self.distance if self.distance_before_fall is None else self.distance_before_fall),
             "command": self.command.tolist(),

@@ -2,28 +2,43 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gymnasium as gym
 
-#: id → (entry point, robot)
-ENVIRONMENTS = {
-    "upright/NaoGetUp-v0": ("upright.envs.getup:GetUpEnv", "nao"),
-    "upright/WolfgangGetUp-v0": ("upright.envs.getup:GetUpEnv", "wolfgang"),
-    "upright/NaoWalk-v0": ("upright.envs.walk:WalkEnv", "nao"),
-    "upright/WolfgangWalk-v0": ("upright.envs.walk:WalkEnv", "wolfgang"),
+#: The tasks an environment can have.
+TASKS = ("getup", "walk")
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """One registered environment: its entry point, the robot it is made for and its task."""
+
+    entry_point: str  # "module:Class"
+    robot: str  # "nao" or "wolfgang"
+    task: str  # one of TASKS
+
+
+#: id → entry
+ENVIRONMENTS: dict[str, EnvEntry] = {
+    "upright/NaoGetUp-v0": EnvEntry("upright.envs.getup:GetUpEnv", "nao", "getup"),
+    "upright/WolfgangGetUp-v0": EnvEntry("upright.envs.getup:GetUpEnv", "wolfgang", "getup"),
+    "upright/NaoWalk-v0": EnvEntry("upright.envs.walk:WalkEnv", "nao", "walk"),
+    "upright/WolfgangWalk-v0": EnvEntry("upright.envs.walk:WalkEnv", "wolfgang", "walk"),
 }
 
 
 def env_id(robot: str, task: str) -> str:
-    """The id of ``robot``'s environment for ``task`` (``"getup"`` or ``"walk"``, the modules of the
-    entry points); ValueError naming a bad value."""
-    for name, (entry_point, env_robot) in ENVIRONMENTS.items():
-        if env_robot == robot and entry_point.split(":")[0].rsplit(".", 1)[-1] == task:
+    """The id of ``robot``'s environment for ``task`` (one of :data:`TASKS`); ValueError naming a
+    bad value."""
+    for name, entry in ENVIRONMENTS.items():
+        if entry.robot == robot and entry.task == task:
             return name
     raise ValueError(f"no environment for robot {robot!r} and task {task!r}; ids: {', '.join(ENVIRONMENTS)}")
 
 
 def register_envs() -> None:
     """Register every id once (importing ``upright`` twice is harmless)."""
-    for env_id, (entry_point, robot) in ENVIRONMENTS.items():
-        if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=entry_point, kwargs={"robot": robot})
+    for name, entry in ENVIRONMENTS.items():
+        if name not in gym.registry:
+            gym.register(id=name, entry_point=entry.entry_point, kwargs={"robot": entry.robot})

@@ -1,23 +1,13 @@
 """The walk task: follow a velocity command (vx, vy, yaw rate) from standing.
 
-The command is fixed by ``command=(vx, vy, wz)`` or drawn per episode from ``command_ranges``
-(m/s, m/s, rad/s). A fall ends the episode. Velocities are measured in the robot's heading frame
-(the torso's yaw). ``info["episode_metrics"]``: mean velocity, tracking error, falls, distance
-before the first fall (see :class:`~upright.envs.metrics.WalkTracker`).
-
-Reward (every term in ``info["reward_terms"]``):
-
-* ``tracking_xy``: exp(-|v_xy − command_xy|² / 0.25²);
-* ``tracking_yaw``: 0.5 × exp(-(ω_z − command_yaw)² / 0.5²);
-* ``upright``: 0.2 × (1 + cos tilt) / 2;
-* ``energy``: −0.001 × Σ |τ · q̇| (W);
-* ``foot_slip``: −0.5 × Σ horizontal speed² of soles that carry weight;
-* ``fall``: −10 when the robot falls (the episode ends).
+:class:`WalkEnv` documents the spaces, rewards, start state, episode end and arguments;
+``docs/environments.md`` collects the same facts for both tasks.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -25,8 +15,13 @@ import numpy as np
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.metrics import WalkTracker, is_fallen
+from upright.envs.rewards import WalkRewardScales
+from upright.envs.sensors import Sensors
 
 DEFAULT_COMMAND_RANGES = ((-0.2, 0.3), (-0.1, 0.1), (-0.5, 0.5))
+#: Widths of the tracking rewards' Gaussians: m/s for (vx, vy), rad/s for the yaw rate.
+TRACKING_XY_WIDTH = 0.25
+TRACKING_YAW_WIDTH = 0.5
 
 
 def _yaw(quat: np.ndarray) -> float:
@@ -35,7 +30,93 @@ def _yaw(quat: np.ndarray) -> float:
 
 
 class WalkEnv(UprightEnv):
-    """Walk following a velocity command; see the module docstring and :mod:`upright.envs.base`."""
+    """Walk following a velocity command: ``upright/NaoWalk-v0`` and ``upright/WolfgangWalk-v0``.
+
+    ## Action space
+
+    ``Box(-1, 1, (nu,), float32)``, one value per actuator in the robot's actuator order (NAO
+    nu = 23, its two hip-yaw-pitch joints share one motor; Wolfgang nu = 20). Without a prior it
+    maps linearly onto the joint range (−1 = lower limit, +1 = upper limit); with a prior (a walk
+    baseline such as ``lipm`` or ``step_adjust``, given the command) the joint target is
+    ``prior target + residual_scale · action · half range`` (rad), so a zero action reproduces the
+    prior exactly. Targets pass the servo model (delay, strength, play, lag).
+
+    ## Observation space
+
+    ``Box(-inf, inf, (n,), float32)`` built only from the robot's sensors and the command:
+
+    | block         | size | meaning (units, frame)                                   |
+    |---------------|------|----------------------------------------------------------|
+    | joint_pos     | nj   | measured joint angles (rad), robot joint order           |
+    | joint_vel     | nj   | joint velocities (rad/s)                                 |
+    | joint_target  | nu   | the targets commanded last cycle (rad), actuator order   |
+    | gyro          | 3    | IMU angular velocity (rad/s), IMU frame                  |
+    | accel         | 3    | IMU specific force (m/s²), IMU frame                     |
+    | gravity       | 3    | unit gravity direction in the IMU frame                  |
+    | fused         | 3    | fused pitch, fused roll (rad), hemisphere (±1)           |
+    | foot_pressure | 8    | foot pressure sensors (N), 4 left then 4 right           |
+    | command       | 3    | commanded vx (m/s), vy (m/s), yaw rate (rad/s)           |
+    | prior_target  | nu   | only with a prior: the prior's targets (rad)             |
+
+    NAO: nj = 24, n = 94 (117 with a prior); Wolfgang: nj = 20, n = 83 (103 with a prior).
+
+    ## Rewards
+
+    Velocities v = (vx, vy, ω_z) are the torso's, in the heading frame (x forward along the torso's
+    yaw, z up). The reward of a step is the sum of these terms, each in ``info["reward_terms"]``;
+    the weights are the fields of :class:`~upright.envs.rewards.WalkRewardScales` (default in
+    brackets):
+
+    * ``tracking_xy`` [1]: weight × exp(−|v_xy − command_xy|² / 0.25²) (m/s);
+    * ``tracking_yaw`` [0.5]: weight × exp(−(ω_z − command_yaw)² / 0.5²) (rad/s);
+    * ``upright`` [0.2]: weight × (1 + cos tilt) / 2, tilt = torso z axis against the vertical;
+    * ``energy`` [0.001]: −weight × Σ |τ · q̇| over the actuators (W);
+    * ``foot_slip`` [0.5]: −weight × Σ horizontal speed² (m²/s²) of the soles that carry more than
+      10 % of the robot's weight (from the foot pressure sensors);
+    * ``fall`` [10]: −weight on the step the robot falls.
+
+    A step on which the physics blows up has reward 0.
+
+    ## Starting state
+
+    The robot's standing keyframe. The command is ``command`` when given, otherwise drawn per
+    episode uniformly from ``command_ranges``. The conditions (terrain, wear, noise, randomisation)
+    are sampled from the episode's seed: the same seed gives the same episode.
+
+    ## Episode end
+
+    Terminated when the robot falls (torso tilt above 60° or head below half its standing height)
+    or the physics blows up (``info["sim_unstable"]``); truncated after ``max_episode_seconds``
+    (default 20 s). At the end ``info["episode_metrics"]`` holds ``mean_velocity`` [vx, vy, wz],
+    ``linear_tracking_error`` (m/s), ``yaw_tracking_error`` (rad/s), ``falls``,
+    ``distance_before_fall`` (m), ``command``, ``sim_unstable`` and ``episode_seconds``; the
+    tracking errors compare the command with the velocity averaged over a 1 s sliding window (see
+    :class:`~upright.envs.metrics.WalkTracker`). ``info["is_success"]`` is True when the robot did
+    not fall. Every step's ``info`` also has ``fallen``, ``command`` and ``velocity``.
+
+    ## Arguments
+
+    ``gym.make("upright/NaoWalk-v0", command=(0.2, 0.0, 0.0), prior="lipm")``
+
+    | parameter           | type                           | default      | description                                       |
+    |---------------------|--------------------------------|--------------|---------------------------------------------------|
+    | robot               | str                            | set by id    | "nao" or "wolfgang"                               |
+    | command             | (vx, vy, wz) or None           | None         | fixed command (m/s, m/s, rad/s); None: drawn      |
+    | command_ranges      | three (low, high) pairs        | see below    | ranges the command is drawn from per episode      |
+    | conditions          | str, Conditions or None        | "lab"        | preset name or a Conditions (None: lab)           |
+    | prior               | None, str or Controller        | None         | baseline name or controller; action = residual    |
+    | residual_scale      | float                          | 0.2          | residual range / joint half range                 |
+    | max_episode_seconds | float                          | 20.0         | episode length (s)                                |
+    | start               | str                            | "standing"   | the only start of a walk                          |
+    | reward_scales       | WalkRewardScales, dict or None | None         | reward weights; a dict replaces the named ones    |
+    | render_mode         | str or None                    | None         | "rgb_array" or "human"                            |
+
+    Default ``command_ranges``: vx −0.2…0.3 m/s, vy −0.1…0.1 m/s, yaw rate −0.5…0.5 rad/s.
+
+    ## Version history
+
+    * v0: first version.
+    """
 
     task = "walk"
 
@@ -49,10 +130,12 @@ class WalkEnv(UprightEnv):
         residual_scale: float = 0.2,
         max_episode_seconds: float = 20.0,
         start: str = "standing",
+        reward_scales: WalkRewardScales | Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
         if start != "standing":
             raise ValueError(f"unknown start {start!r} for a walk; valid starts: standing")
+        self.reward_scales = WalkRewardScales.resolve(reward_scales)
         if command is not None:
             command = np.asarray(command, dtype=float)
             if command.shape != (3,) or not np.all(np.isfinite(command)):
@@ -83,7 +166,7 @@ class WalkEnv(UprightEnv):
             self.command = self.np_random.uniform(self.command_ranges[:, 0], self.command_ranges[:, 1])
         sensors = self.sim.reset(self.robot.standing_pose, seed=episode_seed)
         self._sensors = sensors
-        self._tracker = WalkTracker(self.command.copy())
+        self._tracker = WalkTracker.for_period(self.command.copy(), self.robot.control_period)
         self._last_action = np.zeros(self.action_space.shape)
         self._xy = self.sim.torso_pose()[0][:2].copy()
         self._start_prior(sensors)
@@ -102,7 +185,9 @@ class WalkEnv(UprightEnv):
         return self._finish_step(sensors, terms, fallen, self._tracker, fallen=fallen,
                                  command=self.command.copy(), velocity=velocity)
 
-    def _reward_terms(self, velocity: np.ndarray, sensors, fallen: bool) -> dict[str, float]:
+    def _reward_terms(self, velocity: np.ndarray, sensors: Sensors, fallen: bool) -> dict[str, float]:
+        """This step's reward terms (see the class docstring), weighted by :attr:`reward_scales`."""
+        w = self.reward_scales
         m, d = self.sim.model, self.sim.data
         q_dot = d.qvel[m.jnt_dofadr[m.actuator_trnid[:, 0]]]
         slip = 0.0
@@ -112,11 +197,12 @@ class WalkEnv(UprightEnv):
                 v = np.zeros(6)
                 mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, site, v, 0)
                 slip += float(v[3] ** 2 + v[4] ** 2)
+        xy_error = np.sum((velocity[:2] - self.command[:2]) ** 2)
         return {
-            "tracking_xy": float(np.exp(-np.sum((velocity[:2] - self.command[:2]) ** 2) / 0.25**2)),
-            "tracking_yaw": 0.5 * float(np.exp(-((velocity[2] - self.command[2]) ** 2) / 0.5**2)),
-            "upright": 0.2 * float(1.0 + np.cos(self.sim.torso_tilt())) / 2.0,
-            "energy": -0.001 * float(np.sum(np.abs(d.actuator_force * q_dot))),
-            "foot_slip": -0.5 * slip,
-            "fall": -10.0 if fallen else 0.0,
+            "tracking_xy": w.tracking_xy * float(np.exp(-xy_error / TRACKING_XY_WIDTH**2)),
+            "tracking_yaw": w.tracking_yaw * float(np.exp(-((velocity[2] - self.command[2]) ** 2) / TRACKING_YAW_WIDTH**2)),
+            "upright": w.upright * float(1.0 + np.cos(self.sim.torso_tilt())) / 2.0,
+            "energy": -w.energy * float(np.sum(np.abs(d.actuator_force * q_dot))),
+            "foot_slip": -w.foot_slip * slip,
+            "fall": -w.fall if fallen else 0.0,
         }
