@@ -1,5 +1,5 @@
 """Aggregate evaluation episodes: success rate with a 95 % Wilson interval and time to stand (get-up),
-velocity, tracking error and falls (walk); write ``results.json`` and ``results.md``, print a table.
+velocity, linear and yaw tracking errors and falls (walk); write ``results.json`` and ``results.md``, print a table.
 
 Units: times in s, velocities in m/s (x, y) and rad/s (yaw), distances in m.
 """
@@ -7,7 +7,6 @@ Units: times in s, velocities in m/s (x, y) and rad/s (yaw), distances in m.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,20 +14,9 @@ from typing import Any
 import numpy as np
 
 from upright.eval.runner import EvalRun
+from upright.eval.tables import Column, Table, jsonable, mean_min_max, print_tables, rate, vector, wilson_interval
 
-Z95 = 1.959963984540054  # two-sided 95 % quantile of the standard normal distribution
 Record = dict[str, Any]
-
-
-def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a success probability from ``successes`` out of ``trials``."""
-    if not 0 <= successes <= trials or trials < 1:
-        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes} of {trials}")
-    p = successes / trials
-    denominator = 1.0 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denominator
-    half = z / denominator * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def stats(values: Sequence[float]) -> dict[str, float | None]:
@@ -38,7 +26,7 @@ def stats(values: Sequence[float]) -> dict[str, float | None]:
     return {"mean": float(np.mean(values)), "min": float(np.min(values)), "max": float(np.max(values))}
 
 
-def rate(hits: int, total: int) -> tuple[float, list[float]]:
+def fraction(hits: int, total: int) -> tuple[float, list[float]]:
     """The fraction ``hits / total`` and its 95 % Wilson interval."""
     return hits / total, list(wilson_interval(hits, total))
 
@@ -47,9 +35,9 @@ def getup_summary(records: Sequence[Record]) -> dict[str, Any]:
     """Success rate (+ 95 % interval), time to stand over the successful episodes, the thesis's
     ``stood_up`` rate (upright without the stillness requirement) and its times, falls."""
     successes = sum(bool(r["success"]) for r in records)
-    success_rate, ci = rate(successes, len(records))
+    success_rate, ci = fraction(successes, len(records))
     stood = [r for r in records if r.get("stood_up")]
-    stood_rate, stood_ci = rate(len(stood), len(records))
+    stood_rate, stood_ci = fraction(len(stood), len(records))
     return {
         "episodes": len(records),
         "successes": successes,
@@ -66,24 +54,20 @@ def getup_summary(records: Sequence[Record]) -> dict[str, Any]:
 
 
 def walk_summary(records: Sequence[Record]) -> dict[str, Any]:
-    """Mean velocity (vx, vy, wz), tracking error, falls (total, fraction of episodes with one,
-    95 % interval), distance walked before the first fall."""
+    """Mean velocity (vx, vy, wz), linear (m/s) and yaw (rad/s) tracking errors, falls (total,
+    fraction of episodes with one, 95 % interval), distance walked before the first fall."""
     with_fall = sum(int(r["falls"]) > 0 for r in records)
-    fall_rate, ci = rate(with_fall, len(records))
+    fall_rate, ci = fraction(with_fall, len(records))
     return {
         "episodes": len(records),
         "mean_velocity": np.mean([r["mean_velocity"] for r in records], axis=0).tolist(),
-        "tracking_error": stats([r["tracking_error"] for r in records]),
+        "linear_tracking_error": stats([r["linear_tracking_error"] for r in records]),
+        "yaw_tracking_error": stats([r["yaw_tracking_error"] for r in records]),
         "falls": {"total": sum(int(r["falls"]) for r in records), "episodes_with_fall": with_fall,
                   "fall_rate": fall_rate, "fall_ci95": ci},
         "distance_before_fall": stats([r["distance_before_fall"] for r in records]),
         "sim_unstable": sum(bool(r["sim_unstable"]) for r in records),
     }
-
-
-def is_walk(records: Sequence[Record]) -> bool:
-    """Whether the records are walk episodes (they carry ``mean_velocity``)."""
-    return bool(records) and "mean_velocity" in records[0]
 
 
 def _by(records: Sequence[Record], key: str, summary: Callable[[Sequence[Record]], dict[str, Any]]) -> dict[str, Any]:
@@ -94,24 +78,16 @@ def _by(records: Sequence[Record], key: str, summary: Callable[[Sequence[Record]
     return {name: summary(group) for name, group in sorted(groups.items())}
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays and tuples turned into JSON types."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def aggregate(run: EvalRun) -> dict[str, Any]:
-    """The content of ``results.json``: the run's settings, the overall summary, the summary per
-    start pose (get-up, ``by_start``) or per command (walk, ``by_command``) and every episode's
-    record (``episodes_data``). Get-up keys are None for walk runs; no summary without episodes."""
+    """The content of ``results.json``: the run's settings, its ``task`` (from the records), the
+    overall summary, the summary per start pose (get-up, ``by_start``) or per command (walk,
+    ``by_command``) and every episode's record (``episodes_data``). Get-up keys are None for walk
+    runs; no summary (and ``task`` None) without episodes."""
     records = jsonable(run.records)
+    task = records[0]["task"] if records else None
     result: dict[str, Any] = {
         "env": run.env_id,
+        "task": task,
         "policy": run.policy,
         "conditions": jsonable(run.conditions),
         "env_kwargs": jsonable(run.env_kwargs),
@@ -124,7 +100,7 @@ def aggregate(run: EvalRun) -> dict[str, Any]:
         "time_to_stand": stats([]),
         "by_start": {},
     }
-    if is_walk(records):
+    if task == "walk":
         result.update(walk_summary(records), by_command=_by(records, "command", walk_summary))
     elif records:
         result.update(getup_summary(records), by_start=_by(records, "start", getup_summary))
@@ -132,35 +108,30 @@ def aggregate(run: EvalRun) -> dict[str, Any]:
     return result
 
 
-def _number(value: float | None, digits: int = 2) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def _stats_cell(s: dict[str, float | None]) -> str:
-    return " / ".join(_number(s[k]) for k in ("mean", "min", "max"))
-
-
-def table_rows(result: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the summary table: one row per start pose (get-up) or command (walk),
-    then ``all``."""
+def summary_table(result: dict[str, Any]) -> Table:
+    """The summary table of ``result``: one row per start pose (get-up) or command (walk), then
+    ``all``."""
     if not result["episodes"]:
-        return ["episodes"], [["0"]]
-    walk = "mean_velocity" in result
+        return Table(_title(result), [Column("episodes", "episodes")], [{"episodes": 0}])
+    walk = result["task"] == "walk"
     groups = {**result["by_command" if walk else "by_start"], "all": result}
     if walk:
-        header = ["command (vx, vy, wz)", "episodes", "mean velocity (vx, vy, wz)", "tracking error mean / min / max",
-                  "episodes with a fall", "distance before fall (m) mean / min / max"]
-        rows = [[name, str(g["episodes"]), ", ".join(f"{v:.3f}" for v in g["mean_velocity"]),
-                 _stats_cell(g["tracking_error"]), f"{g['falls']['episodes_with_fall']}/{g['episodes']}",
-                 _stats_cell(g["distance_before_fall"])] for name, g in groups.items()]
+        columns = [Column("command (vx, vy, wz)", "group"), Column("episodes", "episodes"),
+                   Column("mean velocity (vx, vy, wz)", "mean_velocity", vector(3)),
+                   Column("linear tracking error (m/s) mean / min / max", "linear_tracking_error", mean_min_max()),
+                   Column("yaw tracking error (rad/s) mean / min / max", "yaw_tracking_error", mean_min_max()),
+                   Column("episodes with a fall", "fell", rate),
+                   Column("distance before fall (m) mean / min / max", "distance_before_fall", mean_min_max())]
+        rows = [{"group": name, "fell": (g["falls"]["episodes_with_fall"], g["episodes"]), **g}
+                for name, g in groups.items()]
     else:
-        header = ["start", "episodes", "success rate", "95 % interval", "time to stand (s) mean / min / max",
-                  "stood up (no stillness)", "time upright (s) mean / min / max"]
-        rows = [[name, str(g["episodes"]), f"{g['successes']}/{g['episodes']} ({100 * g['success_rate']:.0f} %)",
-                 "[" + ", ".join(f"{v:.2f}" for v in g["success_ci95"]) + "]",
-                 _stats_cell(g["time_to_stand"]), f"{g['stood_up']}/{g['episodes']}",
-                 _stats_cell(g["time_upright"])] for name, g in groups.items()]
-    return header, rows
+        columns = [Column("start", "group"), Column("episodes", "episodes"), Column("success", "success", rate),
+                   Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max()),
+                   Column("stood up (no stillness)", "stood", rate),
+                   Column("time upright (s) mean / min / max", "time_upright", mean_min_max())]
+        rows = [{"group": name, "success": (g["successes"], g["episodes"]), "stood": (g["stood_up"], g["episodes"]),
+                 **g} for name, g in groups.items()]
+    return Table(_title(result), columns, rows)
 
 
 def _title(result: dict[str, Any]) -> str:
@@ -171,25 +142,13 @@ def _title(result: dict[str, Any]) -> str:
 
 
 def markdown_table(result: dict[str, Any]) -> str:
-    """The summary table of ``result`` as Markdown, under a title line."""
-    header, rows = table_rows(result)
-    lines = [f"**{_title(result)}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+    """The summary table of ``result`` as Markdown."""
+    return summary_table(result).markdown()
 
 
 def print_table(result: dict[str, Any]) -> None:
     """Print the summary table of ``result`` with rich."""
-    from rich.console import Console
-    from rich.table import Table
-
-    header, rows = table_rows(result)
-    table = Table(title=_title(result))
-    for name in header:
-        table.add_column(name)
-    for row in rows:
-        table.add_row(*row)
-    Console().print(table)
+    print_tables([summary_table(result)])
 
 
 def write_results(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
@@ -201,5 +160,5 @@ def write_results(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
     return json_path, md_path
 
 
-__all__ = ["Z95", "aggregate", "getup_summary", "markdown_table", "print_table", "stats", "table_rows",
-           "walk_summary", "wilson_interval", "write_results"]
+__all__ = ["aggregate", "fraction", "getup_summary", "markdown_table", "print_table", "stats", "summary_table",
+           "walk_summary", "write_results"]

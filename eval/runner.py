@@ -1,9 +1,14 @@
-"""Run evaluation episodes, in parallel worker processes, with a progress bar.
+"""The one episode runner: evaluation episodes in parallel worker processes, with a progress bar
+and observers.
 
 Episode ``i`` of a run is seeded ``seed + i`` (environment and policy), so its result does not
 depend on the number of workers or on which worker ran it. Each worker builds the environment and
 the policy once and reuses them for its episodes. Ctrl-C stops the run and keeps the episodes that
 had finished (``EvalRun.interrupted``).
+
+Everything that runs episodes (``upright eval``, ``upright video``, ``upright report``, the
+protocols of :mod:`upright.eval.experiments`) goes through :func:`run_episodes`; what a protocol
+measures beyond the environment's ``episode_metrics`` it measures with an :class:`Observer`.
 """
 
 from __future__ import annotations
@@ -11,16 +16,48 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from tqdm import tqdm
 
 from upright.envs.conditions import PRESETS, Conditions
 
 from upright.policies.base import Policy
 from upright.policies.registry import load_policy
+
+
+#: An environment wrapper: a picklable callable ``env -> env``.
+Wrap = Callable[[gym.Env], gym.Env]
+
+
+class Observer:
+    """Watches the episodes of a run and adds fields to their records; the hooks do nothing by
+    default, so a subclass defines only the ones it needs.
+
+    An observer must be picklable: every worker process gets its own copy (with ``workers=1`` the
+    run uses the object itself). It keeps per-episode state (reset it in :meth:`on_reset`) and
+    hands its results back only through :meth:`on_episode_end`. ``policy`` is the episode's
+    :class:`~upright.policies.base.Policy` after its ``reset`` (for example a
+    :class:`~upright.policies.builtin.ControllerPolicy` whose ``controller`` can be read).
+    """
+
+    def on_reset(self, env: gym.Env, policy: Policy, info: dict[str, Any]) -> None:
+        """Called once per episode after ``env.reset`` and ``policy.reset``; ``info`` is the
+        reset's info."""
+
+    def on_step(self, env: gym.Env, policy: Policy, action: np.ndarray, info: dict[str, Any]) -> bool | None:
+        """Called after every ``env.step(action)`` with the step's ``info``. Return True to end
+        the episode now (its record then has ``stopped: True`` and no ``episode_metrics``)."""
+        return None
+
+    def on_episode_end(self, env: gym.Env, policy: Policy, record: dict[str, Any]) -> dict[str, Any]:
+        """Called once at the end of an episode with its record so far; returns the fields to add
+        to it (the default: none)."""
+        return {}
 
 
 @dataclass(frozen=True)
@@ -39,28 +76,44 @@ class EvalRun:
 
 
 class _Episodes:
-    """One environment and one policy, reused for every episode a process runs."""
+    """One environment, one policy and the observers, reused for every episode a process runs."""
 
-    def __init__(self, env_id: str, env_kwargs: dict[str, Any], policy: str | Policy, seed: int) -> None:
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], policy: str | Policy, seed: int,
+                 observers: Sequence[Observer], wrappers: Sequence[Wrap]) -> None:
         self.env = gym.make(env_id, **env_kwargs)
+        for wrap in wrappers:
+            self.env = wrap(self.env)
         self.policy = load_policy(policy) if isinstance(policy, str) else policy
         self.seed = seed
+        self.observers = tuple(observers)
 
     def run(self, index: int) -> dict[str, Any]:
-        """Episode ``index`` (seed ``seed + index``): its ``episode_metrics`` plus ``episode``,
-        ``seed``, ``steps`` and ``return`` (the undiscounted sum of rewards)."""
+        """Episode ``index`` (seed ``seed + index``): ``episode``, ``seed``, ``task`` (``getup`` or
+        ``walk``), ``steps`` and ``return`` (the undiscounted sum of rewards), the environment's
+        ``episode_metrics`` (unless an observer stopped the episode: then ``stopped: True``) and
+        the observers' fields."""
         seed = self.seed + index
         observation, info = self.env.reset(seed=seed)
         self.policy.reset(self.env, seed)
+        for observer in self.observers:
+            observer.on_reset(self.env, self.policy, info)
         total, steps = 0.0, 0
+        record: dict[str, Any] = {"episode": index, "seed": seed, "task": self.env.unwrapped.task}
         while True:
             action = self.policy.act(observation, info)
             observation, reward, terminated, truncated, info = self.env.step(action)
             total += float(reward)
             steps += 1
+            stop = [observer.on_step(self.env, self.policy, action, info) for observer in self.observers]
             if terminated or truncated:
+                record |= {"steps": steps, "return": total, **info["episode_metrics"]}
                 break
-        return {"episode": index, "seed": seed, "steps": steps, "return": total, **info["episode_metrics"]}
+            if any(stop):
+                record |= {"steps": steps, "return": total, "stopped": True}
+                break
+        for observer in self.observers:
+            record.update(observer.on_episode_end(self.env, self.policy, dict(record)))
+        return record
 
     def close(self) -> None:
         self.policy.close()
@@ -70,12 +123,13 @@ class _Episodes:
 _worker: _Episodes | None = None
 
 
-def _init_worker(env_id: str, env_kwargs: dict[str, Any], policy: str | Policy, seed: int) -> None:
+def _init_worker(env_id: str, env_kwargs: dict[str, Any], policy: str | Policy, seed: int,
+                 observers: Sequence[Observer], wrappers: Sequence[Wrap]) -> None:
     """Set up a worker process: Ctrl-C is the parent's business; one BLAS/torch thread each."""
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["OMP_NUM_THREADS"] = "1"
-    _worker = _Episodes(env_id, env_kwargs, policy, seed)
+    _worker = _Episodes(env_id, env_kwargs, policy, seed, observers, wrappers)
 
 
 def _run_in_worker(index: int) -> dict[str, Any]:
@@ -106,17 +160,21 @@ def run_episodes(
     seed: int = 0,
     workers: int = 1,
     progress: bool = True,
+    observers: Sequence[Observer] = (),
+    wrappers: Sequence[Wrap] = (),
 ) -> EvalRun:
     """Run ``episodes`` episodes of ``policy`` (a name, an SB3 ``.zip`` or a picklable
     :class:`Policy`) in ``gym.make(env_id, **env_kwargs)`` on ``workers`` processes (1 = in this
-    process). Bad names and arguments fail here, before any worker starts."""
+    process), watched by ``observers`` (see :class:`Observer`). ``wrappers`` are picklable callables
+    ``env -> env`` applied in order after ``gym.make`` (e.g. a ``gym.Wrapper`` subclass). Bad names
+    and arguments fail here, before any worker starts."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes!r}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
     check_env_id(env_id)
     env_kwargs = dict(env_kwargs or {})
-    local = _Episodes(env_id, env_kwargs, policy, seed)  # validates the arguments and the policy
+    local = _Episodes(env_id, env_kwargs, policy, seed, observers, wrappers)  # validates the arguments
     name = policy if isinstance(policy, str) else policy.name
     conditions = conditions_label(local.env.unwrapped.sim.conditions)
     records: list[dict[str, Any]] = []
@@ -130,7 +188,8 @@ def run_episodes(
         else:
             local.close()
             context = multiprocessing.get_context("spawn")
-            pool = context.Pool(min(workers, episodes), _init_worker, (env_id, env_kwargs, policy, seed))
+            pool = context.Pool(min(workers, episodes), _init_worker,
+                                (env_id, env_kwargs, policy, seed, tuple(observers), tuple(wrappers)))
             results = pool.imap_unordered(_run_in_worker, range(episodes))
         for record in results:
             records.append(record)
@@ -152,4 +211,4 @@ def run_episodes(
     return EvalRun(env_id, name, env_kwargs, conditions, seed, episodes, records, interrupted)
 
 
-__all__ = ["EvalRun", "check_env_id", "conditions_label", "run_episodes"]
+__all__ = ["EvalRun", "Observer", "Wrap", "check_env_id", "conditions_label", "run_episodes"]

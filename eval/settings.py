@@ -17,7 +17,8 @@ PARAMS_PREFIX = "params."
 
 def parse_value(text: str) -> Any:
     """An ``--set`` value: ``true``/``false``, ``none``, an int, a float, a comma list of numbers
-    (a tuple of floats, e.g. ``0.25,0,0``), else the string itself."""
+    (a tuple of floats, e.g. ``0.25,0,0``), a comma list of names (a tuple of strings, e.g.
+    ``lab,turf``), else the string itself. A list mixing numbers and names is an error."""
     lowered = text.strip().lower()
     if lowered in ("true", "false"):
         return lowered == "true"
@@ -29,11 +30,22 @@ def parse_value(text: str) -> Any:
         except ValueError:
             pass
     if "," in text:
-        try:
-            return tuple(float(part) for part in text.split(","))
-        except ValueError:
-            raise ValueError(f"list value {text!r} must be numbers separated by commas") from None
+        parts = [part.strip() for part in text.split(",")]
+        numbers = [_number(part) for part in parts]
+        if all(n is not None for n in numbers):
+            return tuple(numbers)
+        if any(n is not None for n in numbers) or not all(parts):
+            raise ValueError(f"list value {text!r} must be all numbers or all names, separated by commas")
+        return tuple(parts)
     return text
+
+
+def _number(text: str) -> float | None:
+    """``text`` as a float, or None when it is no number."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def parse_settings(items: Iterable[str]) -> dict[str, Any]:

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from upright.cli import main
-from upright.eval.results import aggregate, wilson_interval
-from upright.eval.runner import EvalRun, run_episodes
+from upright.eval.results import aggregate
+from upright.eval.runner import EvalRun, Observer, run_episodes
 from upright.eval.settings import parse_settings, parse_value, split_settings
+from upright.eval.tables import wilson_interval
 from upright.policies.builtin import ZeroPolicy
 
 SHORT = ["--set", "max_episode_seconds=1.5"]
@@ -56,7 +57,7 @@ def test_dotted_settings_split_into_env_kwargs_and_params():
 
 
 def _getup_record(episode: int, start: str, success: bool, tts: float | None) -> dict:
-    return {"episode": episode, "seed": episode, "steps": 10, "return": 1.0, "success": success,
+    return {"episode": episode, "seed": episode, "task": "getup", "steps": 10, "return": 1.0, "success": success,
             "time_to_stand": tts, "start": start, "falls": int(not success), "sim_unstable": False,
             "episode_seconds": 5.0}
 
@@ -76,13 +77,15 @@ def test_aggregate_getup_records():
 
 
 def test_aggregate_walk_records():
-    records = [{"episode": i, "seed": i, "steps": 10, "return": 1.0, "mean_velocity": [v, 0.0, 0.1],
-                "tracking_error": e, "falls": f, "distance_before_fall": d, "command": [0.2, 0.0, 0.0],
-                "sim_unstable": False, "episode_seconds": 5.0}
+    records = [{"episode": i, "seed": i, "task": "walk", "steps": 10, "return": 1.0, "mean_velocity": [v, 0.0, 0.1],
+                "linear_tracking_error": e, "yaw_tracking_error": e / 2, "falls": f, "distance_before_fall": d,
+                "command": [0.2, 0.0, 0.0], "sim_unstable": False, "episode_seconds": 5.0}
                for i, (v, e, f, d) in enumerate([(0.1, 0.2, 0, 1.0), (0.3, 0.4, 1, 0.5)])]
     result = aggregate(EvalRun("upright/NaoWalk-v0", "p", {}, "lab", 0, 2, records))
     assert result["mean_velocity"] == pytest.approx([0.2, 0.0, 0.1])
-    assert result["tracking_error"] == pytest.approx({"mean": 0.3, "min": 0.2, "max": 0.4})
+    assert result["task"] == "walk"
+    assert result["linear_tracking_error"] == pytest.approx({"mean": 0.3, "min": 0.2, "max": 0.4})
+    assert result["yaw_tracking_error"] == pytest.approx({"mean": 0.15, "min": 0.1, "max": 0.2})
     assert result["falls"]["total"] == 1 and result["falls"]["episodes_with_fall"] == 1
     assert list(result["by_command"]) == ["0.2,0,0"] and result["success_rate"] is None
 
@@ -117,13 +120,48 @@ def test_ctrl_c_keeps_the_finished_episodes():
     assert aggregate(run)["episodes"] == 2
 
 
+class _CountSteps(Observer):
+    """Counts the steps it sees and the torso height at the end; stops after ``stop_after`` steps."""
+
+    def __init__(self, stop_after: int | None = None) -> None:
+        self.stop_after = stop_after
+        self.steps = 0
+
+    def on_reset(self, env, policy, info) -> None:
+        self.steps = 0
+
+    def on_step(self, env, policy, action, info) -> bool:
+        self.steps += 1
+        return self.stop_after is not None and self.steps >= self.stop_after
+
+    def on_episode_end(self, env, policy, record) -> dict:
+        return {"observed_steps": self.steps, "policy_seen": policy.name}
+
+
+def test_observers_add_fields_in_workers_and_in_process():
+    kwargs = {"start": "prone", "max_episode_seconds": 0.24}
+    serial = run_episodes("upright/NaoGetUp-v0", "zero", 2, env_kwargs=kwargs, progress=False, observers=[_CountSteps()])
+    parallel = run_episodes("upright/NaoGetUp-v0", "zero", 2, env_kwargs=kwargs, progress=False, workers=2,
+                            observers=[_CountSteps()])
+    assert serial.records == parallel.records
+    for r in serial.records:
+        assert r["task"] == "getup" and r["observed_steps"] == r["steps"] == 20 and r["policy_seen"] == "zero"
+
+
+def test_an_observer_can_end_an_episode_early():
+    run = run_episodes("upright/WolfgangWalk-v0", "zero", 1, env_kwargs={"max_episode_seconds": 1.0},
+                       progress=False, observers=[_CountSteps(stop_after=7)])
+    (record,) = run.records
+    assert record["task"] == "walk" and record["stopped"] and record["steps"] == 7 and "falls" not in record
+
+
 def test_eval_writes_consistent_results(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")  # a wide console, so rich does not wrap the header
     out = tmp_path / "hold"
     assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "hold", "--episodes", "3", "--start",
                  "standing", "--seed", "2", "--set", "max_episode_seconds=2.0", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "success rate" in printed and "stood up (no stillness)" in printed
+    assert "success" in printed and "stood up (no stillness)" in printed
     result = json.loads((out / "results.json").read_text())
     records = result["episodes_data"]
     assert {k: result[k] for k in ("env", "policy", "conditions", "episodes", "seed")} == {
@@ -135,7 +173,8 @@ def test_eval_writes_consistent_results(tmp_path, capsys, monkeypatch):
     times = [r["time_to_stand"] for r in records if r["success"]]
     assert result["time_to_stand"] == pytest.approx({"mean": np.mean(times), "min": min(times), "max": max(times)})
     assert result["by_start"]["standing"]["episodes"] == 3
-    assert "| standing | 3 |" in (out / "results.md").read_text()
+    k = sum(successes)
+    assert f"| standing | 3 | {k}/3 ({100 * k / 3:.0f} %) [" in (out / "results.md").read_text()
 
 
 def test_eval_walk_reports_walk_metrics(tmp_path):
@@ -143,7 +182,8 @@ def test_eval_walk_reports_walk_metrics(tmp_path):
     assert main(["eval", "--env", "upright/WolfgangWalk-v0", "--policy", "zero", "--episodes", "2",
                  "--set", "command=0.25,0,0", "max_episode_seconds=0.5", "--out", str(out)]) == 0
     result = json.loads((out / "results.json").read_text())
-    assert {"mean_velocity", "tracking_error", "falls"} <= set(result)
+    assert result["task"] == "walk"
+    assert {"mean_velocity", "linear_tracking_error", "yaw_tracking_error", "falls"} <= set(result)
     assert all(r["command"] == [0.25, 0.0, 0.0] for r in result["episodes_data"])
     assert result["mean_velocity"] == pytest.approx(np.mean([r["mean_velocity"] for r in result["episodes_data"]], axis=0))
 

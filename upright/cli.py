@@ -1,9 +1,10 @@
-"""The ``upright`` command line: ``info``, ``view``, ``bench``, ``report`` (the main job), ``eval`` and
-``video``."""
+"""The ``upright`` command line: ``info``, ``view``, ``bench``, ``report`` (the main job), ``eval``,
+``video`` and ``experiment`` (a paper's protocol by name)."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,23 @@ def _cmd_video(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_experiment(args: argparse.Namespace) -> int:
+    from upright.eval.experiments import experiments, run_experiment
+
+    if args.list:
+        for name, experiment in experiments().items():
+            options = " ".join(f"{k}={v}" for k, v in experiment.options.items())
+            print(f"{name:<28} {experiment.summary}" + (f"  [--set {options}]" if options else ""))
+        return 0
+    if args.name is None:
+        raise ValueError("give an experiment NAME (upright experiment --list names them)")
+    out = Path(args.out) if args.out else Path("results", args.name)
+    run_experiment(args.name, out, episodes=args.episodes, workers=args.workers, settings=parse_settings(args.set),
+                   seed=args.seed, docs=args.docs, command=args.command_line)
+    print(f"wrote {out / 'results.json'} and {out / 'results.md'}")
+    return 0
+
+
 def _add_episode_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments ``eval`` and ``video`` share: environment, policy, seed, keyword arguments."""
     p.add_argument("--env", required=True, help="environment id, e.g. upright/NaoGetUp-v0")
@@ -143,11 +161,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_episode_arguments(p)
     p.add_argument("--out", required=True, help="output MP4 file")
     p.set_defaults(func=_cmd_video)
+
+    p = sub.add_parser("experiment", help="run a paper's protocol by name (--list names them)")
+    p.add_argument("name", nargs="?", default=None, help="the protocol's registered name")
+    p.add_argument("--list", action="store_true", help="list the protocols, one line each")
+    p.add_argument("--episodes", type=int, default=None, help="episodes per cell (default: the protocol's)")
+    p.add_argument("--workers", type=int, default=1, help="worker processes per run (default: 1, in this process)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first episode of every cell (episode i: seed + i)")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="the protocol's options, environment keyword arguments and params.KEY controller overrides")
+    p.add_argument("--out", default=None, help="output directory (default: results/NAME)")
+    p.add_argument("--docs", action="store_true", help="also write docs/results/NAME.md")
+    p.set_defaults(func=_cmd_experiment)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    args.command_line = shlex.join(["upright", *argv])
     try:
         return int(args.func(args))
     except ValueError as error:  # bad input: a clear message, no traceback

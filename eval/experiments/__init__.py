@@ -1,0 +1,176 @@
+"""The papers' experiments as protocols registered by name (``upright experiment NAME``).
+
+A protocol is a function ``run(ctx: ExperimentContext) -> list[Table]`` in a module of this
+package, registered with :func:`register_experiment`; its cells and robot data live in a YAML file
+of the same name next to the module (read with :func:`protocol_data`). It runs its episodes through
+:meth:`ExperimentContext.run` (the one runner, with the command line's workers, seed and progress
+bar) and returns :class:`~upright.eval.tables.Table` rows; :func:`run_experiment` prints the
+tables and writes ``OUT/results.json`` + ``OUT/results.md`` (and ``docs/results/NAME.md`` with
+``--docs``).
+
+    @register_experiment("hold-standing", "the hold policy from standing", options={"robot": "nao"})
+    def hold_standing(ctx: ExperimentContext) -> list[Table]:
+        env = env_id(ctx.options["robot"], "getup")
+        result = ctx.run_cell("hold", env, ctx.policy("hold"), {"start": "standing"}, ctx.episodes_or(10))
+        return [Table("hold from standing", [Column("success", "success", rate)],
+                      [{"success": (result["successes"], result["episodes"])}])]
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from upright.eval.results import aggregate, write_results
+from upright.eval.runner import EvalRun, Observer, Wrap, run_episodes
+from upright.eval.settings import split_settings
+from upright.eval.tables import Table, print_tables, write_tables
+from upright.policies.base import Policy
+
+#: Where ``--docs`` writes a protocol's page (relative to the working directory, the repository root).
+DOCS_RESULTS = Path("docs", "results")
+
+
+@dataclass
+class ExperimentContext:
+    """What one ``upright experiment`` run gives its protocol.
+
+    ``out``: the results folder; ``episodes``: ``--episodes`` (None: the protocol's default);
+    ``workers``: worker processes per run; ``settings``: the parsed ``--set`` items other than the
+    protocol's options (keys ``params.*`` go to controller parameters, the others to the
+    environments); ``seed``: seed of episode 0; ``progress``: show progress bars; ``docs``: also
+    write ``docs/results/NAME.md``; ``options``: the protocol's declared options with the values
+    given by ``--set`` (else their defaults); ``data``: extra JSON-able results the protocol wants
+    in ``results.json`` next to its tables.
+    """
+
+    out: Path
+    episodes: int | None = None
+    workers: int = 1
+    settings: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    progress: bool = True
+    docs: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def episodes_or(self, default: int) -> int:
+        """``--episodes`` if given, else the protocol's ``default``."""
+        return default if self.episodes is None else self.episodes
+
+    def env_kwargs(self, base: Mapping[str, Any]) -> dict[str, Any]:
+        """A cell's environment keyword arguments ``base`` with the ``--set`` environment settings
+        over them."""
+        return {**base, **split_settings(self.settings)[0]}
+
+    def policy(self, name: str, params: Mapping[str, Any] | None = None, label: str | None = None) -> str | Policy:
+        """The policy ``name``: a baseline becomes a
+        :class:`~upright.policies.builtin.ControllerPolicy` with the overrides ``params`` and the
+        ``--set params.*`` overrides over them (named ``label`` in the results, default ``name``);
+        any other policy name is returned as it is (``params`` must then be empty)."""
+        from upright.baselines import controller_names
+        from upright.policies.builtin import ControllerPolicy
+
+        overrides = {**(params or {}), **split_settings(self.settings)[1]}
+        if name in controller_names():
+            return ControllerPolicy(name, params=overrides or None, label=label)
+        if params:
+            raise ValueError(f"policy {name!r} is no controller and takes no params, got {dict(params)}")
+        return name
+
+    def run(self, env_id: str, policy: str | Policy, env_kwargs: Mapping[str, Any], episodes: int, *,
+            observers: Sequence[Observer] = (), wrappers: Sequence[Wrap] = ()) -> EvalRun:
+        """``episodes`` episodes through :func:`~upright.eval.runner.run_episodes` with this run's
+        workers, seed and progress bar; ``env_kwargs`` get the ``--set`` settings over them (see
+        :meth:`env_kwargs`). Raises KeyboardInterrupt after an interrupted run."""
+        run = run_episodes(env_id, policy, episodes, env_kwargs=self.env_kwargs(env_kwargs), seed=self.seed,
+                           workers=self.workers, progress=self.progress, observers=observers, wrappers=wrappers)
+        if run.interrupted:
+            raise KeyboardInterrupt
+        return run
+
+    def run_cell(self, cell: str, env_id: str, policy: str | Policy, env_kwargs: Mapping[str, Any],
+                 episodes: int, *, observers: Sequence[Observer] = ()) -> dict[str, Any]:
+        """One cell: :meth:`run`, then :func:`~upright.eval.results.aggregate`, written to
+        ``out/CELL/results.json`` + ``results.md`` (like ``upright eval``); returns the aggregate."""
+        result = aggregate(self.run(env_id, policy, env_kwargs, episodes, observers=observers))
+        write_results(result, self.out / cell)
+        return result
+
+
+Protocol = Callable[[ExperimentContext], list[Table]]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A registered protocol: ``name``, one-line ``summary``, the function, and its options
+    (``--set`` keys the protocol reads itself, with their defaults)."""
+
+    name: str
+    summary: str
+    run: Protocol
+    options: Mapping[str, Any]
+
+
+_REGISTRY: dict[str, Experiment] = {}
+
+
+def register_experiment(name: str, summary: str, options: Mapping[str, Any] | None = None
+                        ) -> Callable[[Protocol], Protocol]:
+    """Decorator: register the protocol function as ``name`` with a one-line ``summary`` and its
+    ``options`` (``--set`` keys with defaults that the protocol reads from ``ctx.options``)."""
+    def decorate(run: Protocol) -> Protocol:
+        if name in _REGISTRY:
+            raise ValueError(f"experiment {name!r} is already registered")
+        _REGISTRY[name] = Experiment(name, summary, run, dict(options or {}))
+        return run
+
+    return decorate
+
+
+def experiments() -> dict[str, Experiment]:
+    """Every registered protocol by name (importing the modules of this package first), sorted."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_experiment(name: str) -> Experiment:
+    """The protocol ``name``; a ValueError listing the valid names otherwise."""
+    registry = experiments()
+    if name not in registry:
+        raise ValueError(f"unknown experiment {name!r}; valid experiments: {', '.join(registry)}")
+    return registry[name]
+
+
+def protocol_data(module: str) -> dict[str, Any]:
+    """The YAML file next to the protocol module ``module`` (its ``__name__``), e.g.
+    ``keyframe.yaml`` for ``upright.eval.experiments.keyframe``."""
+    path = Path(__file__).with_name(module.rsplit(".", 1)[-1] + ".yaml")
+    return yaml.safe_load(path.read_text())
+
+
+def run_experiment(name: str, out: Path, *, episodes: int | None = None, workers: int = 1,
+                   settings: Mapping[str, Any] | None = None, seed: int = 0, progress: bool = True,
+                   docs: bool = False, command: str | None = None) -> list[Table]:
+    """Run the protocol ``name``: its options are taken out of ``settings`` (the rest reach the
+    environments and controllers), its tables printed and written under ``out`` with ``command``
+    (and to ``docs/results/NAME.md`` with ``docs``). Returns the tables."""
+    experiment = get_experiment(name)
+    settings = dict(settings or {})
+    options = {key: settings.pop(key, default) for key, default in experiment.options.items()}
+    ctx = ExperimentContext(out, episodes, workers, settings, seed, progress, docs, options)
+    tables = experiment.run(ctx)
+    print_tables(tables)
+    write_tables(tables, out, name, command=command, data=ctx.data, docs=DOCS_RESULTS if docs else None)
+    return tables
+
+
+__all__ = ["DOCS_RESULTS", "Experiment", "ExperimentContext", "Protocol", "experiments", "get_experiment",
+           "protocol_data", "register_experiment", "run_experiment"]

@@ -1,0 +1,193 @@
+"""The one table writer: a column spec rendered to Markdown and to the terminal (rich), and the
+shared cell formats.
+
+A :class:`Table` holds raw rows (mappings of JSON-able values); each :class:`Column` names the row
+key it shows and the format that turns the value into text. The formats are the same everywhere:
+
+* a rate (``successes, trials``): ``k/n (p %) [lo, hi]`` with the 95 % Wilson interval as
+  fractions, e.g. ``18/20 (90 %) [0.70, 0.97]`` (:func:`rate`);
+* statistics: ``mean / min / max`` (:func:`mean_min_max`);
+* a missing value (None, no episodes): ``—`` (:data:`MISSING`).
+
+:func:`write_tables` writes a protocol's ``results.json`` (the rows, raw) and ``results.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: The text of a missing value.
+MISSING = "—"
+#: Two-sided 95 % quantile of the standard normal distribution.
+Z95 = 1.959963984540054
+
+Row = Mapping[str, Any]
+Format = Callable[[Any], str]
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a success probability from ``successes`` out of ``trials``."""
+    if not 0 <= successes <= trials or trials < 1:
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes} of {trials}")
+    p = successes / trials
+    denominator = 1.0 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def text(value: Any) -> str:
+    """Any value as text; None as :data:`MISSING`."""
+    return MISSING if value is None else str(value)
+
+
+def number(digits: int = 2, unit: str = "") -> Format:
+    """A format for a number with ``digits`` decimals (and `` unit`` after it); None as :data:`MISSING`."""
+    suffix = f" {unit}" if unit else ""
+
+    def fmt(value: float | None) -> str:
+        return MISSING if value is None else f"{value:.{digits}f}{suffix}"
+
+    return fmt
+
+
+def rate(value: Sequence[int] | None) -> str:
+    """``(successes, trials)`` as ``k/n (p %) [lo, hi]`` with the 95 % Wilson interval; no trials
+    (or None) as :data:`MISSING`."""
+    if value is None or value[1] == 0:
+        return MISSING
+    k, n = value
+    lo, hi = wilson_interval(k, n)
+    return f"{k}/{n} ({100 * k / n:.0f} %) [{lo:.2f}, {hi:.2f}]"
+
+
+def count(value: Sequence[int] | None) -> str:
+    """``(hits, total)`` as ``k/n``; None as :data:`MISSING`."""
+    return MISSING if value is None else f"{value[0]}/{value[1]}"
+
+
+def mean_min_max(digits: int = 2) -> Format:
+    """A format for a ``{"mean", "min", "max"}`` mapping as ``mean / min / max``; all None as
+    :data:`MISSING`."""
+    fmt = number(digits)
+
+    def cell(value: Mapping[str, float | None] | None) -> str:
+        if value is None or all(value[k] is None for k in ("mean", "min", "max")):
+            return MISSING
+        return " / ".join(fmt(value[k]) for k in ("mean", "min", "max"))
+
+    return cell
+
+
+def vector(digits: int = 3) -> Format:
+    """A format for a sequence of numbers as ``a, b, c``; None as :data:`MISSING`."""
+    fmt = number(digits)
+
+    def cell(value: Sequence[float] | None) -> str:
+        return MISSING if value is None else ", ".join(fmt(v) for v in value)
+
+    return cell
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its ``title``, the row ``key`` it shows and the ``format`` of the value."""
+
+    title: str
+    key: str
+    format: Format = text
+
+    def cell(self, row: Row) -> str:
+        """The text of this column in ``row`` (a missing key is a missing value)."""
+        return self.format(row.get(self.key))
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table: ``columns`` over raw ``rows``, with ``notes`` (Markdown) printed under it."""
+
+    title: str
+    columns: Sequence[Column]
+    rows: Sequence[Row]
+    notes: str = ""
+
+    def cells(self) -> list[list[str]]:
+        """The rows as text, one list of cells per row."""
+        return [[column.cell(row) for column in self.columns] for row in self.rows]
+
+    def markdown(self) -> str:
+        """The table as Markdown: a ``###`` title, the table, the notes."""
+        lines = [f"### {self.title}", "", "| " + " | ".join(c.title for c in self.columns) + " |",
+                 "|" + "---|" * len(self.columns)]
+        lines += ["| " + " | ".join(cells) + " |" for cells in self.cells()]
+        if self.notes:
+            lines += ["", self.notes]
+        return "\n".join(lines) + "\n"
+
+    def rich(self) -> Any:
+        """The table as a :class:`rich.table.Table` for the terminal."""
+        from rich.table import Table as RichTable
+
+        table = RichTable(title=self.title, caption=self.notes or None)
+        for column in self.columns:
+            table.add_column(column.title)
+        for cells in self.cells():
+            table.add_row(*cells)
+        return table
+
+    def to_json(self) -> dict[str, Any]:
+        """Title, column titles and keys, raw rows and notes, as JSON types."""
+        return {"title": self.title, "columns": [{"title": c.title, "key": c.key} for c in self.columns],
+                "rows": jsonable(list(self.rows)), "notes": self.notes}
+
+
+def print_tables(tables: Sequence[Table]) -> None:
+    """Print ``tables`` to the terminal with rich."""
+    from rich.console import Console
+
+    console = Console()
+    for table in tables:
+        console.print(table.rich())
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays and tuples turned into JSON types."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def write_tables(tables: Sequence[Table], out: Path, name: str, *, command: str | None = None,
+                 data: Any = None, docs: Path | None = None) -> list[Path]:
+    """Write ``out/results.json`` (``name``, ``command``, the tables with raw rows, ``data``) and
+    ``out/results.md`` (a ``# name`` page with the command and the tables); with ``docs`` (a
+    folder, e.g. ``docs/results``) also ``docs/<name>.md``, the same page. Returns the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    result = {"name": name, "command": command, "tables": [t.to_json() for t in tables], "data": jsonable(data)}
+    page = [f"# {name}", ""]
+    if command:
+        page += ["Produced by", "", "```", command, "```", ""]
+    page += [t.markdown() for t in tables]
+    paths = [out / "results.json", out / "results.md"]
+    paths[0].write_text(json.dumps(result, indent=2) + "\n")
+    paths[1].write_text("\n".join(page))
+    if docs is not None:
+        docs.mkdir(parents=True, exist_ok=True)
+        paths.append(docs / f"{name}.md")
+        paths[-1].write_text("\n".join(page))
+    return paths
+
+
+__all__ = ["MISSING", "Column", "Table", "Z95", "count", "jsonable", "mean_min_max", "number", "print_tables",
+           "rate", "text", "vector", "wilson_interval", "write_tables"]
