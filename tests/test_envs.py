@@ -1,7 +1,12 @@
 """The Gymnasium environments: API checks, vector envs, SB3, success/fall metrics, residual prior,
-determinism, bad input."""
+determinism, bad input, registration records, reward scales, ``is_success``, the package boundary
+and the docstrings."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -37,9 +42,6 @@ def test_gymnasium_and_sb3_env_checkers(env_id):
 
 
 def test_make_without_prior_import():
-    import subprocess
-    import sys
-
     code = "import gymnasium as gym; e = gym.make('upright:upright/NaoGetUp-v0'); print(e.reset(seed=0)[0].shape)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "(91,)"
@@ -76,6 +78,7 @@ def test_hold_standing_succeeds_within_1_5_s(env_id):
     metrics = info["episode_metrics"]
     assert metrics["success"] is True
     assert metrics["time_to_stand"] == pytest.approx(0.0, abs=0.1)
+    assert info["is_success"] is True
 
 
 @pytest.mark.parametrize("env_id", GETUP_IDS)
@@ -84,6 +87,7 @@ def test_zero_policy_from_prone_never_succeeds(env_id):
     info = _run(env, lambda obs: np.zeros(env.action_space.shape), seed=0)
     assert info["episode_metrics"]["success"] is False
     assert info["episode_metrics"]["time_to_stand"] is None
+    assert info["is_success"] is False
 
 
 @pytest.mark.parametrize("env_id", GETUP_IDS)
@@ -95,6 +99,7 @@ def test_pushed_over_while_standing_is_a_fall(env_id):
     assert info["fallen"] is True
     assert info["episode_metrics"]["falls"] == 1
     assert info["episode_metrics"]["success"] is False
+    assert info["is_success"] is False
 
 
 class _TestController:
@@ -190,4 +195,207 @@ def test_physics_blow_up_ends_episode_with_flag(env_id):
     obs, reward, terminated, truncated, info = env.step(np.zeros(env.action_space.shape, dtype=np.float32))
     assert terminated and not truncated
     assert info["sim_unstable"] is True and info["episode_metrics"]["sim_unstable"] is True
+    assert info["is_success"] is False
     assert reward == 0.0
+
+
+# ---------------------------------------------------------------- registration, package boundary, docs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_registrations_carry_robot_and_task():
+    from upright.envs.registration import ENVIRONMENTS, TASKS, env_id
+
+    assert set(ENVIRONMENTS) == set(IDS)
+    for name, entry in ENVIRONMENTS.items():
+        env = gym.make(name).unwrapped
+        assert (env.robot.name, env.task) == (entry.robot, entry.task) and entry.task in TASKS
+        assert env_id(entry.robot, entry.task) == name
+    with pytest.raises(ValueError, match="no environment for robot 'nao' and task 'swim'"):
+        env_id("nao", "swim")
+
+
+def test_envs_import_nothing_from_eval():
+    """Statically (every import statement under envs/, also inside functions) and at run time (a
+    fresh interpreter imports every envs module and steps every environment)."""
+    import ast
+
+    for path in sorted((ROOT / "envs").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n == "upright.eval" or n.startswith("upright.eval.") for n in names), (path, names)
+    code = (
+        "import importlib, pkgutil, sys, numpy as np, gymnasium as gym\n"
+        "import upright, upright.envs\n"
+        "for m in pkgutil.walk_packages(upright.envs.__path__, 'upright.envs.'): importlib.import_module(m.name)\n"
+        f"for name in {IDS!r}:\n"
+        "    env = gym.make(name, max_episode_seconds=0.05); env.reset(seed=0)\n"
+        "    while not any(env.step(np.zeros(env.action_space.shape, np.float32))[2:4]): pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('upright.eval')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("cls_path", ["upright.envs.getup:GetUpEnv", "upright.envs.walk:WalkEnv"])
+def test_env_docstrings_follow_gymnasiums_section_order(cls_path):
+    import importlib
+
+    module, name = cls_path.split(":")
+    doc = getattr(importlib.import_module(module), name).__doc__
+    sections = ["## Action space", "## Observation space", "## Rewards", "## Starting state", "## Episode end",
+                "## Arguments", "## Version history"]
+    positions = [doc.find(section) for section in sections]
+    assert -1 not in positions and positions == sorted(positions), dict(zip(sections, positions))
+    assert "| reward_scales " in doc
+
+
+def test_envs_docstrings_point_only_at_files_in_the_repository():
+    import re
+
+    for path in sorted((ROOT / "envs").rglob("*.py")):
+        text = path.read_text()
+        assert "shared/" not in text and "../" not in text, path
+        for ref in re.findall(r"``([\w./-]+\.(?:md|py|yaml|xml))``", text):
+            assert (ROOT / ref).exists(), f"{path.name} points at {ref}, which is not in the repository"
+
+
+# ---------------------------------------------------------------- reward scales
+
+def _scripted_episode(env_id: str, steps: int, hold: bool, amplitude: float, seed: int = 3, **kwargs):
+    """Rewards and reward terms of a short episode under seeded random actions (around the standing
+    targets with ``hold``)."""
+    env = gym.make(env_id, **kwargs).unwrapped
+    env.reset(seed=seed)
+    rng = np.random.default_rng(1)
+    base = env.action_from_targets(env.standing_targets) if hold else 0.0
+    rewards, terms = [], []
+    for _ in range(steps):
+        action = np.clip(base + rng.uniform(-amplitude, amplitude, env.action_space.shape), -1, 1)
+        _, reward, terminated, truncated, info = env.step(action.astype(np.float32))
+        rewards.append(reward)
+        terms.append(info["reward_terms"])
+        if terminated or truncated:
+            break
+    return rewards, terms
+
+
+#: Summed over each scripted episode by the code before the weights became data (the literals in
+#: ``_reward_terms``): (env id, kwargs, hold, amplitude, steps) → (steps run, reward, term sums).
+#: Between them the scenarios make every term non-zero.
+BEFORE_SCALES = [
+    (("upright/NaoGetUp-v0", {"start": "standing"}, True, 0.3, 160), (160, 167.8545306010566, {
+        "head_progress": -3.0600765229012516, "head_height": 77.94319159673387, "upright": 78.11845678410776,
+        "still": 20.83929813864002, "torque": -5.2739196808147994, "action_rate": -0.46894145383938174,
+        "joint_limits": -0.24347826086956534, "impact": 0.0})),
+    (("upright/NaoGetUp-v0", {"start": "prone"}, False, 1.0, 120), (120, 14.848343654327014, {
+        "head_progress": -0.8577893960598758, "head_height": 6.369753539886568, "upright": 24.15609459094165,
+        "still": 0.0, "torque": -5.29354866258199, "action_rate": -3.9452105541845293,
+        "joint_limits": -0.052173913043478265, "impact": -5.52878195063133})),
+    (("upright/WolfgangGetUp-v0", {"start": "standing"}, True, 0.4, 160), (160, 121.98755084681672, {
+        "head_progress": -8.608294140095547, "head_height": 62.69249666394625, "upright": 68.95448349008626,
+        "still": 11.432955853857326, "torque": -6.193544843189613, "action_rate": -0.8071093720897402,
+        "joint_limits": 0.0, "impact": -5.483436805698187})),
+    (("upright/WolfgangGetUp-v0", {"start": "side"}, False, 1.0, 120), (120, 22.999701256178035, {
+        "head_progress": -0.9005600220882878, "head_height": 7.988447804591866, "upright": 26.299878814592464,
+        "still": 0.0, "torque": -5.404109022192896, "action_rate": -3.8191307125178837, "joint_limits": 0.0,
+        "impact": -1.164825606207212})),
+    (("upright/NaoWalk-v0", {"command": (0.2, 0.0, 0.1)}, True, 0.3, 200), (162, 47.47066701316571, {
+        "tracking_xy": 47.66113376413105, "tracking_yaw": 20.95992494104589, "upright": 31.54571508766088,
+        "energy": -39.926479059395575, "foot_slip": -2.769627720276504, "fall": -10.0})),
+    (("upright/WolfgangWalk-v0", {"command": (0.1, 0.05, -0.2)}, True, 0.3, 200), (143, 25.832845538571924, {
+        "tracking_xy": 42.142808090918386, "tracking_yaw": 16.005095585756166, "upright": 27.347830388471635,
+        "energy": -44.970158455241275, "foot_slip": -4.692730071332984, "fall": -10.0})),
+]
+
+
+@pytest.mark.parametrize("scenario, before", BEFORE_SCALES, ids=lambda v: f"{v[0]}-{v[1]}" if len(v) == 5 else "")
+def test_default_reward_scales_give_the_rewards_of_before(scenario, before):
+    """The same rewards as the literal weights gave (to rounding: the bits agree on the machine the
+    numbers were recorded on, but NumPy's transcendental functions may differ in the last bit
+    across CPUs)."""
+    env_id, kwargs, hold, amplitude, steps = scenario
+    rewards, terms = _scripted_episode(env_id, steps, hold, amplitude, **kwargs)
+    expected_steps, expected_reward, expected_terms = before
+    assert len(rewards) == expected_steps
+    assert list(terms[0]) == list(expected_terms)
+    assert sum(rewards) == pytest.approx(expected_reward, rel=1e-9)
+    for name, total in expected_terms.items():
+        assert sum(t[name] for t in terms) == pytest.approx(total, rel=1e-9, abs=1e-12), name
+    assert all(reward == sum(t.values()) for reward, t in zip(rewards, terms))
+
+
+@pytest.mark.parametrize("env_id, kwargs, hold, amplitude, steps", [s for s, _ in BEFORE_SCALES[::2]])
+def test_reward_scales_weight_each_term(env_id, kwargs, hold, amplitude, steps):
+    from upright.envs.registration import ENVIRONMENTS
+    from upright.envs.rewards import GetUpRewardScales, WalkRewardScales
+
+    cls = {"getup": GetUpRewardScales, "walk": WalkRewardScales}[ENVIRONMENTS[env_id].task]
+    defaults = cls()
+    rewards, terms = _scripted_episode(env_id, steps, hold, amplitude, **kwargs)
+    explicit = _scripted_episode(env_id, steps, hold, amplitude, reward_scales=cls(), **kwargs)
+    assert explicit == (rewards, terms)
+    factors = {name: 0.5 + i for i, name in enumerate(cls.names())}
+    scaled_rewards, scaled_terms = _scripted_episode(
+        env_id, steps, hold, amplitude,
+        reward_scales={name: factor * getattr(defaults, name) for name, factor in factors.items()}, **kwargs)
+    assert len(scaled_terms) == len(terms)  # the weights do not change the dynamics
+    for before, after in zip(terms, scaled_terms):
+        assert list(after) == list(cls.names())
+        for name, factor in factors.items():
+            assert after[name] == pytest.approx(factor * before[name], rel=1e-12, abs=1e-300), name
+    zeroed = _scripted_episode(env_id, steps, hold, amplitude, reward_scales=dict.fromkeys(cls.names(), 0.0),
+                               **kwargs)
+    assert not any(zeroed[0])
+
+
+def test_bad_reward_scales_are_clear():
+    from upright.envs.rewards import WalkRewardScales
+
+    with pytest.raises(ValueError, match=r"unknown reward scale 'heigth'.*valid: head_progress, head_height"):
+        gym.make("upright/NaoGetUp-v0", reward_scales={"heigth": 1.0})
+    with pytest.raises(ValueError, match="reward_scales must be None, a GetUpRewardScales"):
+        gym.make("upright/NaoGetUp-v0", reward_scales=WalkRewardScales())
+    with pytest.raises(ValueError, match="reward scale 'fall' must be a finite number, got nan"):
+        gym.make("upright/NaoWalk-v0", reward_scales={"fall": float("nan")})
+    with pytest.raises(ValueError, match="reward scale 'energy' must be a finite number, got '1'"):
+        WalkRewardScales(energy="1")
+
+
+# ---------------------------------------------------------------- walk metrics
+
+def _walk_episode(prior, seconds: float):
+    env = gym.make("upright/NaoWalk-v0", command=(0.2, 0.0, 0.0), prior=prior, max_episode_seconds=seconds)
+    if prior is None:
+        return _run(env, lambda obs: _hold(env), seed=0), env
+    return _run(env, lambda obs: np.zeros(env.action_space.shape, dtype=np.float32), seed=0), env
+
+
+def test_standing_still_tracks_worse_than_walking():
+    """The old metric (mean instantaneous |v − command| with m/s and rad/s added) ranked a robot
+    that holds its standing pose (0.20) above the LIPM walk at 0.2 m/s (0.30); the linear error on
+    1 s window means ranks them the right way round."""
+    (still, still_env), (walking, walking_env) = _walk_episode(None, 10.0), _walk_episode("lipm", 10.0)
+    for info in (still, walking):
+        assert info["is_success"] is True and info["episode_metrics"]["falls"] == 0
+        assert "tracking_error" not in info["episode_metrics"]
+    s, w = still["episode_metrics"], walking["episode_metrics"]
+    assert s["linear_tracking_error"] == pytest.approx(0.2, abs=0.005)  # the whole command
+    assert w["linear_tracking_error"] < 0.1
+    assert w["mean_velocity"][0] > 0.1
+    assert s["yaw_tracking_error"] < 1e-3 and w["yaw_tracking_error"] < 0.1
+
+    def old_metric(env):
+        v = np.array(env.unwrapped._tracker.velocities)
+        return float(np.mean(np.linalg.norm(v - np.array([0.2, 0.0, 0.0]), axis=1)))
+
+    assert old_metric(still_env) < old_metric(walking_env)  # the complaint, reproduced
+
+
+def test_a_walk_that_falls_is_no_success():
+    env = gym.make("upright/NaoWalk-v0", command=(0.2, 0.0, 0.0), max_episode_seconds=5.0)
+    info = _run(env, lambda obs: np.zeros(env.action_space.shape, dtype=np.float32), seed=0)
+    assert info["fallen"] is True and info["episode_metrics"]["falls"] == 1
+    assert info["is_success"] is False

@@ -1,6 +1,6 @@
 """NAO V6 (H25): joint order, timing and named poses.
 
-Numbers from the reference notes (``shared/reference/robots.md`` section 1): B-Human's 12 ms motion
+Numbers (their sources: ``docs/environments.md``, last section): B-Human's 12 ms motion
 cycle and 3-frame (36 ms) actuation delay, 0.333 m torso height with straight legs
 (0.085 + 0.100 + 0.1029 + 0.04519), 5.359 kg summed link masses.
 """

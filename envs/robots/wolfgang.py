@@ -1,6 +1,6 @@
 """Wolfgang-OP (Hamburg Bit-Bots): joint order, timing and named poses.
 
-Numbers from the reference notes (``shared/reference/robots.md`` section 2): 10 ms control period
+Numbers (their sources: ``docs/environments.md``, last section): 10 ms control period
 (the Bit-Bots stand-up and walk run their servo loop at 100 Hz or faster), walkready trunk height
 0.38 m (dynup end pose), total mass 7.5 kg (spline stand-up paper). The actuation delay of one
 cycle is an estimate (Dynamixel bus round trip plus one servo-loop period); no source measures it.
