@@ -14,10 +14,11 @@ key it shows and the format that turns the value into text. The formats are the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,10 @@ def print_tables(tables: Sequence[Table]) -> None:
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays and tuples turned into JSON types."""
+    """``value`` with numpy scalars and arrays, tuples and dataclass instances (their fields)
+    turned into JSON types."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
