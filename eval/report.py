@@ -19,7 +19,7 @@ from upright.envs.robots import ROBOT_NAMES, get_robot
 from upright.envs.simulation import Simulation
 from upright.eval.bench import format_bench, run_bench, summary
 from upright.eval.pictures import render_pose
-from upright.eval.summary import model_summary
+from upright.eval.robot_info import robot_info
 from upright.envs.registration import ENVIRONMENTS
 
 #: Episodes per (environment, policy) in the main job's short evaluation, and their settings.
@@ -36,7 +36,7 @@ def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2) -
 
     summaries = []
     for env_id in ENVIRONMENTS:
-        settings = WALK_SETTINGS if "Walk" in env_id else GETUP_SETTINGS
+        settings = WALK_SETTINGS if ENVIRONMENTS[env_id].task == "walk" else GETUP_SETTINGS
         for policy in policy_names():
             try:
                 run = run_episodes(env_id, policy, episodes, env_kwargs=dict(settings), seed=0, workers=workers)
@@ -86,7 +86,7 @@ def write_report(out: Path, bench_steps: int = 20_000, episodes: int = REPORT_EP
     evaluations = evaluate_all(out, episodes)
     results["evaluations"] = [e["result"] for e in evaluations]
     for e in evaluations:
-        md += [f"### {e['env']} — {e['policy']}", "", str(e["table"]), ""]
+        md += [str(e["table"]), ""]
     pictures_note = None
     for name in ROBOT_NAMES:
         robot = get_robot(name)
@@ -102,7 +102,7 @@ def write_report(out: Path, bench_steps: int = 20_000, episodes: int = REPORT_EP
                 except RenderingUnavailable as error:
                     pictures_note = str(error)
         results["robots"][name] = {"checks": checks, "pictures": pictures}
-        md += [f"## {name}", "", "```", model_summary(name), "```", "",
+        md += [f"## {name}", "", "```", robot_info(name), "```", "",
                "| pose | seconds held | max tilt change (°) | max drift (m) | max floor penetration (mm) | final kinetic energy (J) |",
                "|---|---|---|---|---|---|"]
         for pose, c in checks.items():

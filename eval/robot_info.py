@@ -1,4 +1,4 @@
-"""Plain-text model summary (``upright info``): joints, limits, servos, masses, timing."""
+"""The ``upright info`` printout of a robot: joints, limits, servos, masses, timing, from its model."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from upright.envs.robots import get_robot
 
 
-def model_summary(robot_name: str) -> str:
+def robot_info(robot_name: str) -> str:
     """Joints with axes, limits and servo data, bodies with masses, and the totals of one robot,
     read from the compiled MJCF (the same model the simulation uses)."""
     robot = get_robot(robot_name)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from tqdm import tqdm
 from upright.envs.conditions import PRESETS, Conditions
 
 from upright.policies.base import Policy
+from upright.policies.builtin import ControllerPolicy
 from upright.policies.registry import load_policy
 
 
@@ -137,6 +138,21 @@ def _run_in_worker(index: int) -> dict[str, Any]:
     return _worker.run(index)
 
 
+def resolve_policy(name: str, params: Mapping[str, Any] | None = None, label: str | None = None) -> str | Policy:
+    """The policy ``name`` with controller parameter overrides ``params`` (dotted keys, e.g. from
+    ``--set params.KEY=VALUE``): a baseline becomes a
+    :class:`~upright.policies.builtin.ControllerPolicy` (named ``label`` in the results, default
+    ``name``); without overrides or label any name is returned as it is (loaded by the runner). A
+    policy that is no controller takes no overrides (ValueError naming it)."""
+    from upright.baselines import controller_names
+
+    if not params and label is None:
+        return name
+    if name not in controller_names():
+        raise ValueError(f"policy {name!r} is no controller and takes no params, got {dict(params or {})}")
+    return ControllerPolicy(name, params=dict(params) if params else None, label=label)
+
+
 def conditions_label(conditions: Conditions) -> str | dict[str, Any]:
     """The preset name of ``conditions``, or its fields when it is no preset."""
     return next((name for name, preset in PRESETS.items() if preset == conditions), None) or asdict(conditions)
@@ -211,4 +227,4 @@ def run_episodes(
     return EvalRun(env_id, name, env_kwargs, conditions, seed, episodes, records, interrupted)
 
 
-__all__ = ["EvalRun", "Observer", "Wrap", "check_env_id", "conditions_label", "run_episodes"]
+__all__ = ["EvalRun", "Observer", "Wrap", "check_env_id", "conditions_label", "resolve_policy", "run_episodes"]

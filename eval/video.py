@@ -1,4 +1,5 @@
-"""Record one episode of a policy to an MP4 file (``upright video``)."""
+"""Record one episode of a policy to an MP4 file (``upright video``), through the runner with a
+frame-grabbing observer."""
 
 from __future__ import annotations
 
@@ -6,12 +7,47 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
-from upright.eval.runner import check_env_id
+from upright.eval.runner import Observer, run_episodes
 from upright.policies.base import Policy
-from upright.policies.registry import load_policy
 
 VIDEO_FPS = 30  # frames per second of the written video (about; the stride is a whole number of steps)
+
+
+class VideoRecorder(Observer):
+    """Writes the episode to the MP4 file ``out`` in real time: the first frame after the reset,
+    then every ``stride``-th control step, ``stride`` the whole number of steps closest to
+    ``1 / fps`` s. Needs an environment made with ``render_mode="rgb_array"``; adds ``video`` (the
+    path) to the record."""
+
+    def __init__(self, out: Path, fps: float = VIDEO_FPS) -> None:
+        self.out = out
+        self.fps = fps
+        self._writer: Any = None
+        self._stride = 1
+        self._steps = 0
+
+    def on_reset(self, env: gym.Env, policy: Policy, info: dict[str, Any]) -> None:
+        import imageio.v2 as imageio
+
+        first = env.render()  # fails here, before the episode, without a GL backend
+        step_rate = 1.0 / env.unwrapped.robot.control_period  # control steps per simulated second
+        self._stride = max(1, round(step_rate / self.fps))
+        self._steps = 0
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = imageio.get_writer(self.out, fps=step_rate / self._stride, codec="libx264", macro_block_size=8)
+        self._writer.append_data(first)
+
+    def on_step(self, env: gym.Env, policy: Policy, action: np.ndarray, info: dict[str, Any]) -> None:
+        self._steps += 1
+        if self._steps % self._stride == 0:
+            self._writer.append_data(env.render())
+
+    def on_episode_end(self, env: gym.Env, policy: Policy, record: dict[str, Any]) -> dict[str, Any]:
+        self._writer.close()
+        self._writer = None
+        return {"video": str(self.out)}
 
 
 def record_video(
@@ -23,37 +59,16 @@ def record_video(
     seed: int = 0,
 ) -> tuple[Path, dict[str, Any]]:
     """Run one episode (seed ``seed``) of ``policy`` in ``env_id`` and write it to the MP4 file
-    ``out`` in real time; returns the path and the episode's metrics.
+    ``out`` in real time; returns the path and the episode's record.
 
     Raises :class:`~upright.envs.render.RenderingUnavailable` (before simulating) when no OpenGL
     backend can be started.
     """
-    import imageio.v2 as imageio
-
-    check_env_id(env_id)
-    env = gym.make(env_id, render_mode="rgb_array", **(env_kwargs or {}))
-    actor = load_policy(policy) if isinstance(policy, str) else policy
-    try:
-        observation, info = env.reset(seed=seed)
-        actor.reset(env, seed)
-        first = env.render()  # fails here, before the episode, without a GL backend
-        step_rate = 1.0 / env.unwrapped.robot.control_period  # control steps per simulated second
-        stride = max(1, round(step_rate / VIDEO_FPS))
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with imageio.get_writer(out, fps=step_rate / stride, codec="libx264", macro_block_size=8) as writer:
-            writer.append_data(first)
-            steps = 0
-            while True:
-                observation, _, terminated, truncated, info = env.step(actor.act(observation, info))
-                steps += 1
-                if steps % stride == 0:
-                    writer.append_data(env.render())
-                if terminated or truncated:
-                    break
-    finally:
-        actor.close()
-        env.close()
-    return out, info["episode_metrics"]
+    run = run_episodes(env_id, policy, 1, env_kwargs={**(env_kwargs or {}), "render_mode": "rgb_array"}, seed=seed,
+                       progress=False, observers=[VideoRecorder(out)])
+    if run.interrupted:
+        raise KeyboardInterrupt
+    return out, run.records[0]
 
 
-__all__ = ["VIDEO_FPS", "record_video"]
+__all__ = ["VIDEO_FPS", "VideoRecorder", "record_video"]

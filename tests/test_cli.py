@@ -14,7 +14,7 @@ from upright.eval.bench import format_bench, run_bench
 
 def test_help_lists_subcommands():
     out = subprocess.run([sys.executable, "-m", "upright", "--help"], capture_output=True, text=True, check=True)
-    for command in ("info", "view", "bench", "report", "eval", "video"):
+    for command in ("info", "view", "bench", "report", "eval", "video", "experiment"):
         assert command in out.stdout
 
 

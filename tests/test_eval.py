@@ -242,3 +242,44 @@ def test_stood_up_counts_an_upright_robot_that_is_not_still():
         fell.update(_posture(i * 0.01, 0.3, upright=i < 150))
     m = fell.episode_metrics(3.0, sim_unstable=False)
     assert m["stood_up"] is False and m["falls"] == 1
+
+
+def test_table_cells_share_one_format():
+    from upright.eval.tables import MISSING, Column, Table, mean_min_max, number, rate
+
+    assert rate((18, 20)) == "18/20 (90 %) [0.70, 0.97]" and rate((0, 0)) == MISSING and rate(None) == MISSING
+    assert mean_min_max()({"mean": 2.5, "min": 1.0, "max": 4.0}) == "2.50 / 1.00 / 4.00"
+    assert mean_min_max()({"mean": None, "min": None, "max": None}) == MISSING == "—"
+    assert number(1, "°")(14.66) == "14.7 °" and number()(None) == MISSING
+    table = Table("T", [Column("start", "start"), Column("success", "success", rate)],
+                  [{"start": "prone", "success": (3, 4)}, {"start": "supine"}], notes="n")
+    assert table.markdown() == ("### T\n\n| start | success |\n|---|---|\n| prone | 3/4 (75 %) [0.30, 0.95] |\n"
+                                "| supine | — |\n\nn\n")
+    assert table.to_json()["rows"] == [{"start": "prone", "success": [3, 4]}, {"start": "supine"}]
+
+
+def test_write_tables_writes_json_markdown_and_the_docs_page(tmp_path):
+    from upright.eval.tables import Column, Table, write_tables
+
+    table = Table("T", [Column("x", "x")], [{"x": 1}])
+    paths = write_tables([table], tmp_path / "out", "demo", command="upright experiment demo", data={"a": (1, 2)},
+                         docs=tmp_path / "docs")
+    assert [p.name for p in paths] == ["results.json", "results.md", "demo.md"]
+    result = json.loads(paths[0].read_text())
+    assert result["name"] == "demo" and result["data"] == {"a": [1, 2]} and result["tables"][0]["rows"] == [{"x": 1}]
+    assert "upright experiment demo" in paths[1].read_text() and paths[1].read_text() == paths[2].read_text()
+
+
+def test_eval_passes_params_to_the_controller(tmp_path):
+    out = tmp_path / "kf"
+    args = ["eval", "--env", "upright/NaoGetUp-v0", "--policy", "keyframe", "--episodes", "1", "--start", "prone",
+            "--set", "max_episode_seconds=0.5", "params.compensation=false", "--out", str(out)]
+    assert main(args) == 0
+    assert json.loads((out / "results.json").read_text())["policy"] == "keyframe"
+    assert main([*args[:-2], "params.no_such_parameter=1", "--out", str(out)]) == 2
+
+
+def test_params_for_a_policy_without_parameters_are_refused(capsys, tmp_path):
+    assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "zero", "--episodes", "1",
+                 "--set", "params.gain=1", "--out", str(tmp_path)]) == 2
+    assert "zero" in capsys.readouterr().err

@@ -7,18 +7,21 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import upright  # noqa: F401  (selects the GL backend before mujoco renders)
 from upright.envs.conditions import TERRAINS
 from upright.envs.robots import ROBOT_NAMES
-from upright.eval.settings import parse_settings
+from upright.eval.settings import parse_settings, split_settings
+
+if TYPE_CHECKING:
+    from upright.policies.base import Policy
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from upright.eval.summary import model_summary
+    from upright.eval.robot_info import robot_info
 
-    print(model_summary(args.robot))
+    print(robot_info(args.robot))
     return 0
 
 
@@ -51,24 +54,28 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """``--set`` settings plus ``--start`` and ``--conditions`` (each named in one place only)."""
-    kwargs = parse_settings(args.set)
+def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | Policy]:
+    """The environment keyword arguments (``--set`` settings plus ``--start`` and ``--conditions``,
+    each named in one place only) and the policy (with the ``--set params.KEY=VALUE`` controller
+    overrides)."""
+    from upright.eval.runner import resolve_policy
+
+    kwargs, params = split_settings(parse_settings(args.set))
     for key in ("start", "conditions"):
         value = getattr(args, key)
         if value is not None:
             if key in kwargs:
                 raise ValueError(f"{key} given both as --{key} and as --set {key}=...")
             kwargs[key] = value
-    return kwargs
+    return kwargs, resolve_policy(args.policy, params)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from upright.eval.results import aggregate, print_table, write_results
     from upright.eval.runner import run_episodes
 
-    run = run_episodes(args.env, args.policy, args.episodes, env_kwargs=_env_kwargs(args), seed=args.seed,
-                       workers=args.workers)
+    env_kwargs, policy = _episode_settings(args)
+    run = run_episodes(args.env, policy, args.episodes, env_kwargs=env_kwargs, seed=args.seed, workers=args.workers)
     result = aggregate(run)
     print_table(result)
     out = Path(args.out) if args.out else Path("results", "eval", f"{args.env.split('/')[-1]}-{run.policy}")
@@ -81,14 +88,21 @@ def _cmd_video(args: argparse.Namespace) -> int:
     from upright.envs.render import RenderingUnavailable
     from upright.eval.video import record_video
 
+    env_kwargs, policy = _episode_settings(args)
     try:
-        path, metrics = record_video(args.env, args.policy, Path(args.out), env_kwargs=_env_kwargs(args),
-                                     seed=args.seed)
+        path, record = record_video(args.env, policy, Path(args.out), env_kwargs=env_kwargs, seed=args.seed)
     except RenderingUnavailable as error:
         print(f"upright video: {error}", file=sys.stderr)
         return 3
-    print(f"wrote {path} ({metrics})")
+    print(f"wrote {path} ({record['steps']} steps, return {record['return']:.2f})")
     return 0
+
+
+def _setting_text(value: Any) -> str:
+    """``value`` written as ``--set`` reads it (lists comma-separated, None as ``none``)."""
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(str, value))
+    return "none" if value is None else str(value)
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
@@ -96,7 +110,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
     if args.list:
         for name, experiment in experiments().items():
-            options = " ".join(f"{k}={v}" for k, v in experiment.options.items())
+            options = " ".join(f"{k}={_setting_text(v)}" for k, v in experiment.options.items())
             print(f"{name:<28} {experiment.summary}" + (f"  [--set {options}]" if options else ""))
         return 0
     if args.name is None:
@@ -116,7 +130,8 @@ def _add_episode_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", default=None, help="get-up start: prone, supine, side, fall, random, standing")
     p.add_argument("--conditions", default=None, help="conditions preset: lab, turf, thesis, competition")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                   help="more environment keyword arguments, e.g. --set command=0.25,0,0 max_episode_seconds=5")
+                   help="more environment keyword arguments and params.KEY controller overrides, "
+                        "e.g. --set command=0.25,0,0 max_episode_seconds=5 params.compensation=false")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from upright.eval.results import aggregate, write_results
-from upright.eval.runner import EvalRun, Observer, Wrap, run_episodes
+from upright.eval.runner import EvalRun, Observer, Wrap, resolve_policy, run_episodes
 from upright.eval.settings import split_settings
 from upright.eval.tables import Table, print_tables, write_tables
 from upright.policies.base import Policy
@@ -70,19 +70,14 @@ class ExperimentContext:
         return {**base, **split_settings(self.settings)[0]}
 
     def policy(self, name: str, params: Mapping[str, Any] | None = None, label: str | None = None) -> str | Policy:
-        """The policy ``name``: a baseline becomes a
-        :class:`~upright.policies.builtin.ControllerPolicy` with the overrides ``params`` and the
-        ``--set params.*`` overrides over them (named ``label`` in the results, default ``name``);
-        any other policy name is returned as it is (``params`` must then be empty)."""
+        """The policy ``name`` with the overrides ``params`` and the ``--set params.*`` overrides
+        over them (see :func:`~upright.eval.runner.resolve_policy`; named ``label`` in the
+        results). The ``--set params.*`` overrides reach controllers only; other policies (e.g.
+        ``hold``) are returned by name."""
         from upright.baselines import controller_names
-        from upright.policies.builtin import ControllerPolicy
 
         overrides = {**(params or {}), **split_settings(self.settings)[1]}
-        if name in controller_names():
-            return ControllerPolicy(name, params=overrides or None, label=label)
-        if params:
-            raise ValueError(f"policy {name!r} is no controller and takes no params, got {dict(params)}")
-        return name
+        return resolve_policy(name, overrides if name in controller_names() else params, label)
 
     def run(self, env_id: str, policy: str | Policy, env_kwargs: Mapping[str, Any], episodes: int, *,
             observers: Sequence[Observer] = (), wrappers: Sequence[Wrap] = ()) -> EvalRun:

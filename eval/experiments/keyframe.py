@@ -112,13 +112,14 @@ def keyframe_ablation(ctx: ExperimentContext) -> list[Table]:
         conditions = WornHipConditions(closing=closing)
         for arm in _names(ctx.options["arms"], ("on", "off"), "arms"):
             policy = ctx.policy("keyframe", params={"compensation": arm == "on"}, label=f"keyframe-compensation-{arm}")
-            observers = [PeakJointError(joint, (closing[0], closing[1] + ABLATION["check_after_closing"]), check)]
+            checked = arm == "off" and check > 0
+            window = (closing[0], closing[1] + ABLATION["check_after_closing"])
             result = ctx.run_cell(f"{start}_{arm}", env, policy, {"start": start, "conditions": conditions}, episodes,
-                                  observers=observers if arm == "off" and check > 0 else ())
+                                  observers=[PeakJointError(joint, window, check)] if checked else ())
             rows.append({"start": start, "compensation": arm, "success": (result["successes"], result["episodes"]),
                          "time_to_stand": result["time_to_stand"]})
-            peaks = [r[f"peak_{joint}_error_deg"] for r in result["episodes_data"][:check]]
-            if peaks:
+            if checked:
+                peaks = [r[f"peak_{joint}_error_deg"] for r in result["episodes_data"][:check]]
                 checks.append({"start": start, "episodes": len(peaks), "min": min(peaks),
                                "median": float(np.median(peaks)), "max": max(peaks), "values": peaks})
     tables = [Table("Keyframe stand-up with a worn hip: compensation on versus off",
