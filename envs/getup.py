@@ -38,17 +38,17 @@ class GetUpEnv(UprightEnv):
 
     ``Box(-inf, inf, (n,), float32)`` built only from the robot's sensors, in this order:
 
-    | block         | size | meaning (units, frame)                                   |
-    |---------------|------|----------------------------------------------------------|
-    | joint_pos     | nj   | measured joint angles (rad), robot joint order           |
-    | joint_vel     | nj   | joint velocities (rad/s)                                 |
-    | joint_target  | nu   | the targets commanded last cycle (rad), actuator order   |
-    | gyro          | 3    | IMU angular velocity (rad/s), IMU frame                  |
-    | accel         | 3    | IMU specific force (m/s²), IMU frame                     |
-    | gravity       | 3    | unit gravity direction in the IMU frame                  |
-    | fused         | 3    | fused pitch, fused roll (rad), hemisphere (±1)           |
-    | foot_pressure | 8    | foot pressure sensors (N), 4 left then 4 right           |
-    | prior_target  | nu   | only with a prior: the prior's targets (rad)             |
+    | block         | size | meaning (units, frame)                                 |
+    |---------------|------|--------------------------------------------------------|
+    | joint_pos     | nj   | measured joint angles (rad), robot joint order         |
+    | joint_vel     | nj   | joint velocities (rad/s)                               |
+    | joint_target  | nu   | the targets commanded last cycle (rad), actuator order |
+    | gyro          | 3    | IMU angular velocity (rad/s), IMU frame                |
+    | accel         | 3    | IMU specific force (m/s²), IMU frame                   |
+    | gravity       | 3    | unit gravity direction in the IMU frame                |
+    | fused         | 3    | fused pitch, fused roll (rad), hemisphere (±1)         |
+    | foot_pressure | 8    | foot pressure sensors (N), 4 left then 4 right         |
+    | prior_target  | nu   | only with a prior: the prior's targets (rad)           |
 
     NAO: nj = 24, n = 91 (114 with a prior); Wolfgang: nj = 20, n = 80 (100 with a prior).
 
@@ -95,16 +95,16 @@ class GetUpEnv(UprightEnv):
 
     ``gym.make("upright/NaoGetUp-v0", start="supine", conditions="competition")``
 
-    | parameter           | type                            | default    | description                                       |
-    |---------------------|---------------------------------|------------|---------------------------------------------------|
-    | robot               | str                             | set by id  | "nao" or "wolfgang"                               |
-    | start               | str                             | "prone"    | prone, supine, side, fall, random or standing     |
-    | conditions          | str, Conditions or None         | "lab"      | preset name or a Conditions (None: lab)           |
-    | prior               | None, str or Controller         | None       | baseline name or controller; action = residual    |
-    | residual_scale      | float                           | 0.2        | residual range / joint half range                 |
-    | max_episode_seconds | float                           | 20.0       | episode length (s)                                |
-    | reward_scales       | GetUpRewardScales, dict or None | None       | reward weights; a dict replaces the named ones    |
-    | render_mode         | str or None                     | None       | "rgb_array" or "human"                            |
+    | parameter           | type                            | default   | description                                 |
+    |---------------------|---------------------------------|-----------|---------------------------------------------|
+    | robot               | str                             | set by id | "nao" or "wolfgang"                         |
+    | start               | str                             | "prone"   | prone, supine, side, fall, random, standing |
+    | conditions          | str, Conditions or None         | "lab"     | preset name or a Conditions (None: lab)     |
+    | prior               | None, str or Controller         | None      | baseline or controller; action = residual   |
+    | residual_scale      | float                           | 0.2       | residual range / joint half range           |
+    | max_episode_seconds | float                           | 20.0      | episode length (s)                          |
+    | reward_scales       | GetUpRewardScales, dict or None | None      | weights; a dict replaces the named ones     |
+    | render_mode         | str or None                     | None      | "rgb_array" or "human"                      |
 
     ## Version history
 

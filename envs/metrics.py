@@ -165,7 +165,7 @@ class WalkTracker:
             raise ValueError(f"window must be at least one step, got {self.window!r}")
 
     @classmethod
-    def for_period(cls, command: np.ndarray, control_period: float) -> "WalkTracker":
+    def for_period(cls, command: np.ndarray, control_period: float) -> WalkTracker:
         """A tracker whose window is :data:`TRACKING_WINDOW_SECONDS` at ``control_period`` (s)."""
         return cls(np.asarray(command, dtype=float), max(1, round(TRACKING_WINDOW_SECONDS / control_period)))
 
@@ -198,7 +198,8 @@ class WalkTracker:
             "linear_tracking_error": float(np.mean(np.linalg.norm(error[:, :2], axis=1))),
             "yaw_tracking_error": float(np.mean(np.abs(error[:, 2]))),
             "falls": self.falls,
-            "distance_before_fall": float(self.distance if self.distance_before_fall is None else self.distance_before_fall),
+            "distance_before_fall": float(self.distance if self.distance_before_fall is None
+                                          else self.distance_before_fall),
             "command": self.command.tolist(),
             "sim_unstable": bool(sim_unstable),
             "episode_seconds": float(episode_seconds),

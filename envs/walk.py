@@ -45,18 +45,18 @@ class WalkEnv(UprightEnv):
 
     ``Box(-inf, inf, (n,), float32)`` built only from the robot's sensors and the command:
 
-    | block         | size | meaning (units, frame)                                   |
-    |---------------|------|----------------------------------------------------------|
-    | joint_pos     | nj   | measured joint angles (rad), robot joint order           |
-    | joint_vel     | nj   | joint velocities (rad/s)                                 |
-    | joint_target  | nu   | the targets commanded last cycle (rad), actuator order   |
-    | gyro          | 3    | IMU angular velocity (rad/s), IMU frame                  |
-    | accel         | 3    | IMU specific force (m/s²), IMU frame                     |
-    | gravity       | 3    | unit gravity direction in the IMU frame                  |
-    | fused         | 3    | fused pitch, fused roll (rad), hemisphere (±1)           |
-    | foot_pressure | 8    | foot pressure sensors (N), 4 left then 4 right           |
-    | command       | 3    | commanded vx (m/s), vy (m/s), yaw rate (rad/s)           |
-    | prior_target  | nu   | only with a prior: the prior's targets (rad)             |
+    | block         | size | meaning (units, frame)                                 |
+    |---------------|------|--------------------------------------------------------|
+    | joint_pos     | nj   | measured joint angles (rad), robot joint order         |
+    | joint_vel     | nj   | joint velocities (rad/s)                               |
+    | joint_target  | nu   | the targets commanded last cycle (rad), actuator order |
+    | gyro          | 3    | IMU angular velocity (rad/s), IMU frame                |
+    | accel         | 3    | IMU specific force (m/s²), IMU frame                   |
+    | gravity       | 3    | unit gravity direction in the IMU frame                |
+    | fused         | 3    | fused pitch, fused roll (rad), hemisphere (±1)         |
+    | foot_pressure | 8    | foot pressure sensors (N), 4 left then 4 right         |
+    | command       | 3    | commanded vx (m/s), vy (m/s), yaw rate (rad/s)         |
+    | prior_target  | nu   | only with a prior: the prior's targets (rad)           |
 
     NAO: nj = 24, n = 94 (117 with a prior); Wolfgang: nj = 20, n = 83 (103 with a prior).
 
@@ -98,18 +98,18 @@ class WalkEnv(UprightEnv):
 
     ``gym.make("upright/NaoWalk-v0", command=(0.2, 0.0, 0.0), prior="lipm")``
 
-    | parameter           | type                           | default      | description                                       |
-    |---------------------|--------------------------------|--------------|---------------------------------------------------|
-    | robot               | str                            | set by id    | "nao" or "wolfgang"                               |
-    | command             | (vx, vy, wz) or None           | None         | fixed command (m/s, m/s, rad/s); None: drawn      |
-    | command_ranges      | three (low, high) pairs        | see below    | ranges the command is drawn from per episode      |
-    | conditions          | str, Conditions or None        | "lab"        | preset name or a Conditions (None: lab)           |
-    | prior               | None, str or Controller        | None         | baseline name or controller; action = residual    |
-    | residual_scale      | float                          | 0.2          | residual range / joint half range                 |
-    | max_episode_seconds | float                          | 20.0         | episode length (s)                                |
-    | start               | str                            | "standing"   | the only start of a walk                          |
-    | reward_scales       | WalkRewardScales, dict or None | None         | reward weights; a dict replaces the named ones    |
-    | render_mode         | str or None                    | None         | "rgb_array" or "human"                            |
+    | parameter           | type                           | default    | description                               |
+    |---------------------|--------------------------------|------------|-------------------------------------------|
+    | robot               | str                            | set by id  | "nao" or "wolfgang"                       |
+    | command             | (vx, vy, wz) or None           | None       | fixed (m/s, m/s, rad/s); None: drawn      |
+    | command_ranges      | three (low, high) pairs        | see below  | ranges a command is drawn from            |
+    | conditions          | str, Conditions or None        | "lab"      | preset name or a Conditions (None: lab)   |
+    | prior               | None, str or Controller        | None       | baseline or controller; action = residual |
+    | residual_scale      | float                          | 0.2        | residual range / joint half range         |
+    | max_episode_seconds | float                          | 20.0       | episode length (s)                        |
+    | start               | str                            | "standing" | the only start of a walk                  |
+    | reward_scales       | WalkRewardScales, dict or None | None       | weights; a dict replaces the named ones   |
+    | render_mode         | str or None                    | None       | "rgb_array" or "human"                    |
 
     Default ``command_ranges``: vx −0.2…0.3 m/s, vy −0.1…0.1 m/s, yaw rate −0.5…0.5 rad/s.
 
@@ -198,9 +198,10 @@ class WalkEnv(UprightEnv):
                 mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, site, v, 0)
                 slip += float(v[3] ** 2 + v[4] ** 2)
         xy_error = np.sum((velocity[:2] - self.command[:2]) ** 2)
+        yaw_error = (velocity[2] - self.command[2]) ** 2
         return {
             "tracking_xy": w.tracking_xy * float(np.exp(-xy_error / TRACKING_XY_WIDTH**2)),
-            "tracking_yaw": w.tracking_yaw * float(np.exp(-((velocity[2] - self.command[2]) ** 2) / TRACKING_YAW_WIDTH**2)),
+            "tracking_yaw": w.tracking_yaw * float(np.exp(-yaw_error / TRACKING_YAW_WIDTH**2)),
             "upright": w.upright * float(1.0 + np.cos(self.sim.torso_tilt())) / 2.0,
             "energy": -w.energy * float(np.sum(np.abs(d.actuator_force * q_dot))),
             "foot_slip": -w.foot_slip * slip,
