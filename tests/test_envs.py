@@ -399,3 +399,26 @@ def test_a_walk_that_falls_is_no_success():
     info = _run(env, lambda obs: np.zeros(env.action_space.shape, dtype=np.float32), seed=0)
     assert info["fallen"] is True and info["episode_metrics"]["falls"] == 1
     assert info["is_success"] is False
+
+
+def test_walk_tracking_errors_on_window_means():
+    from upright.envs.metrics import WalkTracker
+
+    assert WalkTracker.for_period(np.zeros(3), 0.012).window == 83
+    assert WalkTracker.for_period(np.zeros(3), 0.010).window == 100
+    velocities = ([0.0, 0.0, 0.0], [0.4, 0.0, 1.0], [0.2, 0.2, 0.5])
+    two, long = WalkTracker(np.array([0.2, 0.0, 0.5]), window=2), WalkTracker(np.array([0.2, 0.0, 0.5]), window=10)
+    for v in velocities:
+        two.update(np.array(v), 0.1, False)
+        long.update(np.array(v), 0.1, False)
+    # windows [0.2, 0, 0.5] and [0.3, 0.1, 0.75]: errors (0, √0.02) m/s and (0, 0.25) rad/s
+    m = two.episode_metrics(0.036, False)
+    assert m["linear_tracking_error"] == pytest.approx(np.sqrt(0.02) / 2)
+    assert m["yaw_tracking_error"] == pytest.approx(0.125)
+    assert m["mean_velocity"] == pytest.approx([0.2, 0.2 / 3, 0.5])
+    assert m["distance_before_fall"] == pytest.approx(0.3) and m["falls"] == 0
+    # shorter than a window: one window over all steps
+    m = long.episode_metrics(0.036, False)
+    assert m["linear_tracking_error"] == pytest.approx(0.2 / 3) and m["yaw_tracking_error"] == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="window must be at least one step"):
+        WalkTracker(np.zeros(3), window=0)
