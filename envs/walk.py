@@ -115,7 +115,9 @@ class WalkEnv(UprightEnv):
 
     ## Version history
 
-    * v0: first version.
+    * v0: first version. Added later under the same id, with the same dynamics, observations and
+      rewards: the ``reward_scales`` argument, ``info["is_success"]``, and (walk) the linear and
+      yaw tracking errors on 1 s window means in place of the single ``tracking_error``.
     """
 
     task = "walk"
