@@ -218,7 +218,7 @@ def test_registrations_carry_robot_and_task():
 
 def test_envs_import_nothing_from_eval():
     """Statically (every import statement under envs/, also inside functions) and at run time (a
-    fresh interpreter imports every envs module and steps every environment)."""
+    fresh interpreter imports every envs module and steps every environment without a prior)."""
     import ast
 
     for path in sorted((ROOT / "envs").rglob("*.py")):
@@ -226,17 +226,21 @@ def test_envs_import_nothing_from_eval():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n == "upright.eval" or n.startswith("upright.eval.") for n in names), (path, names)
-    code = (
-        "import importlib, pkgutil, sys, numpy as np, gymnasium as gym\n"
-        "import upright, upright.envs\n"
+    code = (  # the package root stands in empty: what it re-exports is not the question here
+        "import importlib, importlib.util, pkgutil, sys, types, numpy as np, gymnasium as gym\n"
+        "root = types.ModuleType('upright')\n"
+        "root.__path__ = list(importlib.util.find_spec('upright').submodule_search_locations)\n"
+        "sys.modules['upright'] = root\n"
+        "import upright.envs\n"
         "for m in pkgutil.walk_packages(upright.envs.__path__, 'upright.envs.'): importlib.import_module(m.name)\n"
+        "upright.envs.registration.register_envs()\n"
         f"for name in {IDS!r}:\n"
         "    env = gym.make(name, max_episode_seconds=0.05); env.reset(seed=0)\n"
         "    while not any(env.step(np.zeros(env.action_space.shape, np.float32))[2:4]): pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith('upright.eval')))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('upright.eval')), 'upright.envs.walk' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.strip() == "[] True"
 
 
 @pytest.mark.parametrize("cls_path", ["upright.envs.getup:GetUpEnv", "upright.envs.walk:WalkEnv"])
