@@ -1,10 +1,15 @@
-"""The obstacle-course experiment: the falls table, the paired comparison against Old, and one
-real run across the course."""
+"""The obstacle-course protocol: the falls table, the paired comparison against Old, and real runs
+across the course through the registry (one robot)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from upright.eval import obstacle_course as oc
+
+from upright.envs.terrain import OBSTACLE_COURSE
+from upright.eval.experiments import run_experiment
+from upright.eval.experiments.obstacle_course import BEYOND, against_old, falls_rows
 
 
 def _run(configuration: str, seed: int, obstacles: list[str]) -> dict:
@@ -17,35 +22,49 @@ RUNS = [_run("Old", 0, ["3 mm edge", "3 mm edge"]), _run("Old", 1, ["6 mm wooden
 COLUMNS = [("Old", 0.25), ("New", 0.25)]
 
 
-def test_falls_table_counts_per_obstacle_and_column():
-    rows = {row[0]: row[1:] for row in oc.falls_table(RUNS, COLUMNS)}
-    assert rows["3 mm edge"] == ["2", "0", "2"]
-    assert rows["6 mm wooden blocks"] == ["1", "1", "2"]
-    assert rows["sum"] == ["3", "1", "4"]
-    assert rows["runs reaching the end"] == ["3/3", "3/3", ""]
+def test_falls_rows_count_per_obstacle_and_column():
+    rows = {row["obstacle"]: row for row in falls_rows(RUNS, COLUMNS)}
+    assert (rows["3 mm edge"]["Old@0.25"], rows["3 mm edge"]["New@0.25"], rows["3 mm edge"]["sum"]) == (2, 0, 2)
+    assert (rows["6 mm wooden blocks"]["Old@0.25"], rows["6 mm wooden blocks"]["sum"]) == (1, 2)
+    assert (rows["sum"]["Old@0.25"], rows["sum"]["New@0.25"], rows["sum"]["sum"]) == (3, 1, 4)
+    assert rows["runs reaching the end"]["Old@0.25"] == [3, 3]
+    assert BEYOND not in rows  # nobody fell beyond the course
 
 
 def test_comparison_pairs_the_same_robots_against_old():
-    (row,) = oc.against_old(RUNS, COLUMNS)
-    assert row[0] == "New 250 mm/s"
-    assert row[1] == "0.33 (Old 1.00)"
-    assert row[2] == "-67%"
-    assert 0.0 < float(row[3]) <= 1.0
-    assert row[4] == "1 / 0 (Old 3 / 0)"
-    assert row[5] == "3"
+    (row,) = against_old(RUNS, COLUMNS)
+    assert row["column"] == "New 250 mm/s"
+    assert row["falls_per_run"] == pytest.approx([1 / 3, 1.0])
+    assert row["change"] == pytest.approx(-2 / 3)
+    assert 0.0 < row["p"] <= 1.0
+    assert row["directions"] == [[1, 0], [3, 0]] and row["robots"] == 3
     ties = [_run("Old", 0, ["3 mm edge"]), _run("New", 0, ["first 6 mm edge"])]
-    assert oc.against_old(ties, COLUMNS)[0][3] == "–"  # every pair ties: no test
+    assert against_old(ties, COLUMNS)[0]["p"] is None  # every pair ties: no test
 
 
-def test_a_real_run_crosses_the_course_and_records_each_fall_at_an_obstacle():
-    result = oc.run_course("New", 0.25, seed=0)
-    names = {ob.name for ob in oc.OBSTACLE_COURSE} | {"beyond the course"}
-    assert result["seconds"] > oc.COURSE_END / 0.25 * 0.5
-    assert result["reached_end"]
+def test_a_real_run_crosses_the_course_and_merges(tmp_path):
+    run_experiment("obstacle-course", tmp_path / "new", episodes=1, progress=False,
+                   settings={"tables": 1, "only": "New@0.25"})
+    saved = json.loads((tmp_path / "new" / "results.json").read_text())
+    (run,) = saved["data"]["runs"]
+    names = {ob.name for ob in OBSTACLE_COURSE} | {BEYOND}
+    assert (run["configuration"], run["speed"], run["seed"]) == ("New", 0.25, 0)
+    assert run["reached_end"] and run["seconds"] > OBSTACLE_COURSE[-1].x_end / 0.25 * 0.5
     assert all(f["obstacle"] in names and f["direction"] in ("forward", "backward", "left", "right")
-               for f in result["falls"])
+               for f in run["falls"])
+    page = (tmp_path / "new" / "results.md").read_text()
+    assert "| obstacle | New 250 mm/s | sum |" in page and "| runs reaching the end | 1/1 |" in page
+    # merge: the tables from the saved runs, nothing run again
+    run_experiment("obstacle-course", tmp_path / "merged", progress=False,
+                   settings={"tables": 1, "merge": str(tmp_path / "new" / "results.json")})
+    merged = json.loads((tmp_path / "merged" / "results.json").read_text())
+    assert merged["data"]["runs"] == saved["data"]["runs"] and merged["tables"] == saved["tables"]
 
 
-def test_bad_arguments_are_refused_by_name():
-    with pytest.raises(ValueError, match="runs"):
-        oc.main(["--runs", "0"])
+def test_bad_arguments_are_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match="tables"):
+        run_experiment("obstacle-course", tmp_path, progress=False, settings={"tables": 3})
+    with pytest.raises(ValueError, match="Fast@0.25"):
+        run_experiment("obstacle-course", tmp_path, progress=False, settings={"only": "Fast@0.25"})
+    with pytest.raises(ValueError, match="episodes"):
+        run_experiment("obstacle-course", tmp_path, episodes=0, progress=False, settings={"only": "New@0.25"})
