@@ -84,19 +84,28 @@ class ExperimentContext:
         """``episodes`` episodes through :func:`~upright.eval.runner.run_episodes` with this run's
         workers, seed and progress bar; ``env_kwargs`` get the ``--set`` settings over them (see
         :meth:`env_kwargs`). Raises KeyboardInterrupt after an interrupted run."""
-        run = run_episodes(env_id, policy, episodes, env_kwargs=self.env_kwargs(env_kwargs), seed=self.seed,
-                           workers=self.workers, progress=self.progress, observers=observers, wrappers=wrappers)
+        run = self._episodes(env_id, policy, env_kwargs, episodes, observers, wrappers)
         if run.interrupted:
             raise KeyboardInterrupt
         return run
 
     def run_cell(self, cell: str, env_id: str, policy: str | Policy, env_kwargs: Mapping[str, Any],
-                 episodes: int, *, observers: Sequence[Observer] = ()) -> dict[str, Any]:
-        """One cell: :meth:`run`, then :func:`~upright.eval.results.aggregate`, written to
-        ``out/CELL/results.json`` + ``results.md`` (like ``upright eval``); returns the aggregate."""
-        result = aggregate(self.run(env_id, policy, env_kwargs, episodes, observers=observers))
+                 episodes: int, *, observers: Sequence[Observer] = (), wrappers: Sequence[Wrap] = ()
+                 ) -> dict[str, Any]:
+        """One cell: like :meth:`run`, then :func:`~upright.eval.results.aggregate`, written to
+        ``out/CELL/results.json`` + ``results.md`` (like ``upright eval``); returns the aggregate.
+        An interrupted cell writes the episodes that finished, then raises KeyboardInterrupt."""
+        run = self._episodes(env_id, policy, env_kwargs, episodes, observers, wrappers)
+        result = aggregate(run)
         write_results(result, self.out / cell)
+        if run.interrupted:
+            raise KeyboardInterrupt
         return result
+
+    def _episodes(self, env_id: str, policy: str | Policy, env_kwargs: Mapping[str, Any], episodes: int,
+                  observers: Sequence[Observer], wrappers: Sequence[Wrap]) -> EvalRun:
+        return run_episodes(env_id, policy, episodes, env_kwargs=self.env_kwargs(env_kwargs), seed=self.seed,
+                            workers=self.workers, progress=self.progress, observers=observers, wrappers=wrappers)
 
 
 Protocol = Callable[[ExperimentContext], list[Table]]
