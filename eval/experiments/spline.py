@@ -35,7 +35,6 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
-from upright.baselines import default_params
 from upright.envs.metrics import HOLD_SECONDS
 from upright.envs.registration import env_id
 from upright.envs.robots import ROBOT_NAMES
@@ -136,6 +135,8 @@ def spline_tune(ctx: ExperimentContext) -> list[Table]:
     """The (1+1)-ES of the module docstring for ``robot`` and ``direction`` (front, back); the
     best parameters as a table (to copy into the robot's parameter file), the whole search in
     ``results.json``'s ``data``."""
+    from upright.baselines import default_params
+
     o = ctx.options
     robot, direction = o["robot"], o["direction"]
     if robot not in ROBOT_NAMES or direction not in TUNE["search"]:
