@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,18 @@ class ExperimentContext:
     def episodes_or(self, default: int) -> int:
         """``--episodes`` if given, else the protocol's ``default``."""
         return default if self.episodes is None else self.episodes
+
+    def option_names(self, key: str, valid: Iterable[str] | None = None) -> tuple[str, ...]:
+        """The option ``key`` as a tuple of names (``--set key=a`` gives one name, ``key=a,b``
+        several), checked against ``valid`` when given (a ValueError naming the unknown ones)."""
+        value = self.options[key]
+        names = (value,) if isinstance(value, str) else tuple(value)
+        if valid is not None:
+            valid = tuple(valid)
+            unknown = [name for name in names if name not in valid]
+            if unknown:
+                raise ValueError(f"unknown {key} {', '.join(map(str, unknown))}; valid: {', '.join(valid)}")
+        return names
 
     def env_kwargs(self, base: Mapping[str, Any]) -> dict[str, Any]:
         """A cell's environment keyword arguments ``base`` with the ``--set`` environment settings

@@ -107,10 +107,10 @@ def keyframe_ablation(ctx: ExperimentContext) -> list[Table]:
     env = env_id(DATA["robot"], "getup")
     joint = ABLATION["worn_joint"]
     rows, checks = [], []
-    for start in _names(ctx.options["starts"], ABLATION["closing"], "starts"):
+    for start in ctx.option_names("starts", ABLATION["closing"]):
         closing = _pair(ABLATION["closing"][start])
         conditions = WornHipConditions(closing=closing)
-        for arm in _names(ctx.options["arms"], ("on", "off"), "arms"):
+        for arm in ctx.option_names("arms", ("on", "off")):
             policy = ctx.policy("keyframe", params={"compensation": arm == "on"}, label=f"keyframe-compensation-{arm}")
             checked = arm == "off" and check > 0
             window = (closing[0], closing[1] + ABLATION["check_after_closing"])
@@ -145,9 +145,9 @@ def keyframe_conditions(ctx: ExperimentContext) -> list[Table]:
     episodes = ctx.episodes_or(CONDITIONS["episodes"])
     env = env_id(DATA["robot"], "getup")
     rows = []
-    for name in _names(ctx.options["variants"], CONDITIONS["variants"], "variants"):
+    for name in ctx.option_names("variants", CONDITIONS["variants"]):
         conditions = PRESETS[CONDITIONS["preset"]].with_(**CONDITIONS["variants"][name])
-        cells = [("keyframe", start) for start in ctx.options["starts"]] + [("hold", "standing")]
+        cells = [("keyframe", start) for start in ctx.option_names("starts")] + [("hold", "standing")]
         for policy, start in cells:
             result = ctx.run_cell(f"{name}_{policy}_{start}", env, ctx.policy(policy),
                                   {"start": start, "conditions": conditions}, episodes)
@@ -159,11 +159,3 @@ def keyframe_conditions(ctx: ExperimentContext) -> list[Table]:
                    Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max())], rows,
                   notes=f"{episodes} episodes per cell, seeds {ctx.seed}..{ctx.seed + episodes - 1}.")]
 
-
-def _names(given: Any, valid: Any, option: str) -> tuple[str, ...]:
-    """The option value ``given`` (one name or a tuple of names) checked against ``valid``."""
-    names = (given,) if isinstance(given, str) else tuple(given)
-    unknown = [n for n in names if n not in valid]
-    if unknown:
-        raise ValueError(f"unknown {option} {unknown}; valid: {', '.join(valid)}")
-    return names

@@ -55,11 +55,8 @@ def spline_standup(ctx: ExperimentContext) -> list[Table]:
     """Every cell of the groups in ``only``: both starts, every policy of the group. One results
     folder per cell (``ROBOT-CONDITIONS-POLICY-START``)."""
     episodes = ctx.episodes_or(STANDUP["episodes"])
-    only = (ctx.options["only"],) if isinstance(ctx.options["only"], str) else ctx.options["only"]
     rows = []
-    for name in only:
-        if name not in STANDUP["groups"]:
-            raise ValueError(f"unknown group {name!r}; valid groups: {', '.join(STANDUP['groups'])}")
+    for name in ctx.option_names("only", STANDUP["groups"]):
         group = STANDUP["groups"][name]
         robot, conditions = group["robot"], group["conditions"]
         for policy in group["policies"]:
@@ -142,7 +139,7 @@ def spline_tune(ctx: ExperimentContext) -> list[Table]:
     if robot not in ROBOT_NAMES or direction not in TUNE["search"]:
         raise ValueError(f"spline-tune needs --set robot={{{','.join(ROBOT_NAMES)}}} "
                          f"direction={{{','.join(TUNE['search'])}}}, got robot={robot!r} direction={direction!r}")
-    conditions = (o["conditions"],) if isinstance(o["conditions"], str) else tuple(o["conditions"])
+    conditions = ctx.option_names("conditions")
     counts = [ctx.episodes_or(TUNE["episodes"])] * len(conditions) if o["per_condition"] is None else \
         [int(n) for n in np.atleast_1d(o["per_condition"])]
     if len(counts) != len(conditions):
