@@ -158,4 +158,3 @@ def keyframe_conditions(ctx: ExperimentContext) -> list[Table]:
                    Column("success", "success", rate),
                    Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max())], rows,
                   notes=f"{episodes} episodes per cell, seeds {ctx.seed}..{ctx.seed + episodes - 1}.")]
-
