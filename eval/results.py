@@ -118,8 +118,8 @@ def summary_table(result: dict[str, Any]) -> Table:
     if walk:
         columns = [Column("command (vx, vy, wz)", "group"), Column("episodes", "episodes"),
                    Column("mean velocity (vx, vy, wz)", "mean_velocity", vector(3)),
-                   Column("linear tracking error (m/s) mean / min / max", "linear_tracking_error", mean_min_max()),
-                   Column("yaw tracking error (rad/s) mean / min / max", "yaw_tracking_error", mean_min_max()),
+                   Column("linear tracking error (m/s) mean / min / max", "linear_tracking_error", mean_min_max(3)),
+                   Column("yaw tracking error (rad/s) mean / min / max", "yaw_tracking_error", mean_min_max(3)),
                    Column("episodes with a fall", "fell", rate),
                    Column("distance before fall (m) mean / min / max", "distance_before_fall", mean_min_max())]
         rows = [{"group": name, "fell": (g["falls"]["episodes_with_fall"], g["episodes"]), **g}
