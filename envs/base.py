@@ -25,10 +25,13 @@ prior exactly.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import yaml
 
 from upright.envs.conditions import Conditions
 from upright.envs.render import Camera, RenderingUnavailable
@@ -40,16 +43,36 @@ from upright.envs.metrics import Posture, StandingReference
 RENDER_SIZE = (640, 480)
 
 
-def _resolve_prior(prior: Any, robot, task: str) -> Any:
-    """A baseline name → its controller for ``robot`` and ``task`` (the only place ``envs`` reaches
-    into ``baselines``)."""
+def load_params_file(path: str | Path) -> dict[str, Any]:
+    """Controller parameter overrides from a YAML file: a flat mapping of dotted parameter keys to
+    values in the controller's units (e.g. the best parameters that ``upright optimize``
+    writes); ValueError for a missing or malformed file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"parameter file {str(path)!r} does not exist")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+        raise ValueError(f"{path}: expected a mapping of parameter names to values")
+    return dict(data)
+
+
+def _resolve_prior(prior: Any, robot, task: str, params: Mapping[str, Any] | str | Path | None = None) -> Any:
+    """A baseline name → its controller for ``robot`` and ``task`` with parameter overrides
+    ``params`` (a mapping of dotted keys or a YAML file, see :func:`load_params_file`); the only
+    place ``envs`` reaches into ``baselines``."""
     if prior is None or not isinstance(prior, str):
         if prior is not None and not (hasattr(prior, "reset") and hasattr(prior, "step")):
             raise ValueError(f"prior must be None, a baseline name or a Controller (reset, step), got {prior!r}")
+        if params is not None:
+            raise ValueError("prior_params needs prior to be a baseline name")
         return prior
     from upright.baselines import make_controller
 
-    return make_controller(prior, robot, task)
+    if isinstance(params, (str, Path)):
+        params = load_params_file(params)
+    if not params:
+        return make_controller(prior, robot, task)
+    return make_controller(prior, robot, task, params=dict(params))
 
 
 class UprightEnv(gym.Env):
@@ -67,6 +90,7 @@ class UprightEnv(gym.Env):
         residual_scale: float = 0.2,
         max_episode_seconds: float = 20.0,
         render_mode: str | None = None,
+        prior_params: Mapping[str, Any] | str | Path | None = None,
     ) -> None:
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"unknown render_mode {render_mode!r}; valid: {', '.join(self.metadata['render_modes'])}")
@@ -76,7 +100,7 @@ class UprightEnv(gym.Env):
             raise ValueError(f"residual_scale must be > 0, got {residual_scale!r}")
         self.robot = get_robot(robot)
         self.sim = Simulation(self.robot, conditions)
-        self.prior = _resolve_prior(prior, self.robot, self.task)
+        self.prior = _resolve_prior(prior, self.robot, self.task, prior_params)
         self.residual_scale = float(residual_scale)
         self.max_episode_seconds = float(max_episode_seconds)
         self.render_mode = render_mode

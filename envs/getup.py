@@ -105,6 +105,7 @@ class GetUpEnv(UprightEnv):
     | max_episode_seconds | float                           | 20.0      | episode length (s)                          |
     | reward_scales       | GetUpRewardScales, dict or None | None      | weights; a dict replaces the named ones     |
     | render_mode         | str or None                     | None      | "rgb_array" or "human"                      |
+    | prior_params        | dict, YAML path or None         | None      | the prior's parameter overrides (dotted)    |
 
     ## Version history
 
@@ -125,11 +126,12 @@ class GetUpEnv(UprightEnv):
         max_episode_seconds: float = 20.0,
         reward_scales: GetUpRewardScales | Mapping[str, float] | None = None,
         render_mode: str | None = None,
+        prior_params: Mapping[str, Any] | str | None = None,
     ) -> None:
         if start not in STARTS:
             raise ValueError(f"unknown start {start!r}; valid starts: {', '.join(STARTS)}")
         self.reward_scales = GetUpRewardScales.resolve(reward_scales)
-        super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode)
+        super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
         self.start = start
         self._tracker: GetUpTracker | None = None
         self._weight = self.sim.total_mass * 9.81

@@ -110,6 +110,7 @@ class WalkEnv(UprightEnv):
     | start               | str                            | "standing" | the only start of a walk                  |
     | reward_scales       | WalkRewardScales, dict or None | None       | weights; a dict replaces the named ones   |
     | render_mode         | str or None                    | None       | "rgb_array" or "human"                    |
+    | prior_params        | dict, YAML path or None        | None       | the prior's parameter overrides (dotted)  |
 
     Default ``command_ranges``: vx −0.2…0.3 m/s, vy −0.1…0.1 m/s, yaw rate −0.5…0.5 rad/s.
 
@@ -134,6 +135,7 @@ class WalkEnv(UprightEnv):
         start: str = "standing",
         reward_scales: WalkRewardScales | Mapping[str, float] | None = None,
         render_mode: str | None = None,
+        prior_params: Mapping[str, Any] | str | None = None,
     ) -> None:
         if start != "standing":
             raise ValueError(f"unknown start {start!r} for a walk; valid starts: standing")
@@ -148,7 +150,7 @@ class WalkEnv(UprightEnv):
         self._fixed_command = command
         self.command_ranges = ranges
         self.command = np.zeros(3) if command is None else command
-        super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode)
+        super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
         self._tracker: WalkTracker | None = None
         self._sole_sites = [self.sim.model.site(s).id for s in self.robot.sole_sites]
 
