@@ -1,0 +1,125 @@
+"""Where a study lives, and how trials of dead workers are failed and retried.
+
+* Default, one worker: a SQLite file ``OUT/study.db`` (embedded, nothing to start). Optuna's RDB
+  storage with a heartbeat: a trial whose process stops beating for ``grace_period`` seconds (killed,
+  machine gone) is marked failed by the next process that starts a trial on the study, and
+  :class:`optuna.storages.RetryFailedTrialCallback` enqueues it again with the same parameters.
+* Default, ``--workers W`` > 1: a journal file ``OUT/study.journal`` (Optuna's JournalStorage with
+  a file lock). SQLite is refused for W > 1: it locks the whole database file on every write, and W
+  processes writing trials, intermediate values and heartbeats every few seconds run into
+  ``database is locked`` errors (Optuna's documentation advises against SQLite for parallel work).
+  The journal is an append-only log whose appends take a lock, so any number of local processes may
+  write. Optuna's journal has no heartbeat; the parent process of the local workers fails and
+  retries the running trials of a worker that died (:func:`fail_orphans`), and a resumed run does
+  the same for trials left running by processes of this machine that no longer exist.
+* ``--storage URL``: any Optuna RDB URL (``postgresql://user@host/db``, ``mysql://...``,
+  ``sqlite:///file.db``) with heartbeat and retry as above, so processes on many machines can work on
+  one study; or ``journal:PATH`` for a journal file.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.storages import RDBStorage, RetryFailedTrialCallback
+from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock, JournalStorage
+from optuna.trial import TrialState
+
+#: Default seconds between heartbeats and after which a silent trial counts as dead.
+HEARTBEAT_INTERVAL = 10
+GRACE_PERIOD = 30
+#: How often one trial is retried after its worker died or was interrupted.
+MAX_RETRY = 2
+#: User attribute naming the process that runs a trial ("host:pid").
+WORKER_ATTR = "worker"
+
+
+def default_storage(out: Path, workers: int) -> str:
+    """The storage URL used without ``--storage``: the journal if one exists in ``out`` or
+    ``workers`` > 1, else the SQLite file."""
+    journal = Path(out) / "study.journal"
+    if workers > 1 or journal.exists():
+        return f"journal:{journal}"
+    return f"sqlite:///{Path(out) / 'study.db'}"
+
+
+def check_storage(url: str, workers: int) -> None:
+    """Refuse SQLite with several local workers (see the module docstring for why)."""
+    if workers > 1 and url.startswith("sqlite"):
+        raise ValueError(
+            f"--workers {workers} with SQLite storage {url!r}: SQLite locks the whole file on every write and "
+            "parallel Optuna workers fail with 'database is locked'; leave --storage out (a journal file in --out "
+            "is used), or give --storage journal:PATH or a server URL such as postgresql://user@host/db")
+
+
+def open_storage(url: str, *, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_period: int = GRACE_PERIOD,
+                 max_retry: int = MAX_RETRY) -> optuna.storages.BaseStorage:
+    """The Optuna storage for ``url`` (``journal:PATH`` or an RDB URL, see the module docstring)."""
+    if url.startswith("journal:"):
+        path = Path(url[len("journal:"):])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=JournalFileOpenLock(str(path))))
+    if url.startswith("sqlite:///"):
+        Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    engine_kwargs = {"pool_pre_ping": True} if not url.startswith("sqlite") else {"connect_args": {"timeout": 60}}
+    return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                      grace_period=grace_period, failed_trial_callback=RetryFailedTrialCallback(max_retry=max_retry))
+
+
+def has_heartbeat(storage: optuna.storages.BaseStorage) -> bool:
+    """Whether the storage fails silent trials itself (Optuna's RDB storage with a heartbeat)."""
+    return isinstance(storage, RDBStorage)
+
+
+def worker_id(pid: int | None = None) -> str:
+    """This process's (or ``pid``'s) worker name: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid() if pid is None else pid}"
+
+
+def fail_and_retry(study: optuna.Study, trial: Any, max_retry: int = MAX_RETRY) -> None:
+    """Mark a running ``trial`` (FrozenTrial) failed and enqueue its retry (same parameters), as
+    Optuna's heartbeat does for a stale trial."""
+    storage = study._storage
+    try:
+        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
+        return  # finished meanwhile
+    RetryFailedTrialCallback(max_retry=max_retry)(study, storage.get_trial(trial._trial_id))
+
+
+def fail_orphans(study: optuna.Study, dead: set[str] | None = None, max_retry: int = MAX_RETRY) -> list[int]:
+    """Fail and retry running trials whose worker is in ``dead`` (``host:pid`` names), or, with
+    ``dead`` None, whose worker ran on this machine and no longer exists. Returns their numbers."""
+    host = socket.gethostname()
+    failed = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        worker = trial.user_attrs.get(WORKER_ATTR)
+        if worker is None:
+            continue
+        if dead is not None:
+            orphan = worker in dead
+        else:
+            name, _, pid = worker.rpartition(":")
+            orphan = name == host and pid.isdigit() and not _alive(int(pid))
+        if orphan:
+            fail_and_retry(study, trial, max_retry)
+            failed.append(trial.number)
+    return failed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+__all__ = ["GRACE_PERIOD", "HEARTBEAT_INTERVAL", "MAX_RETRY", "WORKER_ATTR", "check_storage", "default_storage",
+           "fail_and_retry", "fail_orphans", "has_heartbeat", "open_storage", "worker_id"]

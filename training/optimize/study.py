@@ -1,0 +1,343 @@
+"""The optimisation loop: a study per controller, robot, start, sampler and objective; trials that
+run ``repetitions`` episodes through the shared runner; local worker processes.
+
+See :func:`optimize` and ``docs/optimize.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import time
+import warnings
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.storages import RetryFailedTrialCallback
+from optuna.trial import TrialState
+
+from upright.envs.registration import env_id
+from upright.training.optimize.objectives import (DEFAULT_OBJECTIVE, GetUpRules, GetUpScore, episode_succeeded,
+                                                  mean_components, parse_objective)
+from upright.training.optimize.space import SearchSpace, load_space
+from upright.training.optimize.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR,
+                                               check_storage, default_storage, fail_and_retry, fail_orphans,
+                                               has_heartbeat, open_storage, worker_id)
+
+SAMPLERS = ("tpe", "motpe", "cmaes", "random")
+#: ``--start`` aliases of the paper's directions.
+START_ALIASES = {"front": "prone", "back": "supine"}
+
+
+@dataclass(frozen=True)
+class OptimizeConfig:
+    """Everything one ``upright optimize`` run needs (the command line's arguments).
+
+    ``start`` is the get-up start (``front``/``back`` are the paper's names for prone/supine;
+    None for walks); ``settings`` are ``--set`` items: environment keyword arguments, and
+    ``params.KEY`` overrides held fixed for every trial. ``trials`` counts the study's finished
+    trials (complete or pruned) over all workers and runs: a resumed study runs the rest.
+    """
+
+    controller: str
+    robot: str
+    start: str | None = None
+    conditions: str | None = None
+    sampler: str = "motpe"
+    objective: str | None = None
+    trials: int = 100
+    repetitions: int = 3
+    storage: str | None = None
+    study: str | None = None
+    workers: int = 1
+    seed: int = 0
+    out: Path = Path("results/optimize")
+    space: str | None = None
+    startup: int | None = None
+    prune: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+    progress: bool = True
+    heartbeat_interval: int = HEARTBEAT_INTERVAL
+    grace_period: int = GRACE_PERIOD
+    max_retry: int = MAX_RETRY
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A config resolved against its space: what every worker builds its objective from."""
+
+    config: OptimizeConfig
+    space: SearchSpace
+    env_id: str
+    env_kwargs: dict[str, Any]
+    fixed: dict[str, Any]
+    objective: tuple[str, ...]
+    objective_letters: str
+    multi: bool
+    storage: str
+    study_name: str
+
+
+def resolve(config: OptimizeConfig) -> Plan:
+    """Check ``config`` and resolve the space, environment, objective and storage (ValueError
+    naming a bad value)."""
+    from upright.baselines import baseline_entry
+    from upright.eval.settings import split_settings
+
+    if config.sampler not in SAMPLERS:
+        raise ValueError(f"unknown sampler {config.sampler!r}; valid samplers: {', '.join(SAMPLERS)}")
+    if config.trials < 1 or config.repetitions < 1 or config.workers < 1:
+        raise ValueError(f"--trials, --repetitions and --workers must be >= 1, got {config.trials}, "
+                         f"{config.repetitions}, {config.workers}")
+    task = baseline_entry(config.controller).task
+    space = load_space(config.controller, config.robot, config.space)
+    start = START_ALIASES.get(config.start, config.start)
+    if task == "walk" and start is not None:
+        raise ValueError(f"--start is for get-up controllers; {config.controller!r} walks")
+    if task == "getup":
+        start = start or "prone"
+        space = space.for_start(start)
+    env_settings, param_settings = split_settings(config.settings)
+    env_kwargs = {**space.env, **({"start": start} if task == "getup" else {}), **env_settings}
+    if config.conditions is not None:
+        env_kwargs["conditions"] = config.conditions
+    searched = {p.name for p in space.params}
+    clash = searched & set(param_settings)
+    if clash:
+        raise ValueError(f"--set params.{sorted(clash)[0]} fixes a searched parameter; drop it or edit the space")
+    fixed = {**space.fixed, **param_settings}
+    letters = (config.objective or space.objective or DEFAULT_OBJECTIVE[task]).upper()
+    names = parse_objective(letters, task)
+    storage = config.storage or default_storage(config.out, config.workers)
+    check_storage(storage, config.workers)
+    label = start or "walk"
+    study_name = config.study or f"{config.controller}-{config.robot}-{label}-{config.sampler}-{letters}"
+    return Plan(config=config, space=replace(space, fixed=fixed), env_id=env_id(config.robot, task),
+                env_kwargs=env_kwargs, fixed=fixed, objective=names, objective_letters=letters,
+                multi=config.sampler == "motpe", storage=storage, study_name=study_name)
+
+
+def make_sampler(plan: Plan, seed: int) -> optuna.samplers.BaseSampler:
+    """The sampler of ``plan`` seeded with ``seed``. Startup trials (random before the model):
+    ``--startup`` or TPE 10, MOTPE 11·k − 1 (k objectives, the paper's default), CMA-ES 1."""
+    startup = plan.config.startup
+    if plan.config.sampler == "tpe":
+        return optuna.samplers.TPESampler(n_startup_trials=10 if startup is None else startup, seed=seed,
+                                          multivariate=False)
+    if plan.config.sampler == "motpe":
+        k = len(plan.objective)
+        return optuna.samplers.TPESampler(n_startup_trials=11 * k - 1 if startup is None else startup, seed=seed)
+    if plan.config.sampler == "cmaes":
+        return optuna.samplers.CmaEsSampler(n_startup_trials=1 if startup is None else startup, seed=seed,
+                                            warn_independent_sampling=False)
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def _pruner(plan: Plan) -> optuna.pruners.BasePruner:
+    if plan.config.prune and not plan.multi:
+        return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0)
+    return optuna.pruners.NopPruner()
+
+
+def open_study(plan: Plan, seed: int | None = None) -> optuna.Study:
+    """Create or load the study of ``plan`` (its settings stored as study attributes; a study of the
+    same name made for something else is refused)."""
+    storage = open_storage(plan.storage, heartbeat_interval=plan.config.heartbeat_interval,
+                           grace_period=plan.config.grace_period, max_retry=plan.config.max_retry)
+    directions = ["minimize"] * (len(plan.objective) if plan.multi else 1)
+    study = optuna.create_study(study_name=plan.study_name, storage=storage, directions=directions,
+                                sampler=make_sampler(plan, plan.config.seed if seed is None else seed),
+                                pruner=_pruner(plan), load_if_exists=True)
+    identity = {"controller": plan.config.controller, "robot": plan.config.robot,
+                "env_id": plan.env_id, "start": plan.env_kwargs.get("start"), "objective": plan.objective_letters,
+                "sampler": plan.config.sampler, "repetitions": plan.config.repetitions}
+    stored = study.user_attrs
+    if stored.get("identity") is None:
+        study.set_user_attr("identity", identity)
+        study.set_user_attr("objective_names", list(plan.objective))
+        study.set_user_attr("space", [asdict(p) for p in plan.space.params])
+        study.set_user_attr("fixed", plan.fixed)
+        study.set_user_attr("env_kwargs", {k: v for k, v in plan.env_kwargs.items()})
+    elif stored["identity"] != identity:
+        raise ValueError(f"study {plan.study_name!r} in {plan.storage} was made for {stored['identity']}, "
+                         f"not {identity}; pick another --study name or --out folder")
+    return study
+
+
+class TrialObjective:
+    """The objective function Optuna calls: suggest, run ``repetitions`` episodes, score.
+
+    Repetition r of trial n is seeded ``seed + n·repetitions + r`` (every trial meets new terrain and
+    noise, as in the paper). With ``--prune`` (single objective only) the running mean score is
+    reported after each repetition and Optuna's median pruner may stop the trial.
+    """
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.task = "getup" if plan.space.task == "getup" else "walk"
+        self.rules = GetUpRules.from_mapping(plan.space.trial) if self.task == "getup" else None
+
+    def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
+        from upright.eval.runner import run_episodes
+        from upright.policies.builtin import ControllerPolicy
+
+        plan, config = self.plan, self.plan.config
+        trial.set_user_attr(WORKER_ATTR, worker_id())
+        with warnings.catch_warnings():
+            # Trial 0 holds the hand-tuned values, which need not lie on the space's grid.
+            warnings.filterwarnings("ignore", message="Fixed parameter", category=UserWarning)
+            values = plan.space.suggest(trial)
+        policy = ControllerPolicy(config.controller, params=plan.space.overrides(values))
+        observers = [GetUpScore(self.rules)] if self.rules is not None else []
+        records: list[dict[str, Any]] = []
+        started = time.perf_counter()
+        for r in range(config.repetitions):
+            seed = config.seed + trial.number * config.repetitions + r
+            try:
+                run = run_episodes(plan.env_id, policy, 1, env_kwargs=plan.env_kwargs, seed=seed, progress=False,
+                                   observers=observers)
+            except (ValueError, ArithmeticError, np.linalg.LinAlgError) as error:
+                # Parameters the controller cannot execute (IK out of reach and similar): the worst score.
+                trial.set_user_attr("error", f"{type(error).__name__}: {error}")
+                records.append(self._worst())
+                continue
+            if run.interrupted:
+                raise KeyboardInterrupt
+            records.extend(run.records)
+            if config.prune and not plan.multi:
+                trial.report(self._score(mean_components(self.task, records)), step=r)
+                if trial.should_prune():
+                    self._record(trial, records, started)
+                    raise optuna.TrialPruned()
+        comps = self._record(trial, records, started)
+        return tuple(comps[n] for n in plan.objective) if plan.multi else self._score(comps)
+
+    def _score(self, comps: dict[str, float]) -> float:
+        return float(sum(comps[n] for n in self.plan.objective))
+
+    def _worst(self) -> dict[str, Any]:
+        if self.task == "getup":
+            return {"opt_success": False, "opt_settle_time": 10.0, "opt_min_pitch_deg": 90.0, "opt_max_head_m": 0.0,
+                    "opt_end": "error"}
+        return {"falls": 1, "linear_tracking_error": 1e3, "yaw_tracking_error": 1e3, "mean_velocity": (0, 0, 0),
+                "command": self.plan.env_kwargs.get("command", (0.0, 0.0, 0.0))}
+
+    def _record(self, trial: optuna.Trial, records: list[dict[str, Any]], started: float) -> dict[str, float]:
+        comps = mean_components(self.task, records)
+        successes = [episode_succeeded(self.task, r) for r in records]
+        trial.set_user_attr("components", comps)
+        trial.set_user_attr("successes", int(sum(successes)))
+        trial.set_user_attr("episodes", len(records))
+        trial.set_user_attr("wall_seconds", round(time.perf_counter() - started, 3))
+        if self.task == "getup":
+            times = [float(r["opt_settle_time"]) for r, ok in zip(records, successes) if ok]
+            trial.set_user_attr("settle_times", times)
+            trial.set_user_attr("ends", [r.get("opt_end") for r in records])
+        return comps
+
+
+def _worker(plan: Plan, index: int) -> None:
+    """One local worker process: load the study and run trials until the study has enough."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = open_study(plan, seed=plan.config.seed + index)
+    _run_trials(study, plan)
+
+
+def _finished(study: optuna.Study) -> int:
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+
+
+def _run_trials(study: optuna.Study, plan: Plan) -> None:
+    """Run trials until the study has ``trials`` finished ones; on Ctrl-C the running trial is
+    failed (by Optuna) and enqueued again, then the interrupt goes on."""
+    if _finished(study) >= plan.config.trials:
+        return
+    callback = optuna.study.MaxTrialsCallback(plan.config.trials, states=(TrialState.COMPLETE, TrialState.PRUNED))
+    try:
+        study.optimize(TrialObjective(plan), callbacks=[callback], gc_after_trial=False)
+    except KeyboardInterrupt:
+        # Optuna has failed the running trial; enqueue it again (a killed worker's trial gets the
+        # same from the heartbeat or from fail_orphans).
+        mine = [t for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL, TrialState.RUNNING))
+                if t.user_attrs.get(WORKER_ATTR) == worker_id()]
+        if mine:
+            last = max(mine, key=lambda t: t.number)
+            if last.state == TrialState.RUNNING:
+                fail_and_retry(study, last, plan.config.max_retry)
+            else:
+                RetryFailedTrialCallback(max_retry=plan.config.max_retry)(study, last)
+        raise
+
+
+def optimize(config: OptimizeConfig) -> dict[str, Any]:
+    """Run (or resume) the study of ``config`` and write its summary to ``config.out``.
+
+    The hand-tuned parameters are enqueued first in a new study. With ``workers`` > 1, that many
+    local processes share the study; a worker that dies has its running trial failed and retried.
+    Ctrl-C stops every worker after failing (and enqueuing again) the running trials; the summary
+    of the trials so far is written, then KeyboardInterrupt goes on. Returns the summary (see
+    :func:`upright.training.optimize.summary.summarize`).
+    """
+    from upright.baselines import make_controller
+    from upright.envs.robots import get_robot
+    from upright.training.optimize.summary import write_summary
+
+    plan = resolve(config)
+    config.out.mkdir(parents=True, exist_ok=True)
+    if config.progress:
+        optuna.logging.set_verbosity(optuna.logging.INFO)
+    else:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = open_study(plan)
+    if not has_heartbeat(study._storage):
+        fail_orphans(study, None, config.max_retry)
+    if not study.trials:
+        defaults = make_controller(config.controller, get_robot(config.robot)).params
+        study.enqueue_trial(plan.space.hand_tuned(defaults),
+                            user_attrs={"hand_tuned": True}, skip_if_exists=True)
+    interrupted = False
+    try:
+        if config.workers == 1:
+            _run_trials(study, plan)
+        else:
+            _run_workers(plan, study)
+    except KeyboardInterrupt:
+        interrupted = True
+    summary = write_summary(optuna.load_study(study_name=plan.study_name, storage=study._storage), plan,
+                            interrupted=interrupted)
+    if interrupted:
+        raise KeyboardInterrupt
+    return summary
+
+
+def _run_workers(plan: Plan, study: optuna.Study) -> None:
+    """Start ``workers`` processes on the study and wait; fail and retry the running trials of any
+    that die (needed for the journal file, which has no heartbeat)."""
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_worker, args=(plan, i), name=f"optimize-worker-{i}")
+                 for i in range(plan.config.workers)]
+    for p in processes:
+        p.start()
+    try:
+        alive = list(processes)
+        while alive:
+            for p in list(alive):
+                p.join(timeout=0.5)
+                if p.exitcode is not None:
+                    alive.remove(p)
+                    if p.exitcode != 0:
+                        logging.getLogger(__name__).warning("worker %s (pid %s) ended with code %s", p.name, p.pid,
+                                                            p.exitcode)
+                        fail_orphans(study, {worker_id(p.pid)}, plan.config.max_retry)
+    except KeyboardInterrupt:
+        for p in processes:
+            p.join(timeout=30)
+        fail_orphans(study, {worker_id(p.pid) for p in processes}, plan.config.max_retry)
+        raise
+
+
+__all__ = ["OptimizeConfig", "Plan", "SAMPLERS", "START_ALIASES", "TrialObjective", "make_sampler", "open_study",
+           "optimize", "resolve"]
