@@ -335,13 +335,6 @@ def course_tables(number_: int, runs: Sequence[dict[str, Any]], columns: Sequenc
     return tables
 
 
-def _names(value: Any) -> tuple[str, ...]:
-    """A ``--set`` value that names things: one name or a comma list (a tuple)."""
-    if value is None or value == ():
-        return ()
-    return tuple(str(v) for v in value) if isinstance(value, tuple) else (str(value),)
-
-
 def _table_numbers(value: Any) -> tuple[int, ...]:
     numbers = value if isinstance(value, tuple) else (value,)
     if not all(float(n) in (1.0, 2.0) for n in numbers):
@@ -357,13 +350,13 @@ def obstacle_course(ctx: ExperimentContext) -> list[Table]:
     (add the runs saved there and run nothing else unless ``only`` is given)."""
     numbers = _table_numbers(ctx.options["tables"])
     jobs = [col for n in numbers for col in _columns(n)]
-    only = _names(ctx.options["only"])
+    only = ctx.option_names("only")
     if only:
         wanted = {(c, float(v)) for c, _, v in (item.partition("@") for item in only)}
         jobs = [job for job in jobs if job in wanted]
         if not jobs:
             raise ValueError(f"only={','.join(only)} names no column of tables {numbers}")
-    merge = _names(ctx.options["merge"])
+    merge = ctx.option_names("merge")
     runs: list[dict[str, Any]] = []
     for path in merge:
         runs += json.loads(Path(path).read_text())["data"]["runs"]

@@ -140,7 +140,7 @@ class ObserverErrors(Observer):
         self._has_diagnostics = True
 
     def on_step(self, env: gym.Env, policy: Policy, action: np.ndarray, info: dict[str, Any]) -> bool | None:
-        d = getattr(policy.controller, "diagnostics", None)
+        d = getattr(getattr(policy, "controller", None), "diagnostics", None)
         if d is None:
             self._has_diagnostics = False
             return True
@@ -191,17 +191,6 @@ def run_ladder(ctx: ExperimentContext, policy: str, robot: str, ladder: Ladder, 
     return {"rows": rows, "highest_command": None if best is None else best["speed"],
             "highest_measured": None if best is None else ladder.sign * best["late_velocity"][ladder.axis],
             "fell_at": [r["speed"] for r in rows if r["fell"]]}
-
-
-def _directions(value: Any, robot: str) -> tuple[str, ...]:
-    """The ``directions`` option (one name or a comma list; empty: every ladder of ``robot``)."""
-    known = ladders(robot)
-    names = tuple(str(v) for v in value) if isinstance(value, tuple) else (str(value),)
-    names = names if names else tuple(known)
-    unknown = [d for d in names if d not in known]
-    if unknown:
-        raise ValueError(f"unknown directions {unknown}; valid: {', '.join(known)}")
-    return names
 
 
 def _speed(value: float | None, turning: bool) -> list[Any] | None:
@@ -264,8 +253,8 @@ def _ladders_protocol(ctx: ExperimentContext, conditions: str) -> list[Table]:
     policy, robot, seconds = str(o["policy"]), str(o["robot"]), float(o["seconds"])
     episodes = ctx.episodes_or(1)
     known = ladders(robot)
-    results = {d: run_ladder(ctx, policy, robot, known[d], conditions, seconds, episodes)
-               for d in _directions(o["directions"], robot)}
+    directions = ctx.option_names("directions", known) or tuple(known)
+    results = {d: run_ladder(ctx, policy, robot, known[d], conditions, seconds, episodes) for d in directions}
     ctx.data.update({"policy": policy, "params": split_settings(ctx.settings)[1], "robot": robot,
                      "conditions": conditions, "seconds": seconds, "episodes": episodes, "ladders": results})
     return [speeds_table(ctx, results, policy, robot, conditions, seconds, episodes)]
