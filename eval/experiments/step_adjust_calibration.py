@@ -131,6 +131,8 @@ def _edge_cell(value: float | None) -> str:
 def step_adjust_calibration(ctx: ExperimentContext) -> list[Table]:
     """One episode per direction (seed ``--seed``; ``--set robot=wolfgang``); ``--episodes`` and
     ``--workers`` do not apply (the four runs are single deterministic episodes)."""
+    if ctx.episodes not in (None, 1):
+        raise ValueError(f"the calibration runs one episode per direction; --episodes {ctx.episodes} does not apply")
     robot = str(ctx.options["robot"])
     rows = []
     for direction, parameter in PARAMETERS.items():

@@ -82,7 +82,8 @@ def ladders(robot: str) -> dict[str, Ladder]:
     try:
         cells = DATA["ladders"][robot]
     except KeyError:
-        raise ValueError(f"no walk ladders for robot {robot!r}; robots with ladders: {', '.join(DATA['ladders'])}") from None
+        valid = ", ".join(DATA["ladders"])
+        raise ValueError(f"no walk ladders for robot {robot!r}; robots with ladders: {valid}") from None
     result = {}
     for direction, cell in cells.items():
         if "speeds_deg" in cell:
@@ -310,8 +311,8 @@ def walk_observer(ctx: ExperimentContext) -> list[Table]:
     row["falls"] = [sum(bool(r["falls"]) for r in records), len(records)]
     ctx.data["observer"] = row | {"episodes": records}
     paper = DATA["paper"]["observer_lateral_error_mm"]
-    return [Table(f"CoM observer of {policy} ({_params_text(ctx)}) on {robot}: mean lateral errors at {float(speed):g} m/s "
-                  f"forward, {conditions}",
+    return [Table(f"CoM observer of {policy} ({_params_text(ctx)}) on {robot}: mean lateral errors at "
+                  f"{float(speed):g} m/s forward, {conditions}",
                   [Column(f"measured − expected (paper: {paper:g} mm)", keys[0], number(2, "mm")),
                    Column("filtered − simulator truth", keys[1], number(2, "mm")),
                    Column("measured − truth", keys[2], number(2, "mm")), Column("cycles", "cycles"),
@@ -363,6 +364,9 @@ def walk_push(ctx: ExperimentContext) -> list[Table]:
     """The push ladder (``--set impulse_step=0.05 min_impulse=1.25`` refines a coarser one);
     ``seconds`` is the push episode's length (default 8 s); one episode per push (``--episodes``
     does not apply)."""
+    if ctx.episodes not in (None, 1):
+        raise ValueError(f"walk-push runs one episode per impulse and push time; --episodes {ctx.episodes} "
+                         "does not apply")
     o = ctx.options
     policy, robot, conditions = str(o["policy"]), str(o["robot"]), str(o["conditions"])
     smallest = None if o["min_impulse"] is None else float(o["min_impulse"])
