@@ -3,15 +3,16 @@
 * Default, one worker: a SQLite file ``OUT/study.db`` (embedded, nothing to start). Optuna's RDB
   storage with a heartbeat: a trial whose process stops beating for ``grace_period`` seconds (killed,
   machine gone) is marked failed by the next process that starts a trial on the study, and
-  :class:`optuna.storages.RetryFailedTrialCallback` enqueues it again with the same parameters.
+  :class:`optuna.storages.RetryHeartbeatStaleTrialCallback` enqueues it again with the same parameters.
 * Default, ``--workers W`` > 1: a journal file ``OUT/study.journal`` (Optuna's JournalStorage with
   a file lock). SQLite is refused for W > 1: it locks the whole database file on every write, and W
   processes writing trials, intermediate values and heartbeats every few seconds run into
   ``database is locked`` errors (Optuna's documentation advises against SQLite for parallel work).
   The journal is an append-only log whose appends take a lock, so any number of local processes may
   write. Optuna's journal has no heartbeat; the parent process of the local workers fails and
-  retries the running trials of a worker that died (:func:`fail_orphans`), and a resumed run does
-  the same for trials left running by processes of this machine that no longer exist.
+  retries the running trials of a worker that died (:func:`fail_orphans`).
+* Every run first fails and retries the trials left running by processes of this machine that no
+  longer exist (any storage; this also catches a trial killed before its first heartbeat).
 * ``--storage URL``: any Optuna RDB URL (``postgresql://user@host/db``, ``mysql://...``,
   ``sqlite:///file.db``) with heartbeat and retry as above, so processes on many machines can work on
   one study; or ``journal:PATH`` for a journal file.
@@ -19,13 +20,15 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import warnings
 from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.storages import RDBStorage, RetryFailedTrialCallback
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock, JournalStorage
 from optuna.trial import TrialState
 
@@ -66,13 +69,25 @@ def open_storage(url: str, *, heartbeat_interval: int = HEARTBEAT_INTERVAL, grac
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     engine_kwargs = {"pool_pre_ping": True} if not url.startswith("sqlite") else {"connect_args": {"timeout": 60}}
-    return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                      grace_period=grace_period, failed_trial_callback=RetryFailedTrialCallback(max_retry=max_retry))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                          grace_period=grace_period, heartbeat_stale_trial_callback=retry_callback(max_retry))
 
 
-def has_heartbeat(storage: optuna.storages.BaseStorage) -> bool:
-    """Whether the storage fails silent trials itself (Optuna's RDB storage with a heartbeat)."""
-    return isinstance(storage, RDBStorage)
+def retry_callback(max_retry: int = MAX_RETRY) -> RetryHeartbeatStaleTrialCallback:
+    """Optuna's callback that enqueues a failed trial again with the same parameters (at most
+    ``max_retry`` times per original trial)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return RetryHeartbeatStaleTrialCallback(max_retry=max_retry)
+
+
+def retried_trial(trial: Any) -> int | None:
+    """The number of the failed trial that ``trial`` (FrozenTrial) retries, or None."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return RetryHeartbeatStaleTrialCallback.retried_trial_number(trial)
 
 
 def worker_id(pid: int | None = None) -> str:
@@ -88,7 +103,10 @@ def fail_and_retry(study: optuna.Study, trial: Any, max_retry: int = MAX_RETRY) 
         storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
     except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
         return  # finished meanwhile
-    RetryFailedTrialCallback(max_retry=max_retry)(study, storage.get_trial(trial._trial_id))
+    try:
+        retry_callback(max_retry)(study, storage.get_trial(trial._trial_id))
+    except ValueError as error:  # a value outside the space (a hand-edited space or enqueued trial)
+        logging.getLogger(__name__).warning("trial %d failed and cannot be retried: %s", trial.number, error)
 
 
 def fail_orphans(study: optuna.Study, dead: set[str] | None = None, max_retry: int = MAX_RETRY) -> list[int]:
@@ -122,4 +140,4 @@ def _alive(pid: int) -> bool:
 
 
 __all__ = ["GRACE_PERIOD", "HEARTBEAT_INTERVAL", "MAX_RETRY", "WORKER_ATTR", "check_storage", "default_storage",
-           "fail_and_retry", "fail_orphans", "has_heartbeat", "open_storage", "worker_id"]
+           "fail_and_retry", "fail_orphans", "open_storage", "retried_trial", "retry_callback", "worker_id"]

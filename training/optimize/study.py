@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import optuna
-from optuna.storages import RetryFailedTrialCallback
 from optuna.trial import TrialState
 
 from upright.envs.registration import env_id
@@ -25,7 +24,7 @@ from upright.training.optimize.objectives import (DEFAULT_OBJECTIVE, GetUpRules,
 from upright.training.optimize.space import SearchSpace, load_space
 from upright.training.optimize.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR,
                                                check_storage, default_storage, fail_and_retry, fail_orphans,
-                                               has_heartbeat, open_storage, worker_id)
+                                               open_storage, retry_callback, worker_id)
 
 SAMPLERS = ("tpe", "motpe", "cmaes", "random")
 #: ``--start`` aliases of the paper's directions.
@@ -58,6 +57,7 @@ class OptimizeConfig:
     space: str | None = None
     startup: int | None = None
     prune: bool = False
+    hand_tuned: bool = True
     settings: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
     heartbeat_interval: int = HEARTBEAT_INTERVAL
@@ -268,15 +268,16 @@ def _run_trials(study: optuna.Study, plan: Plan) -> None:
             if last.state == TrialState.RUNNING:
                 fail_and_retry(study, last, plan.config.max_retry)
             else:
-                RetryFailedTrialCallback(max_retry=plan.config.max_retry)(study, last)
+                retry_callback(plan.config.max_retry)(study, last)
         raise
 
 
 def optimize(config: OptimizeConfig) -> dict[str, Any]:
     """Run (or resume) the study of ``config`` and write its summary to ``config.out``.
 
-    The hand-tuned parameters are enqueued first in a new study. With ``workers`` > 1, that many
-    local processes share the study; a worker that dies has its running trial failed and retried.
+    The hand-tuned parameters are enqueued first in a new study (unless ``hand_tuned`` is False).
+    With ``workers`` > 1, that many local processes share the study; a worker that dies has its
+    running trial failed and retried.
     Ctrl-C stops every worker after failing (and enqueuing again) the running trials; the summary
     of the trials so far is written, then KeyboardInterrupt goes on. Returns the summary (see
     :func:`upright.training.optimize.summary.summarize`).
@@ -292,9 +293,10 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
     else:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(plan)
-    if not has_heartbeat(study._storage):
-        fail_orphans(study, None, config.max_retry)
-    if not study.trials:
+    # Trials left running by dead processes of this machine: failed and retried now (the heartbeat
+    # would catch them later, but not one killed before its first beat, nor a journal's).
+    fail_orphans(study, None, config.max_retry)
+    if config.hand_tuned and not study.trials:
         defaults = make_controller(config.controller, get_robot(config.robot)).params
         study.enqueue_trial(plan.space.hand_tuned(defaults),
                             user_attrs={"hand_tuned": True}, skip_if_exists=True)

@@ -32,6 +32,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from upright.envs.base import load_params_file
 from upright.eval.tables import Column, Table, jsonable, number, text
+from upright.training.optimize.storage import retried_trial
 
 if TYPE_CHECKING:
     from upright.training.optimize.study import Plan
@@ -112,9 +113,7 @@ def _write_trials_csv(study: optuna.Study, path: Path) -> None:
 
 def _retry_of(trial: FrozenTrial) -> int | str:
     """The number of the failed trial ``trial`` retries, or ""."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        number = optuna.storages.RetryFailedTrialCallback.retried_trial_number(trial)
+    number = retried_trial(trial)
     return "" if number is None else number
 
 

@@ -1,0 +1,266 @@
+"""``upright optimize``: search spaces, objectives, storage, resuming, Ctrl-C, the exported
+parameters, and two workers on a real PostgreSQL study (a throwaway cluster started here)."""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from optuna.trial import TrialState
+
+from upright.baselines import make_controller
+from upright.cli import main
+from upright.envs.base import load_params_file
+from upright.envs.robots import get_robot
+from upright.training.optimize import OptimizeConfig, load_space, optimize
+from upright.training.optimize.objectives import getup_components, parse_objective, walk_components
+from upright.training.optimize.storage import check_storage, default_storage, retried_trial
+
+#: Tiny trials: 1 short episode each (the controller does not finish: every trial fails fast).
+TINY = {"max_episode_seconds": 1.0}
+
+
+def tiny(tmp_path: Path, **changes) -> OptimizeConfig:
+    base = dict(controller="spline", robot="wolfgang", start="back", sampler="random", objective="STH", trials=2,
+                repetitions=1, out=tmp_path, progress=False, settings=dict(TINY))
+    return OptimizeConfig(**{**base, **changes})
+
+
+# ---------------------------------------------------------------- spaces and objectives
+def test_spline_space_holds_the_hand_tuned_set_and_converts_degrees():
+    space = load_space("spline", "wolfgang")
+    defaults = make_controller("spline", get_robot("wolfgang")).params
+    values = space.hand_tuned(defaults)
+    for p in space.params:
+        assert p.low <= values[p.name] <= p.high, p.name
+    assert math.isclose(values["arms_angle_back"], math.degrees(defaults.arms_angle_back), abs_tol=1e-6)
+    assert math.isclose(space.overrides(values)["arms_angle_back"], defaults.arms_angle_back, abs_tol=1e-9)
+    front = {p.name for p in space.for_start("prone").params}
+    back = {p.name for p in space.for_start("supine").params}
+    assert "time_hands_side" in front - back and "time_legs_close" in back - front and "rise_time" in front & back
+    # the paper: 9 time + 6 pose parameters per direction (ours: 8 + rise + 6 front, 5 + rise + 10 back)
+    assert len(front) == 15 and len(back) == 16
+
+
+def test_every_shipped_space_names_parameters_of_its_controller():
+    from upright.training.optimize.space import available_spaces
+
+    for name in available_spaces():
+        controller, robot = name.rsplit("_", 1)
+        space = load_space(controller, robot)
+        defaults = make_controller(controller, get_robot(robot)).params
+        space.hand_tuned(defaults)  # every dotted key resolves
+
+
+def test_bad_space_and_objective_are_named(tmp_path):
+    with pytest.raises(ValueError, match="no search space for controller 'spline' on robot 'nao'|shipped spaces"):
+        load_space("spline", "mars")
+    bad = tmp_path / "s.yaml"
+    bad.write_text(yaml.safe_dump({"params": [{"name": "x", "low": 0, "high": 1, "unit": "furlong"}]}))
+    with pytest.raises(ValueError, match="unknown unit 'furlong'"):
+        load_space("spline", "wolfgang", bad)
+    with pytest.raises(ValueError, match="distinct letters"):
+        parse_objective("SX", "getup")
+    assert parse_objective("sth", "getup") == ("success", "time", "head")
+    assert parse_objective("FE", "walk") == ("falls", "linear_error")
+
+
+def test_components_are_scaled_to_0_100():
+    ok = getup_components({"opt_success": True, "opt_settle_time": 2.5, "opt_min_pitch_deg": 3.0, "opt_max_head_m": 0.7})
+    assert ok == pytest.approx({"success": 0, "time": 25, "head": 30, "pitch": 3})
+    bad = getup_components({"opt_success": False, "opt_settle_time": 12, "opt_min_pitch_deg": 90, "opt_max_head_m": 0.1})
+    assert bad == pytest.approx({"success": 100, "time": 100, "head": 90, "pitch": 90})
+    walk = walk_components({"falls": 0, "linear_tracking_error": 0.05, "yaw_tracking_error": 0.1,
+                            "mean_velocity": (0.1, 0, 0), "command": (0.2, 0, 0)})
+    assert walk == pytest.approx({"falls": 0, "linear_error": 25, "yaw_error": 20, "speed_shortfall": 50})
+
+
+def test_sqlite_refuses_parallel_workers(tmp_path):
+    assert default_storage(tmp_path, 1).startswith("sqlite:///")
+    assert default_storage(tmp_path, 2).startswith("journal:")
+    with pytest.raises(ValueError, match="database is locked"):
+        check_storage(f"sqlite:///{tmp_path}/x.db", 2)
+
+
+# ---------------------------------------------------------------- a study end to end (SQLite)
+def test_study_enqueues_hand_tuned_first_exports_and_resumes(tmp_path):
+    summary = optimize(tiny(tmp_path))
+    study = optuna.load_study(study_name=summary["study"], storage=f"sqlite:///{tmp_path}/study.db")
+    trials = study.get_trials()
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 2
+    assert trials[0].user_attrs["hand_tuned"] and summary["hand_tuned"]["number"] == 0
+    space = load_space("spline", "wolfgang").for_start("supine")
+    defaults = make_controller("spline", get_robot("wolfgang")).params
+    assert trials[0].params == pytest.approx(space.hand_tuned(defaults))
+    for name in ("summary.md", "summary.json", "trials.csv", "best_params.yaml", "history.png"):
+        assert (tmp_path / name).is_file(), name
+    params = load_params_file(tmp_path / "best_params.yaml")
+    assert set(params) == {p.name for p in space.params}
+    best = study.trials[summary["best"]["number"]]
+    assert params["arms_angle_back"] == pytest.approx(math.radians(best.params["arms_angle_back"]))
+    # the file drives the controller as a policy and as an environment's prior
+    import gymnasium as gym
+
+    from upright.eval.runner import run_episodes
+    from upright.policies.builtin import ControllerPolicy
+
+    run = run_episodes("upright/WolfgangGetUp-v0", ControllerPolicy("spline", params=params), 1,
+                       env_kwargs={"start": "supine", **TINY}, progress=False)
+    assert run.records[0]["steps"] == 100
+    env = gym.make("upright/WolfgangGetUp-v0", prior="spline", prior_params=str(tmp_path / "best_params.yaml"))
+    assert env.unwrapped.prior.params.arms_angle_back == pytest.approx(params["arms_angle_back"])
+    # resume: the same command with more trials runs only the rest
+    summary = optimize(tiny(tmp_path, trials=3))
+    assert summary["states"]["complete"] == 3
+    with pytest.raises(ValueError, match="was made for"):
+        optimize(tiny(tmp_path, trials=4, repetitions=2))
+
+
+def test_ctrl_c_loses_only_the_running_trial_which_is_retried(tmp_path, monkeypatch):
+    import upright.eval.runner as runner
+
+    real = runner.run_episodes
+    calls = {"n": 0}
+
+    def interrupting(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_episodes", interrupting)
+    with pytest.raises(KeyboardInterrupt):
+        optimize(tiny(tmp_path, trials=3))
+    study = optuna.load_study(study_name="spline-wolfgang-supine-random-STH", storage=f"sqlite:///{tmp_path}/study.db")
+    states = [t.state for t in study.get_trials()]
+    assert states == [TrialState.COMPLETE, TrialState.FAIL, TrialState.WAITING]
+    assert retried_trial(study.trials[2]) == 1
+    assert study.trials[2].params == study.trials[1].params
+    assert (tmp_path / "summary.md").is_file()  # written for the trials so far
+    monkeypatch.setattr(runner, "run_episodes", real)
+    summary = optimize(tiny(tmp_path, trials=3))
+    assert summary["states"] == {"running": 0, "complete": 3, "pruned": 0, "fail": 1, "waiting": 0}
+
+
+def test_cli_runs_a_tiny_study(tmp_path, capsys):
+    code = main(["optimize", "--controller", "spline", "--robot", "wolfgang", "--start", "front", "--sampler", "tpe",
+                 "--objective", "ST", "--trials", "1", "--repetitions", "1", "--out", str(tmp_path),
+                 "--set", "max_episode_seconds=1"])
+    assert code == 0
+    assert "best trial 0" in capsys.readouterr().out
+    assert main(["optimize", "--controller", "spline", "--robot", "wolfgang", "--sampler", "tpe", "--workers", "2",
+                 "--storage", f"sqlite:///{tmp_path}/x.db", "--out", str(tmp_path)]) == 2
+
+
+# ---------------------------------------------------------------- PostgreSQL
+def _pg_bin() -> Path | None:
+    found = shutil.which("initdb")
+    if found:
+        return Path(os.path.realpath(found)).parent
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(versions[-1]).parent if versions else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def postgres_url():
+    """A throwaway PostgreSQL cluster (own data directory, loopback on a free port, trust auth),
+    stopped and removed at the end. As root the server runs as the ``postgres`` user (initdb refuses
+    root), so the data directory lives in a folder of its own that user can reach (pytest's
+    tmp_path is private to root)."""
+    pytest.importorskip("psycopg", reason="pip install 'psycopg[binary]' (the 'optimize' extra)")
+    bindir = _pg_bin()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found; install them, e.g. "
+                    "`apt-get install postgresql` (Debian/Ubuntu) — .ci/run does this in CI")
+    run_as: list[str] = []
+    base = Path(tempfile.mkdtemp(prefix="upright-pg-"))
+    base.chmod(0o755)
+    data = base / "pgdata"
+    data.mkdir()
+    if os.geteuid() == 0:
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            shutil.rmtree(base)
+            pytest.skip("running as root without a 'postgres' user to run the server as")
+        os.chown(data, user.pw_uid, user.pw_gid)
+        run_as = ["runuser", "-u", "postgres", "--"]
+    port = _free_port()
+    subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+                   check=True, capture_output=True)
+    options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={data} -c fsync=off"
+    subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-w", "-t", "60",
+                    "-l", str(data / "log"), "start"], check=True, capture_output=True)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _python(code: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_two_workers_on_one_postgresql_study(postgres_url, tmp_path):
+    summary = optimize(tiny(tmp_path, storage=postgres_url, workers=2, trials=6, seed=3))
+    study = optuna.load_study(study_name=summary["study"], storage=postgres_url)
+    trials = study.get_trials()
+    assert [t.number for t in trials] == list(range(len(trials)))  # every trial recorded once
+    assert {t.state for t in trials} == {TrialState.COMPLETE} and 6 <= len(trials) <= 7
+    assert len({t.user_attrs["worker"] for t in trials}) == 2  # both workers took trials
+    assert len({tuple(sorted(t.params.items())) for t in trials}) == len(trials)  # no trial sampled twice
+
+
+def test_killed_worker_trial_is_failed_and_retried(postgres_url, tmp_path):
+    # A worker on a slow trial (the hand-tuned set standing up, 3 episodes) is killed mid-trial.
+    code = (f"from pathlib import Path; from upright.training.optimize import OptimizeConfig, optimize; "
+            f"optimize(OptimizeConfig('spline', 'wolfgang', start='back', sampler='random', objective='STH', trials=2, "
+            f"repetitions=3, storage={postgres_url!r}, out=Path({str(tmp_path)!r}), progress=False, "
+            f"heartbeat_interval=1, grace_period=2, settings={{'max_episode_seconds': 10.0}}))")
+    worker = _python(code)
+    storage_study = None
+    deadline = time.time() + 120
+    while time.time() < deadline and worker.poll() is None:
+        try:
+            storage_study = optuna.load_study(study_name="spline-wolfgang-supine-random-STH", storage=postgres_url)
+            if any(t.state == TrialState.RUNNING for t in storage_study.get_trials()):
+                break
+        except KeyError:
+            pass
+        time.sleep(0.1)
+    assert worker.poll() is None, worker.communicate()[0]
+    worker.send_signal(signal.SIGKILL)
+    worker.wait()
+    running = [t.number for t in storage_study.get_trials() if t.state == TrialState.RUNNING]
+    assert len(running) == 1
+    time.sleep(3)  # past the grace period: the next process fails the silent trial and retries it
+    resumed = _python(code)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    trials = storage_study.get_trials()
+    states = [t.state for t in trials]
+    assert states.count(TrialState.FAIL) == 1 and states.count(TrialState.RUNNING) == 0
+    retry = next(t for t in trials if retried_trial(t) == running[0])
+    assert retry.state == TrialState.COMPLETE and retry.params == trials[running[0]].params
+    assert states.count(TrialState.COMPLETE) == 2
