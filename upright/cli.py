@@ -125,6 +125,10 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 def _cmd_optimize(args: argparse.Namespace) -> int:
     from upright.training.optimize import OptimizeConfig, optimize
 
+    if args.measure:
+        return _cmd_optimize_measure(args)
+    if not args.controller or not args.robot:
+        raise ValueError("give --controller and --robot (or --measure NAME)")
     out = Path(args.out) if args.out else Path("results", "optimize", f"{args.controller}-{args.robot}"
                                                 + (f"-{args.start}" if args.start else "") + f"-{args.sampler}")
     config = OptimizeConfig(
@@ -138,6 +142,22 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         print(f"best trial {best['number']}: {best['successes']}/{best['episodes']} repetitions succeeded, "
               f"components {', '.join(f'{k} {v:.1f}' for k, v in best['components'].items())}")
     print(f"wrote {out / 'summary.md'} and {out / 'best_params.yaml'} (study {summary['study']} in {summary['storage']})")
+    return 0
+
+
+def _cmd_optimize_measure(args: argparse.Namespace) -> int:
+    from upright.training.optimize import OptimizeConfig
+    from upright.training.optimize.measure import OPTIONS, measure
+
+    settings = parse_settings(args.set)
+    options = {k: settings.pop(k) for k in list(settings) if k in OPTIONS.get(args.measure, {})}
+    out = Path(args.out) if args.out else Path("results", "optimize", "measure")
+    base = OptimizeConfig(controller="", robot="", start=args.start, conditions=args.conditions, trials=args.trials,
+                          repetitions=args.repetitions, storage=args.storage, seed=args.seed, out=out,
+                          startup=args.startup, settings=settings, progress=False)
+    measure(args.measure, base, options, episodes=args.episodes, workers=args.workers, docs=args.docs,
+            command=args.command_line)
+    print(f"wrote {out / args.measure / 'results.md'}" + (" and docs/results/optimize.md" if args.docs else ""))
     return 0
 
 
@@ -209,8 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_experiment)
 
     p = sub.add_parser("optimize", help="optimise a controller's parameters with Optuna (the spline paper's method)")
-    p.add_argument("--controller", required=True, help="baseline name: spline, keyframe, lipm, step_adjust")
-    p.add_argument("--robot", required=True, choices=ROBOT_NAMES)
+    p.add_argument("--controller", default=None, help="baseline name: spline, keyframe, lipm, step_adjust")
+    p.add_argument("--robot", default=None, choices=ROBOT_NAMES)
     p.add_argument("--start", default=None, help="get-up start: front (= prone), back (= supine), side, fall, random")
     p.add_argument("--conditions", default=None, help="conditions preset (default: the search space's)")
     p.add_argument("--sampler", default="motpe", choices=("tpe", "motpe", "cmaes", "random"))
@@ -231,7 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prune", action="store_true", help="median pruning between repetitions (single objective)")
     p.add_argument("--no-hand-tuned", action="store_true", help="do not enqueue the hand-tuned parameters first")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                   help="environment keyword arguments and params.KEY overrides held fixed in every trial")
+                   help="environment keyword arguments and params.KEY overrides held fixed in every trial "
+                        "(with --measure also the measurement's options)")
+    p.add_argument("--measure", default=None, choices=("figure4", "spline-thesis", "keyframe-competition", "workers"),
+                   help="run one of the measurements of docs/results/optimize.md instead of one study")
+    p.add_argument("--episodes", type=int, default=100, help="--measure: evaluation episodes per start (default: 100)")
+    p.add_argument("--docs", action="store_true", help="--measure: also write docs/results/optimize.md")
     p.set_defaults(func=_cmd_optimize)
     return parser
 
