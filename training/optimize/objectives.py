@@ -67,6 +67,8 @@ class GetUpRules:
     settle_speed: float = 0.05
     head_below: float = 0.27
     fall_pitch_deg: float = 45.0
+    #: Per start, the controller's phase-duration parameters that end at the hands' ground contact
+    #: (the early-stop checks start that long + ``check_margin`` s after the start; no entry: never).
     check_after: dict[str, list[str]] = field(default_factory=dict)
     check_margin: float = 0.5
 
@@ -81,9 +83,12 @@ class GetUpRules:
 
     def check_time(self, start: str, params: Any) -> float:
         """When the early-stop checks begin (s): the sum of the ``check_after`` phase durations of
-        ``start`` read from the controller's ``params``, plus the margin (margin only if none)."""
-        names = self.check_after.get(start, [])
-        return self.check_margin + sum(float(getattr(params, name)) for name in names)
+        ``start`` read from the controller's ``params``, plus the margin; never (inf) for a start
+        without an entry (a controller that retries after falls itself, or a start the space does
+        not time)."""
+        if start not in self.check_after or params is None:
+            return math.inf
+        return self.check_margin + sum(float(getattr(params, name)) for name in self.check_after[start])
 
 
 class GetUpScore(Observer):
@@ -109,8 +114,7 @@ class GetUpScore(Observer):
         base = env.unwrapped
         controller = getattr(policy, "controller", None) or getattr(base, "prior", None)
         start = info.get("start", getattr(base, "start", ""))
-        params = getattr(controller, "params", None)
-        self.check_time = self.rules.check_time(start, params) if params is not None else self.rules.check_margin
+        self.check_time = self.rules.check_time(start, getattr(controller, "params", None))
 
     def on_step(self, env: Any, policy: Any, action: np.ndarray, info: dict[str, Any]) -> bool | None:
         base = env.unwrapped
