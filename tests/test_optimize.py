@@ -95,6 +95,21 @@ def test_sqlite_refuses_parallel_workers(tmp_path):
         check_storage(f"sqlite:///{tmp_path}/x.db", 2)
 
 
+def test_journal_trial_of_a_dead_local_worker_is_failed_and_retried(tmp_path):
+    from upright.training.optimize.storage import WORKER_ATTR, fail_orphans, open_storage
+
+    study = optuna.create_study(study_name="s", storage=open_storage(f"journal:{tmp_path}/study.journal"))
+    trial = study.ask()
+    trial.suggest_float("x", 0.0, 1.0)
+    trial.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{2**22 + 12345}")  # above Linux's pid_max: dead
+    alive = study.ask()
+    alive.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}")
+    assert fail_orphans(study) == [0]
+    trials = study.get_trials()
+    assert [t.state for t in trials] == [TrialState.FAIL, TrialState.RUNNING, TrialState.WAITING]
+    assert retried_trial(trials[2]) == 0 and trials[2].params == trials[0].params
+
+
 # ---------------------------------------------------------------- a study end to end (SQLite)
 def test_study_enqueues_hand_tuned_first_exports_and_resumes(tmp_path):
     summary = optimize(tiny(tmp_path))
