@@ -56,11 +56,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | Policy]:
     """The environment keyword arguments (``--set`` settings plus ``--start`` and ``--conditions``,
-    each named in one place only) and the policy (with the ``--set params.KEY=VALUE`` controller
-    overrides)."""
+    each named in one place only) and the policy (with the controller overrides of the ``--params``
+    file and the ``--set params.KEY=VALUE`` items over them)."""
+    from upright.envs.base import load_params_file
     from upright.eval.runner import resolve_policy
 
     kwargs, params = split_settings(parse_settings(args.set))
+    if args.params is not None:
+        params = {**load_params_file(args.params), **params}
     for key in ("start", "conditions"):
         value = getattr(args, key)
         if value is not None:
@@ -168,6 +171,8 @@ def _add_episode_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode (episode i: seed + i)")
     p.add_argument("--start", default=None, help="get-up start: prone, supine, side, fall, random, standing")
     p.add_argument("--conditions", default=None, help="conditions preset: lab, turf, thesis, competition")
+    p.add_argument("--params", default=None, metavar="FILE",
+                   help="controller parameter overrides (YAML of dotted keys, e.g. upright optimize's best_params.yaml)")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="more environment keyword arguments and params.KEY controller overrides, "
                         "e.g. --set command=0.25,0,0 max_episode_seconds=5 params.compensation=false")
