@@ -50,7 +50,7 @@ from upright.envs.registration import env_id
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.runner import Observer
 from upright.eval.settings import split_settings
-from upright.eval.tables import Column, Table, number
+from upright.eval.tables import Column, Table, count, number
 from upright.policies.base import Policy
 
 DATA = protocol_data(__name__)
@@ -308,7 +308,8 @@ def walk_observer(ctx: ExperimentContext) -> list[Table]:
     else:  # pooled over the episodes' cycles
         row = {"speed": float(speed), "cycles": sum(cycles),
                **{k: sum(r[k] * r["cycles"] for r in records) / sum(cycles) if sum(cycles) else None for k in keys}}
-    row["falls"] = [sum(bool(r["falls"]) for r in records), len(records)]
+    stopped = any(r.get("stopped") for r in records)  # no diagnostics: stopped at the first step
+    row["falls"] = None if stopped else [sum(bool(r["falls"]) for r in records), len(records)]
     ctx.data["observer"] = row | {"episodes": records}
     paper = DATA["paper"]["observer_lateral_error_mm"]
     return [Table(f"CoM observer of {policy} ({_params_text(ctx)}) on {robot}: mean lateral errors at "
@@ -316,7 +317,7 @@ def walk_observer(ctx: ExperimentContext) -> list[Table]:
                   [Column(f"measured − expected (paper: {paper:g} mm)", keys[0], number(2, "mm")),
                    Column("filtered − simulator truth", keys[1], number(2, "mm")),
                    Column("measured − truth", keys[2], number(2, "mm")), Column("cycles", "cycles"),
-                   Column("episodes that fell", "falls", lambda v: f"{v[0]}/{v[1]}")], [row],
+                   Column("episodes that fell", "falls", count)], [row],
                   notes="— : the controller has no observer diagnostics.")]
 
 
