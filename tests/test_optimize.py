@@ -144,6 +144,13 @@ def test_study_enqueues_hand_tuned_first_exports_and_resumes(tmp_path):
         optimize(tiny(tmp_path, trials=4, repetitions=2))
 
 
+@pytest.mark.parametrize("sampler", ["tpe", "motpe", "cmaes", "random"])
+def test_every_sampler_runs_past_its_startup(tmp_path, sampler):
+    summary = optimize(tiny(tmp_path, sampler=sampler, trials=3, startup=1, hand_tuned=False))
+    assert summary["states"]["complete"] == 3
+    assert len(summary["best"]["values"]) == (3 if sampler == "motpe" else 1)
+
+
 def test_ctrl_c_loses_only_the_running_trial_which_is_retried(tmp_path, monkeypatch):
     import upright.eval.runner as runner
 
