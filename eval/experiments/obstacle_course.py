@@ -336,10 +336,20 @@ def course_tables(number_: int, runs: Sequence[dict[str, Any]], columns: Sequenc
 
 
 def _table_numbers(value: Any) -> tuple[int, ...]:
+    """The ``tables`` option (1, 2 or 1,2) as sorted table numbers."""
     numbers = value if isinstance(value, tuple) else (value,)
-    if not all(float(n) in (1.0, 2.0) for n in numbers):
+    if not numbers or not all(isinstance(n, (int, float)) and n in (1, 2) for n in numbers):
         raise ValueError(f"tables must be 1, 2 or 1,2, got {value!r}")
     return tuple(sorted({int(n) for n in numbers}))
+
+
+def _column_key(item: str) -> ColumnKey:
+    """``CONFIG@SPEED`` (e.g. ``New@0.25``) as a column key."""
+    configuration, _, speed = item.partition("@")
+    try:
+        return configuration, float(speed)
+    except ValueError:
+        raise ValueError(f"only expects CONFIG@SPEED items such as New@0.25, got {item!r}") from None
 
 
 @register_experiment("obstacle-course", "falls per obstacle of the step_adjust walk's Old/WSA/SFL/New on NAO "
@@ -352,7 +362,7 @@ def obstacle_course(ctx: ExperimentContext) -> list[Table]:
     jobs = [col for n in numbers for col in _columns(n)]
     only = ctx.option_names("only")
     if only:
-        wanted = {(c, float(v)) for c, _, v in (item.partition("@") for item in only)}
+        wanted = {_column_key(item) for item in only}
         jobs = [job for job in jobs if job in wanted]
         if not jobs:
             raise ValueError(f"only={','.join(only)} names no column of tables {numbers}")
