@@ -17,7 +17,7 @@ from upright.envs.conditions import Conditions
 from upright.envs.render import RenderingUnavailable
 from upright.envs.robots import ROBOT_NAMES, get_robot
 from upright.envs.simulation import Simulation
-from upright.eval.bench import format_bench, run_bench, summary
+from upright.eval.bench.speed import format_bench, run_bench, summary
 from upright.eval.pictures import render_pose
 from upright.eval.robot_info import robot_info
 from upright.envs.registration import ENVIRONMENTS

@@ -9,7 +9,7 @@ import imageio.v3 as iio
 import pytest
 
 from upright.cli import main
-from upright.eval.bench import format_bench, run_bench
+from upright.eval.bench.speed import format_bench, run_bench
 
 
 def test_help_lists_subcommands():

@@ -40,7 +40,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from upright.eval.bench import format_bench, run_bench
+    from upright.eval.bench.speed import format_bench, run_bench
 
     print(format_bench(run_bench(args.steps)))
     return 0

@@ -1,0 +1,1 @@
+"""Speed benchmarks: simulation and environment rates (speed), controller and kinematics compute (registered protocols)."""
