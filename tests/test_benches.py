@@ -1,4 +1,5 @@
-"""The compute benchmarks: real controllers in real environments, timed side by side (short episodes).
+"""The compute benchmarks (controller-bench, spline-bench, kinematics-bench) through the registry:
+real controllers in real environments, timed side by side (short episodes).
 
 Times themselves are not asserted (they depend on the machine); what is checked is that the
 benchmarks time what they say: every cycle, the work counted, the summaries consistent."""
@@ -11,49 +12,69 @@ import numpy as np
 import pytest
 
 from upright.envs.robots import get_robot
-from upright.eval import controller_bench, spline_bench
+from upright.eval.bench.controllers import cycle_minimum, timing_summary
+from upright.eval.experiments import run_experiment
+
+
+def _rows(out) -> list[dict]:
+    return json.loads((out / "results.json").read_text())["data"]["rows"]
 
 
 def test_timing_summary_and_cycle_minimum():
-    runs = [{"ctrl": np.array([3.0, 1.0, 2.0]) * 1e-6, "step": np.array([10.0, 30.0, 20.0]) * 1e-6},
-            {"ctrl": np.array([1.0, 2.0, 2.0]) * 1e-6, "step": np.array([20.0, 10.0, 20.0]) * 1e-6}]
-    ctrl, step = controller_bench.cycle_minimum(runs, "test")
+    us = 1e-6
+    runs = [{"controller_seconds": np.array([3.0, 1.0, 2.0]) * us, "env_seconds": np.array([10.0, 30.0, 20.0]) * us},
+            {"controller_seconds": np.array([1.0, 2.0, 2.0]) * us, "env_seconds": np.array([20.0, 10.0, 20.0]) * us}]
+    ctrl, step = cycle_minimum(runs, "test")
     np.testing.assert_allclose(ctrl * 1e6, [1.0, 1.0, 2.0])
     np.testing.assert_allclose(step * 1e6, [10.0, 10.0, 20.0])
-    summary = controller_bench.timing_summary(ctrl, step)
+    summary = timing_summary(ctrl, step)
     assert summary["cycles"] == 3
     assert summary["ctrl_mean_us"] == pytest.approx(4.0 / 3.0)
     assert summary["ratio_mean"] == pytest.approx((4.0 / 3.0) / (40.0 / 3.0))
     assert summary["ratio_median"] == pytest.approx(1.0 / 10.0)
     assert summary["ratio_worst"] == pytest.approx(2.0 / (40.0 / 3.0))
     with pytest.raises(RuntimeError, match="not deterministic"):
-        controller_bench.cycle_minimum([runs[0], {"ctrl": ctrl[:2], "step": step[:2]}], "test")
+        cycle_minimum([runs[0], {"controller_seconds": ctrl[:2], "env_seconds": step[:2]}], "test")
 
 
 @pytest.mark.parametrize("repeats", [0, -1, 1.5])
-def test_bad_repeats_named(repeats):
+def test_bad_repeats_named(tmp_path, repeats):
     with pytest.raises(ValueError, match="repeats"):
-        controller_bench.measure("lipm", "nao", None, seconds=0.2, repeats=repeats)
+        run_experiment("controller-bench", tmp_path, progress=False,
+                       settings={"controllers": "lipm", "robots": "nao", "seconds": 0.2, "repeats": repeats})
 
 
-def test_controller_bench_times_every_cycle_of_a_walk(tmp_path):
-    row = controller_bench.measure("step_adjust", "nao", None, seconds=0.5, repeats=2)
+def test_controller_bench_times_every_cycle(tmp_path):
+    run_experiment("controller-bench", tmp_path / "walk", progress=False,
+                   settings={"controllers": "step_adjust", "robots": "nao", "seconds": 0.5, "repeats": 2})
+    (row,) = _rows(tmp_path / "walk")
     assert row["task"] == "walk" and row["start"] == "standing"
     assert row["cycles"] == round(0.5 / get_robot("nao").control_period)
     assert 0 < row["ctrl_median_us"] <= row["ctrl_max_us"] and row["env_mean_us"] > 0
     assert row["ratio_mean"] == pytest.approx(row["ctrl_mean_us"] / row["env_mean_us"])
-    controller_bench.main(["--controllers", "keyframe", "--robots", "wolfgang", "--seconds", "0.3",
-                           "--out", str(tmp_path)])
-    rows = json.loads((tmp_path / "controller_bench.json").read_text())
-    assert [(r["controller"], r["start"]) for r in rows] == [("keyframe", "prone"), ("keyframe", "supine")]
-    assert "| keyframe | wolfgang | prone |" in (tmp_path / "controller_bench.md").read_text()
+    run_experiment("controller-bench", tmp_path / "getup", progress=False,
+                   settings={"controllers": "keyframe", "robots": "wolfgang", "seconds": 0.3})
+    assert [(r["controller"], r["start"]) for r in _rows(tmp_path / "getup")] == [("keyframe", "prone"),
+                                                                                  ("keyframe", "supine")]
+    assert "| keyframe | wolfgang | prone |" in (tmp_path / "getup" / "results.md").read_text()
 
 
-def test_spline_bench_counts_the_ik_samples():
-    row = spline_bench.measure("wolfgang", "supine", "lab", seconds=1.0)
+def test_spline_bench_counts_the_ik_samples(tmp_path):
+    run_experiment("spline-bench", tmp_path, progress=False, settings={"robots": "wolfgang", "seconds": 1.0})
+    row = next(r for r in _rows(tmp_path) if r["start"] == "supine")
     assert row["tries"] == 1 and row["cycles"] == round(1.0 / get_robot("wolfgang").control_period)
     # samples are solved lazily inside the cycles: some cycles solve, each at least one sample
     assert 0 < row["solving_cycles"] <= row["ik_samples"]
     assert row["solving_cycles"] < row["cycles"]
     assert row["motion_cycles"] == row["cycles"]  # not finished within 1 s
     assert row["ratio_episode"] == pytest.approx(row["ctrl_mean_us"] / row["env_mean_us"])
+
+
+def test_kinematics_bench_times_every_function(tmp_path):
+    run_experiment("kinematics-bench", tmp_path, progress=False, settings={"n": 20, "robots": "nao"})
+    (row,) = json.loads((tmp_path / "results.json").read_text())["tables"][0]["rows"]
+    assert row["robot"] == "nao"
+    assert all(row[key] > 0.0 for key in ("leg_ik_us", "legs_ik_us", "foot_fk_us", "com_us", "arm_ik_local_us",
+                                          "arm_ik_from_stand_us"))
+    with pytest.raises(ValueError, match="n must be"):
+        run_experiment("kinematics-bench", tmp_path, progress=False, settings={"n": 0, "robots": "nao"})
