@@ -283,3 +283,14 @@ def test_params_for_a_policy_without_parameters_are_refused(capsys, tmp_path):
     assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "zero", "--episodes", "1",
                  "--set", "params.gain=1", "--out", str(tmp_path)]) == 2
     assert "zero" in capsys.readouterr().err
+
+
+def test_eval_reads_controller_params_from_a_file(tmp_path, capsys):
+    params = tmp_path / "best_params.yaml"
+    params.write_text("no_such_parameter: 1\n")
+    assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "keyframe", "--episodes", "1",
+                 "--params", str(params), "--set", "max_episode_seconds=0.3", "--out", str(tmp_path / "out")]) == 2
+    assert "no_such_parameter" in capsys.readouterr().err
+    assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "keyframe", "--episodes", "1",
+                 "--params", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "out")]) == 2
+    assert "missing.yaml" in capsys.readouterr().err
