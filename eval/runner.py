@@ -25,11 +25,9 @@ import numpy as np
 from tqdm import tqdm
 
 from upright.envs.conditions import PRESETS, Conditions
-
 from upright.policies.base import Policy
 from upright.policies.builtin import ControllerPolicy
 from upright.policies.registry import load_policy
-
 
 #: An environment wrapper: a picklable callable ``env -> env``.
 Wrap = Callable[[gym.Env], gym.Env]
