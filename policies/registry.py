@@ -1,6 +1,8 @@
 """Loading a policy by name or file.
 
-- A path ending in ``.zip`` loads a stable-baselines3 model (:class:`SB3Policy`).
+- A run folder of ``upright train``, a ``.zip`` inside one, or ``zoo:NAME`` (a shipped policy)
+  loads the model with its frozen normalisation (:mod:`upright.policies.run`).
+- Any other path ending in ``.zip`` loads a stable-baselines3 model (:class:`SB3Policy`).
 - A name registered with :func:`register_policy` (the built-ins ``zero``, ``random``, ``hold``).
 - A baseline name: every controller registered in :mod:`upright.baselines` (with
   ``register_controller``, when its module is imported) is found by its name and acts through
@@ -34,12 +36,20 @@ def _baseline_names() -> tuple[str, ...]:
 
 
 def policy_names() -> tuple[str, ...]:
-    """Every name :func:`load_policy` accepts (besides ``.zip`` files), sorted."""
-    return tuple(sorted({*_FACTORIES, *_baseline_names()}))
+    """Every name :func:`load_policy` accepts (besides run folders and ``.zip`` files), sorted;
+    shipped policies as ``zoo:NAME``."""
+    from upright.policies.run import ZOO_PREFIX, zoo_names
+
+    return tuple(sorted({*_FACTORIES, *_baseline_names(), *(ZOO_PREFIX + n for n in zoo_names())}))
 
 
 def load_policy(name_or_path: str) -> Policy:
-    """A fresh policy for ``name_or_path``: a registered name, a baseline name or an SB3 ``.zip``."""
+    """A fresh policy for ``name_or_path``: a registered name, a baseline name, a run folder or
+    ``zoo:NAME``, or an SB3 ``.zip``."""
+    from upright.policies.run import is_run_policy, load_run_policy
+
+    if is_run_policy(name_or_path):
+        return load_run_policy(name_or_path)
     if name_or_path.endswith(".zip"):
         from upright.policies.sb3 import SB3Policy
 
@@ -49,7 +59,7 @@ def load_policy(name_or_path: str) -> Policy:
     if name_or_path in _baseline_names():
         return ControllerPolicy(name_or_path)
     raise ValueError(f"unknown policy {name_or_path!r}; valid policies: {', '.join(policy_names())} "
-                     "(or an SB3 model file ending in .zip)")
+                     "(or a run folder, zoo:NAME, or an SB3 model file ending in .zip)")
 
 
 for _policy in (ZeroPolicy, RandomPolicy, HoldPolicy):

@@ -1,1 +1,2 @@
-"""Training (stable-baselines3) and parameter optimisation (Optuna)."""
+"""Training (stable-baselines3: :func:`~upright.training.train.train`, ``upright train``) and
+parameter optimisation (Optuna: :mod:`upright.training.optimize`)."""

@@ -1,5 +1,6 @@
 """The ``upright`` command line: ``info``, ``view``, ``bench``, ``report`` (the main job), ``eval``,
-``video``, ``experiment`` (a paper's protocol by name) and ``optimize`` (controller parameters)."""
+``video``, ``experiment`` (a paper's protocol by name), ``optimize`` (controller parameters) and
+``train`` (residual or from-scratch policies)."""
 
 from __future__ import annotations
 
@@ -55,11 +56,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | Policy]:
-    """The environment keyword arguments (``--set`` settings plus ``--start`` and ``--conditions``,
-    each named in one place only) and the policy (with the controller overrides of the ``--params``
-    file and the ``--set params.KEY=VALUE`` items over them)."""
+    """The environment keyword arguments (a trained policy's own, under the ``--set`` settings plus
+    ``--start`` and ``--conditions``, each named in one place only) and the policy (with the
+    controller overrides of the ``--params`` file and the ``--set params.KEY=VALUE`` items over them)."""
     from upright.envs.base import load_params_file
     from upright.eval.runner import resolve_policy
+    from upright.policies.run import run_env_kwargs
 
     kwargs, params = split_settings(parse_settings(args.set))
     if args.params is not None:
@@ -70,6 +72,7 @@ def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | P
             if key in kwargs:
                 raise ValueError(f"{key} given both as --{key} and as --set {key}=...")
             kwargs[key] = value
+    kwargs = {**run_env_kwargs(args.policy), **kwargs}  # a trained policy's own environment, unless overridden
     return kwargs, resolve_policy(args.policy, params)
 
 
@@ -161,6 +164,27 @@ def _cmd_optimize_measure(args: argparse.Namespace) -> int:
     measure(args.measure, base, options, episodes=args.episodes, workers=args.workers, docs=args.docs,
             command=args.command_line)
     print(f"wrote {out / args.measure / 'results.md'}" + (" and docs/results/optimize.md" if args.docs else ""))
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from upright.training.config import TrainConfig, split_train_settings
+    from upright.training.train import TrainingInterrupted, train
+
+    env_kwargs, hp = split_train_settings(parse_settings(args.set))
+    if args.resume is None and args.env is None:
+        raise ValueError("give --env ID (or --resume RUN_DIR)")
+    config = TrainConfig(env_id=args.env or "", prior=args.prior, algo=args.algo, steps=args.steps, n_envs=args.n_envs,
+                         seed=args.seed, env_kwargs=env_kwargs, hyperparams_file=args.hyperparams, hp_overrides=hp,
+                         out=args.out, name=args.name, eval_every=args.eval_every, eval_episodes=args.eval_episodes,
+                         checkpoint_every=args.checkpoint_every, progress=args.progress, command=args.command_line)
+    try:
+        run_dir = train(config, resume=args.resume)
+    except TrainingInterrupted as stopped:
+        print(f"upright train: interrupted; saved {stopped.run_dir} (continue with --resume {stopped.run_dir})",
+              file=sys.stderr)
+        return 130
+    print(f"wrote {run_dir}")
     return 0
 
 
@@ -263,6 +287,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=100, help="--measure: evaluation episodes per start (default: 100)")
     p.add_argument("--docs", action="store_true", help="--measure: also write docs/results/optimize.md")
     p.set_defaults(func=_cmd_optimize)
+
+    p = sub.add_parser("train", help="train a residual (--prior) or from-scratch policy with stable-baselines3")
+    p.add_argument("--env", default=None, help="environment id, e.g. upright/WolfgangGetUp-v0")
+    p.add_argument("--prior", default=None, help="baseline the policy is a residual on (default: from scratch)")
+    p.add_argument("--algo", default="ppo", help="ppo, sac or td3 (default: ppo)")
+    p.add_argument("--steps", type=int, default=100_000, help="total environment steps (default: 100000)")
+    p.add_argument("--n-envs", type=int, default=2, help="environments in the DummyVecEnv (default: 2)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--hyperparams", default=None, metavar="FILE",
+                   help="hyperparameter YAML (default: the shipped training/hyperparams/ALGO.yml)")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="environment keyword arguments, params.KEY prior overrides and hp.KEY hyperparameters, "
+                        "e.g. --set start=random residual_scale=0.3 hp.learning_rate=1e-4 "
+                        "hp.policy_kwargs.log_std_init=-3")
+    p.add_argument("--out", default="runs", help="folder of the runs (default: runs)")
+    p.add_argument("--name", default=None, help="run folder name (default: ALGO-PRIOR-N)")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue this run up to --steps total steps")
+    p.add_argument("--eval-every", type=int, default=10_000, help="evaluate every N steps (0: never; default 10000)")
+    p.add_argument("--eval-episodes", type=int, default=10, help="episodes per evaluation (default: 10)")
+    p.add_argument("--checkpoint-every", type=int, default=50_000, help="checkpoint every N steps (default: 50000)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar")
+    p.set_defaults(func=_cmd_train)
     return parser
 
 

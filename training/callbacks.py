@@ -1,0 +1,192 @@
+"""SB3 callbacks of ``upright train`` (SB3's own CheckpointCallback does the checkpoints):
+
+- :class:`RewardTerms`: ``reward/<term>`` episode sums from ``info["reward_terms"]``;
+- :class:`Evaluation`: every N steps, episodes on fixed held-out seeds through the shared runner
+  with the training normalisation frozen; logs ``eval/*`` (and the prior's own numbers on the same
+  seeds as ``prior/*``, computed once), appends ``learning_curve.csv``, keeps ``best_model.zip``;
+- :class:`ActorWarmup`: the actor frozen for the first environment steps (critic warm-up).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecNormalize
+
+from upright.policies.run import ModelPolicy
+
+#: learning_curve.csv columns: environment steps, wall-clock seconds since the run started (resumes
+#: included), then the get-up or walk numbers (empty when they do not apply).
+CURVE_COLUMNS = ("steps", "wall_seconds", "success_rate", "success_ci_low", "success_ci_high", "stood_up_rate",
+                 "time_to_stand", "falls", "fall_rate", "vx", "vy", "wz", "linear_tracking_error",
+                 "yaw_tracking_error", "mean_return")
+
+
+class RewardTerms(BaseCallback):
+    """Sums every ``info["reward_terms"]`` term over each episode of each environment and logs the
+    mean of the finished episodes' sums as ``reward/<term>``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sums: list[dict[str, float]] = []
+
+    def _on_training_start(self) -> None:
+        self._sums = [{} for _ in range(self.training_env.num_envs)]
+
+    def _on_step(self) -> bool:
+        for i, (info, done) in enumerate(zip(self.locals["infos"], self.locals["dones"])):
+            for term, value in info.get("reward_terms", {}).items():
+                self._sums[i][term] = self._sums[i].get(term, 0.0) + float(value)
+            if done:
+                for term, total in self._sums[i].items():
+                    self.logger.record_mean(f"reward/{term}", total)
+                self._sums[i] = {}
+        return True
+
+
+def summary_numbers(result: dict[str, Any]) -> dict[str, float | None]:
+    """The learning-curve numbers of an aggregated evaluation (``upright.eval.results.aggregate``)."""
+    records = result["episodes_data"]
+    numbers: dict[str, float | None] = {c: None for c in CURVE_COLUMNS[2:]}
+    numbers["mean_return"] = float(np.mean([r["return"] for r in records]))
+    if result["task"] == "walk":
+        vx, vy, wz = result["mean_velocity"]
+        numbers.update(vx=vx, vy=vy, wz=wz, linear_tracking_error=result["linear_tracking_error"]["mean"],
+                       yaw_tracking_error=result["yaw_tracking_error"]["mean"], fall_rate=result["falls"]["fall_rate"],
+                       falls=result["falls"]["total"])
+    else:
+        low, high = result["success_ci95"]
+        numbers.update(success_rate=result["success_rate"], success_ci_low=low, success_ci_high=high,
+                       stood_up_rate=result["stood_up_rate"], time_to_stand=result["time_to_stand"]["mean"],
+                       falls=result["falls"])
+    return numbers
+
+
+def score(numbers: dict[str, float | None]) -> tuple[float, ...]:
+    """Higher is better: get-up success rate then return; walk no falls, then small tracking error."""
+    if numbers["success_rate"] is not None:
+        return (numbers["success_rate"], numbers["mean_return"])
+    return (-(numbers["fall_rate"] or 0.0), -(numbers["linear_tracking_error"] or 0.0))
+
+
+class Evaluation(BaseCallback):
+    """Every ``every`` environment steps (and at the end of training, :meth:`evaluate`): ``episodes``
+    episodes from seed ``seed`` of the deterministic policy through
+    :func:`upright.eval.runner.run_episodes`, observations normalised with a frozen copy of the
+    training statistics. Writes ``eval/<steps>/results.json``, appends ``learning_curve.csv`` and
+    saves ``best_model.zip`` (+ ``best_vecnormalize.pkl``) on a new best. With a prior, the
+    prior alone (the zero residual) is evaluated once on the same seeds and logged as ``prior/*``
+    beside every evaluation."""
+
+    def __init__(self, run_dir: Path, env_id: str, env_kwargs: dict[str, Any], *, every: int, episodes: int,
+                 seed: int, has_prior: bool, wall_offset: float = 0.0) -> None:
+        super().__init__()
+        self.run_dir, self.env_id, self.env_kwargs = run_dir, env_id, env_kwargs
+        self.every, self.episodes, self.seed, self.has_prior = every, episodes, seed, has_prior
+        self.wall_offset = wall_offset
+        self._start = time.monotonic()
+        self.last = 0
+        self._best: tuple[float, ...] | None = None
+        self._prior: dict[str, float | None] | None = None
+
+    def _on_training_start(self) -> None:
+        self._start = time.monotonic()
+        self.last = self.num_timesteps
+
+    def _on_step(self) -> bool:
+        if self.every > 0 and self.num_timesteps - self.last >= self.every:
+            self.evaluate()
+        return True
+
+    def _run(self, policy: Any, out: Path) -> dict[str, float | None]:
+        from upright.eval.results import aggregate, write_results
+        from upright.eval.runner import run_episodes
+
+        run = run_episodes(self.env_id, policy, self.episodes, env_kwargs=self.env_kwargs, seed=self.seed,
+                           progress=False)
+        result = aggregate(run)
+        write_results(result, out)
+        return summary_numbers(result)
+
+    def evaluate(self) -> dict[str, float | None]:
+        """Evaluate now, log and record (see the class)."""
+        self.last = self.num_timesteps
+        normalizer = None
+        if isinstance(self.training_env, VecNormalize):
+            normalizer = copy.deepcopy(self.training_env)
+            normalizer.training = False
+        policy = ModelPolicy(self.model, normalizer, name=f"{self.run_dir.name}@{self.num_timesteps}")
+        numbers = self._run(policy, self.run_dir / "eval" / f"{self.num_timesteps:09d}")
+        for key, value in numbers.items():
+            if value is not None:
+                self.logger.record(f"eval/{key}", value)
+        if self.has_prior:
+            if self._prior is None:
+                self._prior = self._run("zero", self.run_dir / "eval" / "prior")
+            for key, value in self._prior.items():
+                if value is not None:
+                    self.logger.record(f"prior/{key}", value)
+        wall = self.wall_offset + time.monotonic() - self._start
+        self._append_curve(numbers, wall)
+        if self._best is None or score(numbers) > self._best:
+            self._best = score(numbers)
+            self.model.save(self.run_dir / "best_model.zip")
+            if normalizer is not None:
+                self.training_env.save(str(self.run_dir / "best_vecnormalize.pkl"))
+        self.logger.dump(self.num_timesteps)
+        return numbers
+
+    def _append_curve(self, numbers: dict[str, float | None], wall: float) -> None:
+        path = self.run_dir / "learning_curve.csv"
+        new = not path.is_file()
+        with path.open("a", newline="") as file:
+            writer = csv.writer(file)
+            if new:
+                writer.writerow(CURVE_COLUMNS)
+            row = {"steps": self.num_timesteps, "wall_seconds": round(wall, 2), **numbers}
+            writer.writerow(["" if row[c] is None else row[c] for c in CURVE_COLUMNS])
+
+
+def actor_parameters(model: Any) -> list[Any]:
+    """The parameters of ``model``'s actor: PPO's policy network, action layer and log-std; the
+    actor of SAC/TD3."""
+    policy = model.policy
+    if hasattr(policy, "actor"):
+        return list(policy.actor.parameters())
+    params = [*policy.mlp_extractor.policy_net.parameters(), *policy.action_net.parameters()]
+    if isinstance(getattr(policy, "log_std", None), type(params[0])):
+        params.append(policy.log_std)
+    return params
+
+
+class ActorWarmup(BaseCallback):
+    """Freezes the actor (no gradient) until ``steps`` environment steps, so that the critic learns
+    the prior's values first (the "burn-in" of residual policy learning)."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps = steps
+        self._frozen = False
+
+    def _set(self, frozen: bool) -> None:
+        for parameter in actor_parameters(self.model):
+            parameter.requires_grad_(not frozen)
+        self._frozen = frozen
+
+    def _on_training_start(self) -> None:
+        self._set(self.num_timesteps < self.steps)
+
+    def _on_step(self) -> bool:
+        if self._frozen and self.num_timesteps >= self.steps:
+            self._set(False)
+        return True
+
+
+__all__ = ["ActorWarmup", "CURVE_COLUMNS", "Evaluation", "RewardTerms", "actor_parameters", "score",
+           "summary_numbers"]

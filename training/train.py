@@ -1,0 +1,180 @@
+"""``train(config) -> run_dir``: one training run of ``upright train``, or its continuation.
+
+The run folder ``runs/<env>/<algo>-<prior|scratch>-<n>/`` holds ``config.yml``, ``command.txt``,
+TensorBoard events (``tb/``), ``checkpoints/`` (model, normalisation and, off-policy, the replay
+buffer every ``checkpoint_every`` steps), ``model.zip`` (the latest), ``best_model.zip``,
+``vecnormalize.pkl`` (when normalising), ``replay_buffer.pkl`` (off-policy), ``eval/`` (the shared
+runner's ``results.json`` per evaluation) and ``learning_curve.csv``. Ctrl-C or SIGTERM saves the
+latest model (and the rest) before returning, so the run stays loadable and resumable.
+"""
+
+from __future__ import annotations
+
+import csv
+import shlex
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from upright.training.callbacks import ActorWarmup, Evaluation, RewardTerms
+from upright.training.config import (TrainConfig, algo_class, load_hyperparams, load_run_config, model_kwargs,
+                                     next_run_dir)
+from upright.training.envs import check_env, make_train_env
+
+ON_POLICY = ("ppo",)
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Training stopped by Ctrl-C or SIGTERM; the run folder was saved (``run_dir``)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(str(run_dir))
+        self.run_dir = run_dir
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def resolve(config: TrainConfig) -> TrainConfig:
+    """``config`` checked and with its hyperparameters resolved: ValueError naming an unknown
+    algorithm, hyperparameter, environment, keyword argument or a prior that does not fit the
+    robot or task, before anything is started."""
+    algo_class(config.algo)
+    if config.steps < 1 or config.n_envs < 1:
+        raise ValueError(f"steps and n_envs must be >= 1, got steps={config.steps!r} n_envs={config.n_envs!r}")
+    hp = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file, config.hp_overrides)
+    check_env(config.env_id, config.env_kwargs_with_prior).close()
+    from importlib.metadata import version
+
+    return replace(config, hyperparams=hp, version=version("upright"))
+
+
+def zero_actor_output(model: Any, log_std_init: float | None = None) -> None:
+    """Zero the actor's last layer (after SB3's orthogonal initialisation) so that the
+    deterministic action is exactly 0 (the residual reproduces the prior): PPO's ``action_net``;
+    SAC's ``mu`` (and its ``log_std`` layer: weight 0, bias ``log_std_init``); TD3's ``mu``."""
+    import torch
+
+    policy = model.policy
+    with torch.no_grad():
+        if hasattr(policy, "action_net"):
+            layers = [policy.action_net]
+        else:
+            mu = policy.actor.mu
+            layers = [mu[0] if isinstance(mu, torch.nn.Sequential) else mu]
+        for layer in layers:
+            layer.weight.zero_()
+            layer.bias.zero_()
+        log_std = getattr(getattr(policy, "actor", None), "log_std", None)
+        if isinstance(log_std, torch.nn.Linear) and log_std_init is not None:
+            log_std.weight.zero_()
+            log_std.bias.fill_(log_std_init)
+    if hasattr(policy, "actor_target"):  # TD3/SAC-like target actors start equal to the actor
+        policy.actor_target.load_state_dict(policy.actor.state_dict())
+
+
+def _new_model(config: TrainConfig, venv: Any, tb_dir: Path) -> Any:
+    hp = config.hyperparams
+    kwargs = model_kwargs(hp)
+    if config.algo == "td3":
+        from stable_baselines3.common.noise import NormalActionNoise
+
+        size = venv.action_space.shape[0]
+        kwargs["action_noise"] = NormalActionNoise(np.zeros(size), np.full(size, hp.get("action_noise_sigma", 0.1)))
+    model = algo_class(config.algo)("MlpPolicy", venv, seed=config.seed, tensorboard_log=str(tb_dir), device="cpu",
+                                    verbose=0, **kwargs)
+    if hp.get("zero_init", config.prior is not None):
+        zero_actor_output(model, hp.get("log_std_init", -2.0) if config.algo == "sac" else None)
+    return model
+
+
+def _wall_seconds(run_dir: Path) -> float:
+    """Wall-clock seconds of the run so far (the last learning-curve row; 0 without one)."""
+    path = run_dir / "learning_curve.csv"
+    if not path.is_file():
+        return 0.0
+    rows = list(csv.DictReader(path.open()))
+    return float(rows[-1]["wall_seconds"]) if rows else 0.0
+
+
+def _save(model: Any, venv: Any, run_dir: Path, off_policy: bool) -> None:
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    model.save(run_dir / "model.zip")
+    if isinstance(venv, VecNormalize):
+        venv.save(str(run_dir / "vecnormalize.pkl"))
+    if off_policy:
+        model.save_replay_buffer(run_dir / "replay_buffer.pkl")
+
+
+def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
+    """Train (or, with ``resume`` a run folder, continue to ``config.steps`` total steps; its own
+    config is used then, except ``steps``, ``progress`` and the evaluation schedule) and return the
+    run folder. Raises :class:`TrainingInterrupted` after saving when Ctrl-C or SIGTERM stopped it."""
+    import torch
+    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
+
+    torch.set_num_threads(1)
+    if resume is not None:
+        run_dir = Path(resume)
+        saved = load_run_config(run_dir)
+        if not (run_dir / "model.zip").is_file():
+            raise ValueError(f"run {str(run_dir)!r} has no model.zip to resume from")
+        config = replace(saved, steps=config.steps, progress=config.progress, eval_every=config.eval_every,
+                         eval_episodes=config.eval_episodes, checkpoint_every=config.checkpoint_every)
+        algo_class(config.algo)
+    else:
+        config = resolve(config)
+        run_dir = next_run_dir(config.out, config.env_id, config.algo, config.prior, config.name)
+        run_dir.mkdir(parents=True)
+        (run_dir / "command.txt").write_text((config.command or shlex.join(sys.argv)) + "\n")
+    (run_dir / "config.yml").write_text(yaml.safe_dump(config.to_yaml(), sort_keys=False))
+    hp = config.hyperparams
+    on_policy = config.algo in ON_POLICY
+    normalizer = run_dir / "vecnormalize.pkl"
+    venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
+                          normalize=bool(hp.get("normalize")), on_policy=on_policy,
+                          normalizer=normalizer if resume is not None and normalizer.is_file() else None)
+    tb_dir = run_dir / "tb"
+    if resume is not None:
+        model = algo_class(config.algo).load(run_dir / "model.zip", env=venv, device="cpu", tensorboard_log=str(tb_dir))
+        if not on_policy and (run_dir / "replay_buffer.pkl").is_file():
+            model.load_replay_buffer(run_dir / "replay_buffer.pkl")
+    else:
+        model = _new_model(config, venv, tb_dir)
+    evaluation = Evaluation(run_dir, config.env_id, config.env_kwargs_with_prior, every=config.eval_every,
+                            episodes=config.eval_episodes, seed=config.eval_seed, has_prior=config.prior is not None,
+                            wall_offset=_wall_seconds(run_dir))
+    callbacks = [RewardTerms(), evaluation,
+                 CheckpointCallback(max(config.checkpoint_every // config.n_envs, 1), str(run_dir / "checkpoints"),
+                                    name_prefix="model", save_replay_buffer=not on_policy,
+                                    save_vecnormalize=bool(hp.get("normalize")))]
+    if hp.get("warmup_steps", 0) > 0:
+        callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    interrupted = False
+    try:
+        remaining = config.steps - model.num_timesteps
+        if remaining > 0:
+            model.learn(remaining, callback=CallbackList(callbacks), tb_log_name="run",
+                        reset_num_timesteps=resume is None, progress_bar=config.progress)
+            if config.eval_every > 0 and evaluation.num_timesteps > evaluation.last:
+                evaluation.evaluate()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _save(model, venv, run_dir, not on_policy)
+        venv.close()
+    if interrupted:
+        raise TrainingInterrupted(run_dir)
+    return run_dir
+
+
+__all__ = ["TrainingInterrupted", "resolve", "train", "zero_actor_output"]
