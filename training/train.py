@@ -58,19 +58,16 @@ def resolve(config: TrainConfig) -> TrainConfig:
 def zero_actor_output(model: Any, log_std_init: float | None = None) -> None:
     """Zero the actor's last layer (after SB3's orthogonal initialisation) so that the
     deterministic action is exactly 0 (the residual reproduces the prior): PPO's ``action_net``;
-    SAC's ``mu`` (and its ``log_std`` layer: weight 0, bias ``log_std_init``); TD3's ``mu``."""
+    SAC's ``mu`` (and its ``log_std`` layer: weight 0, bias ``log_std_init``); the last layer of
+    TD3's ``mu``."""
     import torch
 
     policy = model.policy
     with torch.no_grad():
-        if hasattr(policy, "action_net"):
-            layers = [policy.action_net]
-        else:
-            mu = policy.actor.mu
-            layers = [mu[0] if isinstance(mu, torch.nn.Sequential) else mu]
-        for layer in layers:
-            layer.weight.zero_()
-            layer.bias.zero_()
+        head = policy.action_net if hasattr(policy, "action_net") else policy.actor.mu
+        layer = [m for m in head.modules() if isinstance(m, torch.nn.Linear)][-1]  # TD3's mu is the whole MLP
+        layer.weight.zero_()
+        layer.bias.zero_()
         log_std = getattr(getattr(policy, "actor", None), "log_std", None)
         if isinstance(log_std, torch.nn.Linear) and log_std_init is not None:
             log_std.weight.zero_()

@@ -1,0 +1,155 @@
+"""upright train: zero-initialised residual = prior, run folder, resume, Ctrl-C, loading, bad configs.
+
+Real (tiny) trainings on WolfgangGetUp with the spline prior and 1.5 s episodes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import upright  # noqa: F401  (registers the ids)
+from upright.cli import main
+from upright.eval.runner import run_episodes
+from upright.policies.registry import load_policy
+from upright.policies.run import ModelPolicy, run_env_kwargs
+from upright.training.config import TrainConfig
+from upright.training.envs import make_train_env
+from upright.training.train import _new_model, resolve, train
+
+ENV = "upright/WolfgangGetUp-v0"
+SHORT = {"max_episode_seconds": 1.5}
+TINY_PPO = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "policy_kwargs.net_arch": (16, 16)}
+
+
+def _config(tmp_path: Path, **changes) -> TrainConfig:
+    base = dict(env_id=ENV, prior="spline", algo="ppo", steps=256, seed=0, env_kwargs=dict(SHORT),
+                hp_overrides=dict(TINY_PPO), out=str(tmp_path / "runs"), eval_every=128, eval_episodes=1,
+                checkpoint_every=128, progress=False, command="test")
+    return TrainConfig(**{**base, **changes})
+
+
+def _records(run) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in ("episode",)} for r in run.records]
+
+
+@pytest.mark.parametrize("algo, hp", [("ppo", TINY_PPO), ("sac", {"policy_kwargs.net_arch": (16, 16)}),
+                                      ("td3", {"policy_kwargs.net_arch": (16, 16)})])
+def test_zero_initialised_residual_is_exactly_the_prior(tmp_path, algo, hp):
+    config = resolve(_config(tmp_path, algo=algo, hp_overrides=hp))
+    venv = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=True, on_policy=algo == "ppo")
+    model = _new_model(config, venv, tmp_path / "tb")
+    policy = ModelPolicy(model, venv, name="step0")
+    residual = run_episodes(ENV, policy, 2, env_kwargs=config.env_kwargs_with_prior, seed=7, progress=False)
+    prior = run_episodes(ENV, "zero", 2, env_kwargs=config.env_kwargs_with_prior, seed=7, progress=False)
+    assert _records(residual) == _records(prior)
+    observation = venv.reset()
+    assert np.array_equal(model.predict(observation, deterministic=True)[0], np.zeros((1, 20), dtype=np.float32))
+    venv.close()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """A PPO run of 256 steps continued to 640 with --resume."""
+    tmp = tmp_path_factory.mktemp("train")
+    run_dir = train(_config(tmp))
+    assert run_dir == tmp / "runs" / "WolfgangGetUp-v0" / "ppo-spline-1"
+    assert main(["train", "--resume", str(run_dir), "--steps", "640", "--eval-every", "128", "--eval-episodes", "1",
+                 "--no-progress"]) == 0
+    return run_dir
+
+
+def test_run_folder_holds_everything(run_dir):
+    names = {p.name for p in run_dir.iterdir()}
+    assert {"config.yml", "command.txt", "tb", "checkpoints", "model.zip", "best_model.zip", "vecnormalize.pkl",
+            "eval", "learning_curve.csv"} <= names
+    config = yaml.safe_load((run_dir / "config.yml").read_text())
+    assert config["prior"] == "spline" and config["env_kwargs"] == SHORT and config["hyperparams"]["n_steps"] == 64
+    assert (run_dir / "eval" / "prior" / "results.json").is_file()
+    assert (run_dir / "checkpoints" / "model_256_steps.zip").is_file()
+
+
+def test_resume_continues_steps_curve_and_tensorboard(run_dir):
+    from stable_baselines3 import PPO
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    assert PPO.load(run_dir / "model.zip", device="cpu").num_timesteps == 640
+    curve = (run_dir / "learning_curve.csv").read_text().splitlines()
+    steps = [int(line.split(",")[0]) for line in curve[1:]]
+    assert steps == [128, 256, 384, 512, 640]
+    assert [p.name for p in (run_dir / "tb").iterdir()] == ["run_1"]
+    events = EventAccumulator(str(run_dir / "tb" / "run_1"))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {"eval/success_rate", "eval/success_ci_low", "prior/success_rate", "reward/upright"} <= set(tags)
+    tb_steps = [e.step for e in events.Scalars("eval/success_rate")]
+    assert tb_steps == sorted(tb_steps) and tb_steps[-1] == 640 and tb_steps[0] == 128
+
+
+def test_run_folder_evaluates_through_upright_eval(run_dir, tmp_path):
+    assert run_env_kwargs(str(run_dir)) == {**SHORT, "prior": "spline"}
+    out = tmp_path / "eval"
+    assert main(["eval", "--env", ENV, "--policy", str(run_dir / "best_model.zip"), "--episodes", "1",
+                 "--out", str(out)]) == 0
+    result = yaml.safe_load((out / "results.json").read_text())
+    assert result["env_kwargs"] == {**SHORT, "prior": "spline"} and result["episodes"] == 1
+
+
+def test_a_policy_in_another_environment_is_refused(run_dir):
+    policy = load_policy(str(run_dir))
+    with pytest.raises(ValueError, match="observation shape"):
+        run_episodes(ENV, policy, 1, env_kwargs=SHORT, progress=False)  # no prior: smaller observation
+
+
+def test_zoo_policy_loads_by_name(run_dir, tmp_path, monkeypatch):
+    entry = tmp_path / "zoo" / "tiny"
+    entry.mkdir(parents=True)
+    for name in ("config.yml", "model.zip", "vecnormalize.pkl"):
+        (entry / name).write_bytes((run_dir / name).read_bytes())
+    (entry / "manifest.yml").write_text(yaml.safe_dump({"env_id": ENV, "algo": "ppo", "steps": 640}))
+    monkeypatch.setenv("UPRIGHT_ZOO", str(tmp_path / "zoo"))
+    policy = load_policy("zoo:tiny")
+    assert policy.name == "tiny" and policy.normalizer is not None
+    assert run_env_kwargs("zoo:tiny")["prior"] == "spline"
+    with pytest.raises(ValueError, match="'zoo:nope'"):
+        load_policy("zoo:nope")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--algo", "dqn"], "'dqn'"),
+    (["--set", "hp.learning_rat=1e-3"], "'learning_rat'"),
+    (["--set", "hp.policy_kwargs.net=8"], "policy_kwargs.net"),
+    (["--prior", "lipm"], "'lipm'"),
+    (["--set", "gravity=1"], "'gravity'"),
+    (["--resume", "."], "not a run folder"),
+])
+def test_bad_configurations_name_the_bad_value(args, message, tmp_path, capsys):
+    assert main(["train", "--env", ENV, "--out", str(tmp_path / "runs"), "--no-progress", *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_sigint_leaves_a_loadable_run(tmp_path):
+    command = [sys.executable, "-m", "upright", "train", "--env", ENV, "--prior", "spline", "--steps", "100000",
+               "--out", str(tmp_path), "--no-progress", "--eval-every", "0",
+               "--set", "max_episode_seconds=1.5", "hp.n_steps=64", "hp.batch_size=64", "hp.n_epochs=1"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    run_dir = tmp_path / "WolfgangGetUp-v0" / "ppo-spline-1"
+    deadline = time.monotonic() + 60
+    while not (run_dir / "tb").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "--resume" in err
+    policy = load_policy(str(run_dir))
+    assert policy.model.num_timesteps > 0
