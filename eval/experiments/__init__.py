@@ -151,9 +151,13 @@ def register_experiment(name: str, summary: str, options: Mapping[str, Any] | No
 
 
 def experiments() -> dict[str, Experiment]:
-    """Every registered protocol by name (importing the modules of this package first), sorted."""
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
+    """Every registered protocol by name (importing the modules of this package and of
+    :mod:`upright.eval.bench`, whose compute benchmarks register too), sorted."""
+    from upright.eval import bench
+
+    for package in (__name__, bench.__name__):
+        for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            importlib.import_module(f"{package}.{module.name}")
     return dict(sorted(_REGISTRY.items()))
 
 
