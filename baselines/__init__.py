@@ -1,27 +1,42 @@
 """Classical controllers (robot-side code: they see only ``Sensors`` and the robot's own model).
 
-Each baseline registers a factory under its name with :func:`register_controller`, saying which
-robots and which task (``"getup"`` or ``"walk"``) it supports; :func:`make_controller` builds one
-for a robot (used by ``prior=NAME`` and the policy loader) and names the bad value when the robot
-or task is not supported. A baseline module is registered by importing it at the end of this file.
+Each baseline registers a factory ``factory(robot, params)`` under its name with
+:func:`register_controller`, with the function giving its default parameters for a robot name (a
+:class:`~upright.baselines.common.params.Params`, usually the family's ``Params.load``) and the
+robots and task (``"getup"`` or ``"walk"``) it supports. :func:`make_controller` builds one for a
+robot (used by ``prior=NAME`` and the policy loader), with changed parameters if asked, and names
+the bad value when the robot or task is not supported; :func:`default_params` gives the defaults.
+A baseline module is registered by importing it at the end of this file.
+
+Example::
+
+    from upright.baselines import default_params, make_controller
+    from upright.envs.robots import get_robot
+
+    params = default_params("lipm", "nao").with_overrides({"player.max_step_forward": 0.1})
+    walk = make_controller("lipm", get_robot("nao"), "walk", params={"correction": False})
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any
 
+from upright.baselines.common.params import Params
 from upright.baselines.controller import Controller
-from upright.envs.robots import RobotSpec
+from upright.envs.robots import RobotSpec, get_robot
 
 TASKS = ("getup", "walk")
 
 
 @dataclass(frozen=True)
 class BaselineEntry:
-    """A registered baseline: its factory, the robots it has parameters for and its task."""
+    """A registered baseline: its factory ``factory(robot, params)``, its default parameters
+    ``defaults(robot_name)``, the robots it has parameters for and its task."""
 
-    factory: Callable[[RobotSpec], Controller]
+    factory: Callable[[RobotSpec, Any], Controller]
+    defaults: Callable[[str], Params]
     robots: tuple[str, ...]
     task: str
 
@@ -29,12 +44,13 @@ class BaselineEntry:
 _ENTRIES: dict[str, BaselineEntry] = {}
 
 
-def register_controller(name: str, factory: Callable[[RobotSpec], Controller], *,
-                        robots: tuple[str, ...], task: str) -> None:
-    """Make ``factory(robot)`` available as the baseline ``name`` for ``robots`` and ``task``."""
+def register_controller(name: str, factory: Callable[[RobotSpec, Any], Controller],
+                        defaults: Callable[[str], Params], *, robots: tuple[str, ...], task: str) -> None:
+    """Make ``factory(robot, params)`` available as the baseline ``name`` for ``robots`` and
+    ``task``; ``defaults(robot_name)`` gives its default parameters."""
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
-    _ENTRIES[name] = BaselineEntry(factory, tuple(robots), task)
+    _ENTRIES[name] = BaselineEntry(factory, defaults, tuple(robots), task)
 
 
 def controller_names() -> tuple[str, ...]:
@@ -51,18 +67,42 @@ def baseline_entry(name: str) -> BaselineEntry:
         raise ValueError(f"unknown baseline {name!r}; valid baselines: {valid}") from None
 
 
-def make_controller(name: str, robot: RobotSpec, task: str | None = None) -> Controller:
-    """Build the baseline ``name`` for ``robot``; with ``task`` given, also check the task."""
+def _supported_robot(name: str, entry: BaselineEntry, robot: RobotSpec | str) -> RobotSpec:
+    spec = get_robot(robot) if isinstance(robot, str) else robot
+    if spec.name not in entry.robots:
+        raise ValueError(f"baseline {name!r} supports robots {entry.robots}, not {spec.name!r}")
+    return spec
+
+
+def default_params(name: str, robot: RobotSpec | str) -> Params:
+    """The default parameters of the baseline ``name`` for ``robot`` (a description or its name)."""
     entry = baseline_entry(name)
-    if robot.name not in entry.robots:
-        raise ValueError(f"baseline {name!r} supports robots {entry.robots}, not {robot.name!r}")
+    return entry.defaults(_supported_robot(name, entry, robot).name)
+
+
+def make_controller(name: str, robot: RobotSpec | str, task: str | None = None,
+                    params: Params | Mapping[str, Any] | None = None) -> Controller:
+    """Build the baseline ``name`` for ``robot``; with ``task`` given, also check the task.
+
+    ``params``: None for the defaults (:func:`default_params`), a parameter set of the baseline's
+    own class, or a mapping of dotted overrides of the defaults (``{"player.max_step_forward":
+    0.15}``; an unknown key raises ValueError naming it)."""
+    entry = baseline_entry(name)
+    spec = _supported_robot(name, entry, robot)
     if task is not None and task != entry.task:
         raise ValueError(f"baseline {name!r} is a {entry.task} controller, not for the {task!r} task")
-    return entry.factory(robot)
+    defaults = entry.defaults(spec.name)
+    if params is None:
+        params = defaults
+    elif isinstance(params, Mapping):
+        params = defaults.with_overrides(params)
+    elif type(params) is not type(defaults):
+        raise TypeError(f"baseline {name!r} takes {type(defaults).__name__}, not {type(params).__name__}")
+    return entry.factory(spec, params)
 
 
-__all__ = ["TASKS", "BaselineEntry", "Controller", "baseline_entry", "controller_names", "make_controller",
-           "register_controller"]
+__all__ = ["TASKS", "BaselineEntry", "Controller", "Params", "baseline_entry", "controller_names", "default_params",
+           "make_controller", "register_controller"]
 
 # Baseline modules register themselves on import (one line each, below).
 from upright.baselines import keyframe  # noqa: E402,F401  (registers 'keyframe')

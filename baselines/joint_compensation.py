@@ -45,8 +45,9 @@ def entry_percent(entry: CompensationEntry, error: float) -> float:
 
 
 def compensation(entries: Sequence[CompensationEntry], raw: np.ndarray, applied: np.ndarray,
-                 hip_pitch_difference: float, size: int) -> np.ndarray:
-    """Offsets (deg, actuator order) that the entries add to the keyframe targets (eq. 1)."""
+                 hip_pitch_difference: float, size: int, scale: float = 1.0) -> np.ndarray:
+    """Offsets (deg, actuator order) that the entries add to the keyframe targets (eq. 1); ``scale``
+    multiplies every factor p_γ (1 = the data file's factors)."""
     out = np.zeros(size)
     for e in entries:
         if e.hip_pitch_difference:
@@ -56,7 +57,7 @@ def compensation(entries: Sequence[CompensationEntry], raw: np.ndarray, applied:
         percent = entry_percent(e, float(error))
         if percent > 0.0:
             for joint, factor in e.apply:
-                out[joint] += percent * factor * e.b
+                out[joint] += percent * factor * scale * e.b
     return out
 
 

@@ -43,11 +43,11 @@ torso tilts beyond 45° again a new get-up starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
+from upright.baselines.common.params import Params
 from upright.baselines.joint_compensation import JointErrorEstimator, compensation
 from upright.baselines.keyframe_data import (
     Block,
@@ -62,8 +62,10 @@ from upright.envs.sensors import Sensors
 
 
 @dataclass(frozen=True)
-class KeyframeParams:
-    """Feature switches (for ablations) and the few engine numbers not in the data file."""
+class KeyframeParams(Params):
+    """Feature switches (for ablations) and scales of the data file's numbers (the motion library
+    itself, B-Human's keyframes and gains, is data: ``data_file``). The same defaults for every
+    robot (no parameter file)."""
 
     #: Joint-error compensation (paper section 4).
     compensation: bool = True
@@ -81,6 +83,12 @@ class KeyframeParams:
     broken_joint_check: bool = True
     #: Motion library file; None = ``baselines/data/keyframe_<robot>.yaml``.
     data_file: str | None = None
+    #: Multiplies every compensation factor p_γ of the library (1 = its factors).
+    compensation_scale: float = 1.0
+    #: Multiply the balancer's proportional gains (Pbase and PmaxAdd) and its derivative gains
+    #: (Dbase and DmaxAdd) of every phase (1 = the library's gains).
+    balancer_p_scale: float = 1.0
+    balancer_d_scale: float = 1.0
 
 
 STATES = ("decideAction", "working", "waiting", "balanceOut", "finished", "breakUp", "helpMe")
@@ -149,12 +157,6 @@ class KeyframeController:
         self.errors = JointErrorEstimator(self.nu, self.lib.delay_cycles)
         self.status = "working"
         self.state = "decideAction"
-
-    def configure(self, **changes: Any) -> None:
-        """Change parameters (reloads the data file when it changes)."""
-        self.params = replace(self.params, **changes)
-        if "data_file" in changes:
-            self.lib = load_library(self.robot, self.params.data_file)
 
     # ------------------------------------------------------------------ episode
     def reset(self, sensors: Sensors, rng: np.random.Generator) -> None:
@@ -318,7 +320,8 @@ class KeyframeController:
             return np.zeros(self.nu)
         j = self._named
         hpd = self.meas[j["LHipPitch"]] - self.meas[j["RHipPitch"]] if "LHipPitch" in j else 0.0
-        return compensation(kf.compensation, self.errors.raw, self.errors.applied, hpd, self.nu)
+        return compensation(kf.compensation, self.errors.raw, self.errors.applied, hpd, self.nu,
+                            self.params.compensation_scale)
 
     def _ratio(self, t: float) -> float:
         elapsed = (t - self.kf_start) * 1000.0
@@ -380,7 +383,8 @@ class KeyframeController:
             else:
                 s = min((p[ax] / pos) ** e_pos if pos else 1.0, c_pos)
             s_d = s if p[ax] * d[ax] >= 0 else 0.0
-            (pb, pa), (db, da) = ph.p[ax], ph.d[ax]
+            pb, pa = ph.p[ax] * self.params.balancer_p_scale
+            db, da = ph.d[ax] * self.params.balancer_d_scale
             pid_d = d[ax] / self.dt * (db + min(s_d, da))
             if ax == 0:
                 self._pid_d = pid_d
@@ -629,15 +633,11 @@ class KeyframeController:
             self._stuck_since, self._stuck_ref = t, self.meas.copy()
 
 
-def make_keyframe(robot: RobotSpec) -> KeyframeController:
-    """Factory for the baseline registry."""
-    return KeyframeController(robot)
-
-
 def _register() -> None:
     from upright.baselines import register_controller
 
-    register_controller("keyframe", make_keyframe, robots=("nao", "wolfgang"), task="getup")
+    register_controller("keyframe", KeyframeController, KeyframeParams.load, robots=("nao", "wolfgang"),
+                        task="getup")
 
 
 _register()

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
+
+from upright.baselines.common.data import read_yaml
 from upright.baselines.spline_motion import smoothstep5
 from upright.envs.robots import RobotSpec
 
-DATA_DIR = Path(__file__).parent / "data"
 #: Sentinels in joint tables: keep the previous request / unstiffen the joint.
 IGNORE, OFF = "ign", "off"
 INTERPOLATIONS = ("linear", "sin_min_to_max", "sin_zero_to_max", "quintic")
@@ -228,8 +228,7 @@ def _ranges(spec: dict[str, Any] | None) -> np.ndarray | None:
 
 def load_library(robot: RobotSpec, path: str | Path | None = None) -> MotionLibrary:
     """Load and validate the motion library of ``robot`` (default ``data/keyframe_<robot>.yaml``)."""
-    path = Path(path) if path is not None else DATA_DIR / f"keyframe_{robot.name}.yaml"
-    data = yaml.safe_load(path.read_text())
+    data = read_yaml(Path(path) if path is not None else f"keyframe_{robot.name}.yaml")
     limbs: dict[str, list[str]] = data["limb_joints"]
     nu = len(robot.actuator_names)
     limb_index = {limb: [_index(robot, j) for j in joints] for limb, joints in limbs.items()}

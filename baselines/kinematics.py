@@ -45,12 +45,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 import mujoco
 import numpy as np
-import yaml
 
+from upright.baselines.common.data import read_yaml
 from upright.baselines.leg_ik import (LIMIT_TOL, LegGeometry, Vec, add, angle_about, cross, dot, pick, rotate,
                                       solve_cos_sin, vec, wrap)
 from upright.envs.robots import RobotSpec, get_robot
@@ -76,8 +75,7 @@ ARM_BRANCH_JUMP = math.pi / 2.0
 @cache
 def chain_data(robot_name: str) -> dict:
     """The limb chains and hand points of ``robot_name`` from ``baselines/data/kinematics.yaml``."""
-    text = resources.files("upright.baselines").joinpath("data/kinematics.yaml").read_text()
-    data = yaml.safe_load(text)
+    data = read_yaml("kinematics.yaml")
     if robot_name not in data:
         raise ValueError(f"no kinematic chains for robot {robot_name!r}; known: {', '.join(data)}")
     return data[robot_name]

@@ -20,13 +20,13 @@ robot live in ``baselines/data/lipm_<robot>.yaml`` (each value with its source).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from importlib import resources
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
-import yaml
 
 from upright.baselines import register_controller
+from upright.baselines.common.params import Params
 from upright.baselines.com_observer import ComObserver
 from upright.baselines.kinematics import Kinematics, yaw_removed
 from upright.baselines.lipm_player import PendulumPlayer, PlayerParams, Posture
@@ -35,8 +35,10 @@ from upright.envs.sensors import Sensors
 
 
 @dataclass(frozen=True)
-class LipmParams:
+class LipmParams(Params):
     """Every tunable number of the walk (m, s, rad) and the feature switches for ablations."""
+
+    DATA_FILE: ClassVar[str] = "lipm_{robot}.yaml"
 
     player: PlayerParams
     #: CoM height above the soles while walking (m).
@@ -64,23 +66,6 @@ class LipmParams:
     predict_delay: bool = True
     #: First support foot: +1 left, −1 right; the sideways command's sign overrides it.
     first_support: int = 1
-
-    @classmethod
-    def for_robot(cls, robot: str) -> "LipmParams":
-        """The parameters in ``baselines/data/lipm_<robot>.yaml``."""
-        path = resources.files("upright.baselines") / "data" / f"lipm_{robot}.yaml"
-        if not path.is_file():
-            raise ValueError(f"no lipm parameters for robot {robot!r} ({path} missing)")
-        data = yaml.safe_load(path.read_text())
-        player = PlayerParams(**data.pop("player"))
-        data.pop("robot")
-        data["observer_process_std"] = tuple(tuple(axis) for axis in data["observer_process_std"])
-        data["observer_measurement_std"] = tuple(data["observer_measurement_std"])
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"{path}: unknown lipm parameters {sorted(unknown)}")
-        return cls(player=player, **data)
 
 
 def _rz(yaw: float) -> np.ndarray:
@@ -124,7 +109,7 @@ class LipmWalk:
 
     def __init__(self, robot: RobotSpec | str, params: LipmParams | None = None) -> None:
         self.robot = get_robot(robot) if isinstance(robot, str) else robot
-        self.params = params or LipmParams.for_robot(self.robot.name)
+        self.params = params or LipmParams.load(self.robot.name)
         self.kin = Kinematics(self.robot)
         self.command = np.zeros(3)
         self.status = "waiting"
@@ -224,10 +209,6 @@ class LipmWalk:
         return self.kin.targets_from_joints(self._joints)
 
 
-def _make(robot: RobotSpec) -> LipmWalk:
-    return LipmWalk(robot)
-
-
-register_controller("lipm", _make, robots=("nao", "wolfgang"), task="walk")
+register_controller("lipm", LipmWalk, LipmParams.load, robots=("nao", "wolfgang"), task="walk")
 
 __all__ = ["Diagnostics", "LipmParams", "LipmWalk"]

@@ -52,7 +52,7 @@ import numpy as np
 from upright.baselines.kinematics import Kinematics, pose_error, solve_spd
 from upright.baselines.spline_motion import (EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector,
                                              smoothstep5)
-from upright.baselines.spline_params import SplineParams, load_params
+from upright.baselines.spline_params import SplineParams
 from upright.baselines.stabilizer import TrunkStabilizer
 from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
@@ -87,7 +87,7 @@ class SplineStandUp:
 
     def __init__(self, robot: RobotSpec, params: SplineParams | None = None) -> None:
         self.robot = robot
-        self.params = params if params is not None else load_params(robot.name)
+        self.params = params if params is not None else SplineParams.load(robot.name)
         self.kin = Kinematics(robot)
         names = robot.joint_names
         self._arm_index = {s: np.array([names.index(j) for j in self.kin.arm_joint_names(s)]) for s in SIDES}
@@ -512,16 +512,17 @@ class JointTrajectory:
         return a0 + w * (b0 - a0), a1 + w * (b1 - a1)
 
 
-def _unstabilized(robot: RobotSpec) -> SplineStandUp:
-    """The ablation ``spline_nostab``: the same controller with the stabiliser switched off."""
-    return SplineStandUp(robot, load_params(robot.name).with_(stabilizing=False))
+def _unstabilized_params(robot: str) -> SplineParams:
+    """Defaults of the ablation ``spline_nostab``: the spline parameters with the stabiliser off."""
+    return SplineParams.load(robot).with_overrides({"stabilizing": False})
 
 
 def _register() -> None:
     from upright.baselines import register_controller
 
-    register_controller("spline", SplineStandUp, robots=("wolfgang", "nao"), task="getup")
-    register_controller("spline_nostab", _unstabilized, robots=("wolfgang", "nao"), task="getup")
+    register_controller("spline", SplineStandUp, SplineParams.load, robots=("wolfgang", "nao"), task="getup")
+    register_controller("spline_nostab", SplineStandUp, _unstabilized_params, robots=("wolfgang", "nao"),
+                        task="getup")
 
 
 _register()

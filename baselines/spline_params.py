@@ -13,16 +13,17 @@ hand positions relative to the shoulder joint, in torso orientation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from importlib import resources
+from dataclasses import dataclass
+from typing import ClassVar
 
-import numpy as np
-import yaml
+from upright.baselines.common.params import Params
 
 
 @dataclass(frozen=True)
-class SplineParams:
+class SplineParams(Params):
     """All tunable numbers of the spline stand-up. Units: m, s, rad (see the module docstring)."""
+
+    DATA_FILE: ClassVar[str] = "spline_{robot}.yaml"
 
     # -- geometry of the key poses
     #: Shoulder-to-hand length used for stretched-arm hand targets (m), ``L`` in A.2.
@@ -162,31 +163,3 @@ class SplineParams:
     #: ... the robot's lying keyframe (MJCF key name) for lying prone (front) and supine (back).
     safe_pose_front: str
     safe_pose_back: str
-
-    def with_(self, **changes: object) -> "SplineParams":
-        """A copy with some parameters changed; unknown names raise ValueError."""
-        names = {f.name for f in fields(self)}
-        unknown = set(changes) - names
-        if unknown:
-            raise ValueError(f"unknown spline parameters {sorted(unknown)}; valid: {', '.join(sorted(names))}")
-        return replace(self, **changes)
-
-
-def load_params(robot: str) -> SplineParams:
-    """The parameters of ``robot`` from ``baselines/data/spline_<robot>.yaml``."""
-    name = f"spline_{robot}.yaml"
-    path = resources.files("upright.baselines") / "data" / name
-    if not path.is_file():
-        raise ValueError(f"no spline stand-up parameters for robot {robot!r} (missing data/{name})")
-    raw = yaml.safe_load(path.read_text())
-    values: dict[str, object] = {}
-    for key, value in raw.items():
-        if key.endswith("_deg"):
-            values[key[: -len("_deg")]] = float(np.deg2rad(value))
-        else:
-            values[key] = value
-    names = {f.name for f in fields(SplineParams)}
-    missing, unknown = names - set(values), set(values) - names
-    if missing or unknown:
-        raise ValueError(f"{name}: missing parameters {sorted(missing)}, unknown parameters {sorted(unknown)}")
-    return SplineParams(**values)

@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, fields, replace
-from importlib import resources
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
-import yaml
 
 from upright.baselines import register_controller
+from upright.baselines.common.params import Params
 from upright.baselines.kinematics import Kinematics, yaw_removed
 from upright.baselines.step_adjustment import adjust_step, predict_com, tolerance_range
 from upright.baselines.swing_leveling import LevelingParams, SwingFootLeveling
@@ -77,10 +76,12 @@ def parabolic_return(f: float) -> float:
     return 8.0 * (1.0 - f) ** 2
 
 
-@dataclass
-class StepAdjustParams:
+@dataclass(frozen=True)
+class StepAdjustParams(Params):
     """Every tunable number of the walk (SI units: m, s, rad). Loaded from the robot's YAML file,
     where each value's source is noted."""
+
+    DATA_FILE: ClassVar[str] = "step_adjust_{robot}.yaml"
 
     #: Step (half-cycle) duration (s) and its increase per m/s of sideways speed (s per m/s).
     period: float
@@ -153,33 +154,6 @@ class StepAdjustParams:
         return replace(self, step_adjustment=wsa, swing_leveling=sfl)
 
 
-def load_params(robot: str) -> StepAdjustParams:
-    """The parameters of ``robot`` from ``baselines/data/step_adjust_<robot>.yaml`` (values in the
-    file's units as documented there: lengths m, times s, angles deg where the key ends in ``_deg``)."""
-    text = resources.files("upright.baselines").joinpath(f"data/step_adjust_{robot}.yaml").read_text()
-    raw: dict[str, Any] = yaml.safe_load(text)["params"]
-    return _from_dict(StepAdjustParams, raw)
-
-
-def _from_dict(cls: type, raw: dict[str, Any]) -> Any:
-    names = {f.name: f for f in fields(cls)}
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        name, degrees = (key[:-4], True) if key.endswith("_deg") else (key, False)
-        if name not in names:
-            raise ValueError(f"unknown {cls.__name__} parameter {key!r}")
-        if isinstance(value, dict):
-            values[name] = _from_dict(LevelingParams, value)
-        elif isinstance(value, list):
-            values[name] = tuple(np.deg2rad(value)) if degrees else tuple(float(v) for v in value)
-        else:
-            values[name] = float(np.deg2rad(value)) if degrees else value
-    missing = [f.name for f in fields(cls) if f.name not in values]
-    if missing:
-        raise ValueError(f"{cls.__name__} parameters missing from the data file: {', '.join(missing)}")
-    return cls(**values)
-
-
 def _pitch_of(R: np.ndarray) -> float:
     """Pitch (rad, + = x axis tipped down, i.e. toes down) of a rotation matrix's x axis."""
     return float(np.arctan2(-R[2, 0], np.hypot(R[0, 0], R[1, 0])))
@@ -219,7 +193,7 @@ class StepAdjustWalk:
 
     def __init__(self, robot: RobotSpec, params: StepAdjustParams | None = None) -> None:
         self.robot = robot
-        self.params = params if params is not None else load_params(robot.name)
+        self.params = params if params is not None else StepAdjustParams.load(robot.name)
         self.kin = Kinematics(robot)
         self.status = "waiting"
         self.command = np.zeros(3)
@@ -450,9 +424,4 @@ class StepAdjustWalk:
         return self.kin.with_joints(self._standing, angles)
 
 
-def make_step_adjust(robot: RobotSpec) -> StepAdjustWalk:
-    """The registered factory: the walk with the robot's parameters from its data file."""
-    return StepAdjustWalk(robot)
-
-
-register_controller("step_adjust", make_step_adjust, robots=("nao", "wolfgang"), task="walk")
+register_controller("step_adjust", StepAdjustWalk, StepAdjustParams.load, robots=("nao", "wolfgang"), task="walk")

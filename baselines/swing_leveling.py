@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass
+@dataclass(frozen=True)
 class LevelingParams:
     """Parameters (values per robot in ``baselines/data/step_adjust_<robot>.yaml``; NAO: BH-21
     ``walkingEngineCommon.cfg``, controllers.md D.5)."""

@@ -4,12 +4,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 
 from upright.policies.base import Policy
+
+if TYPE_CHECKING:
+    from upright.baselines.common.params import Params
 
 
 class ZeroPolicy(Policy):
@@ -67,14 +71,28 @@ class ControllerPolicy(Policy):
     """A classical controller (registered in :mod:`upright.baselines`) acting on its own: its joint
     targets (rad) become the action through ``env.unwrapped.action_from_targets``.
 
-    The controller is built for the environment's robot and reset from the first step's
-    ``info["sensors"]`` with a generator seeded by ``reset``'s seed.
+    The controller (public :attr:`controller`) is built on ``reset`` for the environment's robot
+    with :attr:`params` and reset from the first step's ``info["sensors"]`` with a generator seeded
+    by ``reset``'s seed.
+
+    Args:
+        name: the registered baseline.
+        params: its parameters: None (the robot's defaults), a parameter set of the baseline's
+            class, or a mapping of dotted overrides of the defaults (see
+            :func:`upright.baselines.make_controller`).
+        label: the policy's :attr:`name` in results (default: ``name``).
     """
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, params: Params | Mapping[str, Any] | None = None, label: str | None = None) -> None:
+        #: The registered baseline's name.
+        self.baseline = name
+        self.name = label or name
+        #: The parameters as given (None, a parameter set or dotted overrides); the controller's
+        #: resolved set is ``controller.params``.
+        self.params = params
+        #: The controller of the current environment (None before the first ``reset``).
+        self.controller: Any = None
         self._env: Any = None
-        self._controller: Any = None
         self._seed: int | None = None
         self._started = False
 
@@ -85,7 +103,7 @@ class ControllerPolicy(Policy):
         if getattr(base, "prior", None) is not None:
             raise ValueError(f"policy {self.name!r} commands absolute joint targets; use it on an environment without a prior")
         if self._env is not base:
-            self._controller = make_controller(self.name, base.robot, base.task)
+            self.controller = make_controller(self.baseline, base.robot, base.task, params=self.params)
             self._env = base
         self._seed = seed
         self._started = False
@@ -93,11 +111,11 @@ class ControllerPolicy(Policy):
     def act(self, observation: np.ndarray, info: dict[str, Any]) -> np.ndarray:
         sensors = info["sensors"]
         if not self._started:
-            if "command" in info and hasattr(self._controller, "set_command"):
-                self._controller.set_command(np.array(info["command"], dtype=float))
-            self._controller.reset(sensors, np.random.default_rng(self._seed))
+            if "command" in info and hasattr(self.controller, "set_command"):
+                self.controller.set_command(np.array(info["command"], dtype=float))
+            self.controller.reset(sensors, np.random.default_rng(self._seed))
             self._started = True
-        return self._env.action_from_targets(self._controller.step(sensors))
+        return self._env.action_from_targets(self.controller.step(sensors))
 
 
 __all__ = ["ControllerPolicy", "HoldPolicy", "RandomPolicy", "ZeroPolicy"]

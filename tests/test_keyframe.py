@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from upright.baselines import make_controller
+from upright.baselines.common.data import data_path
 from upright.baselines.joint_compensation import (
     JointErrorEstimator,
     applied_error,
@@ -115,18 +116,22 @@ def test_nao_library_loads_every_motion():
 
 
 def test_bad_data_raises_naming_the_value(tmp_path):
-    text = (load_library.__globals__["DATA_DIR"] / "keyframe_nao.yaml").read_text()
+    text = data_path("keyframe_nao.yaml").read_text()
     bad = tmp_path / "bad.yaml"
     bad.write_text(text.replace("LAnklePitch: 0.57", "LAnklePich: 0.57", 1))
     with pytest.raises(ValueError, match="LAnklePich"):
         load_library(NAO, bad)
 
 
-def test_feature_switches_and_interpolation_in_the_controller():
+def test_feature_switches_and_scales_are_overrides():
     c = KeyframeController(NAO, KeyframeParams(compensation=False))
     assert not c.params.compensation
-    c.configure(compensation=True, oscillation=False)
-    assert c.params.compensation and not c.params.oscillation
+    c = make_controller("keyframe", NAO, "getup", params={"compensation": "true", "oscillation": False,
+                                                           "balancer_p_scale": 2})
+    assert c.params.compensation and not c.params.oscillation and c.params.balancer_p_scale == 2.0
+    assert KeyframeParams.load("wolfgang") == KeyframeParams()
+    with pytest.raises(ValueError, match="compensation_scales"):
+        c.params.with_overrides({"compensation_scales": 0.5})
 
 
 # ---------------------------------------------------------------- real stand-ups
@@ -142,7 +147,7 @@ def test_stands_up_in_lab_conditions(start):
             break
     metrics = info["episode_metrics"]
     assert metrics["success"], metrics
-    assert policy._controller.status == "finished"
+    assert policy.controller.status == "finished"
     env.close()
 
 

@@ -169,10 +169,10 @@ def test_params_load_for_both_robots():
     from upright.baselines.lipm import LipmParams
 
     for robot in ("nao", "wolfgang"):
-        params = LipmParams.for_robot(robot)
+        params = LipmParams.load(robot)
         assert params.player.pendulum_height > 0 and params.com_height > 0
     with pytest.raises(ValueError, match="robotx"):
-        LipmParams.for_robot("robotx")
+        LipmParams.load("robotx")
 
 
 def test_nao_walks_forward_in_the_environment():

@@ -8,6 +8,7 @@ import pytest
 
 import upright  # noqa: F401  (registers the ids)
 import upright.baselines
+from upright.baselines import Params
 from upright.policies.builtin import ControllerPolicy
 from upright.policies.registry import load_policy, policy_names, register_policy
 from upright.policies.sb3 import ALGORITHMS, SB3Policy, detect_algorithm
@@ -76,9 +77,9 @@ class _FixedController:
 def test_a_registered_baseline_is_a_policy_by_its_name(env, monkeypatch):
     targets = env.unwrapped.standing_targets + 0.01
     controllers = []
-    factory = lambda robot: controllers.append(_FixedController(targets)) or controllers[-1]  # noqa: E731
+    factory = lambda robot, params: controllers.append(_FixedController(targets)) or controllers[-1]  # noqa: E731
     monkeypatch.setitem(upright.baselines._ENTRIES, "test_fixed",
-                        upright.baselines.BaselineEntry(factory, ("nao", "wolfgang"), "getup"))
+                        upright.baselines.BaselineEntry(factory, Params.load, ("nao", "wolfgang"), "getup"))
     assert "test_fixed" in policy_names()
     policy = load_policy("test_fixed")
     assert isinstance(policy, ControllerPolicy) and policy.name == "test_fixed"
@@ -90,14 +91,15 @@ def test_a_registered_baseline_is_a_policy_by_its_name(env, monkeypatch):
 
 
 def test_a_baseline_names_the_robot_or_task_it_does_not_support(monkeypatch):
-    entry = upright.baselines.BaselineEntry(lambda robot: _FixedController(np.zeros(1)), ("nao",), "walk")
+    entry = upright.baselines.BaselineEntry(lambda robot, params: _FixedController(np.zeros(1)), Params.load,
+                                            ("nao",), "walk")
     monkeypatch.setitem(upright.baselines._ENTRIES, "test_walker", entry)
     with pytest.raises(ValueError, match="not 'wolfgang'"):
         gym.make("upright/WolfgangWalk-v0", prior="test_walker")
     with pytest.raises(ValueError, match="walk controller, not for the 'getup' task"):
         gym.make("upright/NaoGetUp-v0", prior="test_walker")
     with pytest.raises(ValueError, match="task must be one of"):
-        upright.baselines.register_controller("bad", entry.factory, robots=("nao",), task="dance")
+        upright.baselines.register_controller("bad", entry.factory, Params.load, robots=("nao",), task="dance")
 
 
 class _CommandedController(_FixedController):
@@ -114,8 +116,8 @@ class _CommandedController(_FixedController):
 def test_walk_controllers_receive_the_command(monkeypatch):
     made = []
     entry = upright.baselines.BaselineEntry(
-        lambda robot: made.append(_CommandedController(np.zeros(len(robot.actuator_names))))
-        or made[-1], ("nao",), "walk")
+        lambda robot, params: made.append(_CommandedController(np.zeros(len(robot.actuator_names))))
+        or made[-1], Params.load, ("nao",), "walk")
     monkeypatch.setitem(upright.baselines._ENTRIES, "test_walker", entry)
     env = gym.make("upright/NaoWalk-v0", command=(0.1, -0.05, 0.2))
     policy = load_policy("test_walker")

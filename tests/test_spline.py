@@ -10,7 +10,7 @@ from upright.baselines import make_controller
 from upright.baselines.spline import SplineStandUp, lying_direction
 from upright.baselines.spline_motion import (DIRECTIONS, EFFECTORS, MIN_SEGMENT, PoseSpline, plan_motion, pose_matrix,
                                              pose_vector)
-from upright.baselines.spline_params import load_params
+from upright.baselines.spline_params import SplineParams
 from upright.baselines.stabilizer import TrunkStabilizer, fused_to_rotation, rotation_fused_angles
 from upright.envs.robots import get_robot
 from upright.envs.sensors import Sensors
@@ -63,7 +63,7 @@ def test_zero_duration_phase_jumps_and_angles_unwrap() -> None:
 @pytest.mark.parametrize("robot", ["wolfgang", "nao"])
 @pytest.mark.parametrize("direction", DIRECTIONS)
 def test_plan_starts_at_measured_poses_and_ends_in_walkready(robot: str, direction: str) -> None:
-    p = load_params(robot)
+    p = SplineParams.load(robot)
     rng = np.random.default_rng(1)
     start = {name: np.concatenate([rng.uniform(-0.2, 0.2, 3), rng.uniform(-0.5, 0.5, 3)]) for name in EFFECTORS}
     plan = plan_motion(direction, p, start)
@@ -84,11 +84,11 @@ def test_plan_starts_at_measured_poses_and_ends_in_walkready(robot: str, directi
 
 
 def test_params_are_validated() -> None:
-    with pytest.raises(ValueError, match="no spline stand-up parameters"):
-        load_params("asimo")
-    with pytest.raises(ValueError, match="unknown spline parameters"):
-        load_params("wolfgang").with_(stabilising=False)
-    nao = load_params("nao")
+    with pytest.raises(ValueError, match="no SplineParams for robot 'asimo'"):
+        SplineParams.load("asimo")
+    with pytest.raises(ValueError, match="unknown parameter 'stabilising'.*stabilizing"):
+        SplineParams.load("wolfgang").with_overrides({"stabilising": False})
+    nao = SplineParams.load("nao")
     assert nao.max_leg_angle == pytest.approx(np.deg2rad(51.6))  # degrees in the file, rad in code
 
 
@@ -169,7 +169,7 @@ def test_fail_safe_goes_limp_and_retries_in_the_new_direction() -> None:
     np.testing.assert_allclose(targets, c.kin.targets_from_joints(0.5 * (q_fallen + supine)))  # halfway
     c.step(_sensors(robot, t_rest + c.params.safe_pose_time, supine, -1.5))  # ... then the next try
     assert (c.plan.direction, c.status, c.tries) == ("back", "working", 2)
-    off = SplineStandUp(robot, c.params.with_(safe_pose_time=0.0))  # without the safe pose: at once
+    off = SplineStandUp(robot, c.params.with_overrides({"safe_pose_time": 0.0}))  # no safe pose: at once
     off.reset(_sensors(robot, 0.0, q, 1.5), np.random.default_rng(0))
     for t, pitch in ((off.plan.stabilize_from + 0.01, 1.5), (off.plan.stabilize_from + 0.01 + off.params.fall_time, 1.5)):
         off.step(_sensors(robot, t, q_fallen, pitch))
@@ -179,7 +179,7 @@ def test_fail_safe_goes_limp_and_retries_in_the_new_direction() -> None:
 
 def test_fail_safe_gives_up_after_max_tries_and_can_be_switched_off() -> None:
     robot = get_robot("wolfgang")
-    c = SplineStandUp(robot, load_params("wolfgang").with_(max_tries=1, limp_time=0.0))
+    c = SplineStandUp(robot, SplineParams.load("wolfgang").with_overrides({"max_tries": 1, "limp_time": 0.0}))
     q = np.zeros(len(robot.joint_names))
     c.reset(_sensors(robot, 0.0, q, 1.5), np.random.default_rng(0))
     t = c.plan.stabilize_from + 0.01
@@ -187,7 +187,7 @@ def test_fail_safe_gives_up_after_max_tries_and_can_be_switched_off() -> None:
     c.step(_sensors(robot, t + c.params.fall_time, q, 1.5))
     c.step(_sensors(robot, t + c.params.fall_time + 0.01, q, 1.5))
     assert c.status == "failed"
-    off = SplineStandUp(robot, load_params("wolfgang").with_(fail_safe=False))
+    off = SplineStandUp(robot, SplineParams.load("wolfgang").with_overrides({"fail_safe": False}))
     off.reset(_sensors(robot, 0.0, q, 1.5), np.random.default_rng(0))
     t = off.plan.stabilize_from + 0.01
     off.step(_sensors(robot, t, q, 1.5))

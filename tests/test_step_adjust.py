@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from upright.baselines.pendulum import GRAVITY
 from upright.baselines.step_adjustment import adjust_step, predict_com, tolerance_range
-from upright.baselines.step_adjust import load_params
+from upright.baselines.step_adjust import StepAdjustParams
 from upright.baselines.swing_leveling import SwingFootLeveling
 
 P = 0.002  # p_max: 2 mm per frame
 T_MIN, T_MAX = -0.005, 0.040  # tolerance range relative to the sole origins (m)
-NAO_LEVELING = load_params("nao").leveling  # B-Human's values (BH-21)
+NAO_LEVELING = StepAdjustParams.load("nao").leveling  # B-Human's values (BH-21)
 
 
 def test_com_inside_the_range_leaves_the_plan_unchanged():
@@ -122,22 +122,23 @@ def test_parameter_files_load_and_configurations_switch_the_stabilisations():
     from upright.baselines.step_adjust import CONFIGURATIONS
 
     for robot in ("nao", "wolfgang"):
-        params = load_params(robot)
+        params = StepAdjustParams.load(robot)
         assert params.support_back < 0.0 < params.support_front
         assert params.leveling.min_torso_rotation == pytest.approx(np.deg2rad(5.0))
         for name, (wsa, sfl) in CONFIGURATIONS.items():
             configured = params.with_configuration(name)
             assert (configured.step_adjustment, configured.swing_leveling) == (wsa, sfl)
     with pytest.raises(ValueError, match="Newest"):
-        load_params("nao").with_configuration("Newest")
+        StepAdjustParams.load("nao").with_configuration("Newest")
 
 
 def test_parameter_file_missing_a_value_is_refused_by_name():
-    from upright.baselines.step_adjust import StepAdjustParams, _from_dict
+    from upright.baselines.common.params import from_mapping
+    from upright.baselines.step_adjust import StepAdjustParams
 
     raw = {f: 0.0 for f in StepAdjustParams.__dataclass_fields__ if f not in ("leveling", "gyro_side_balance")}
     with pytest.raises(ValueError, match="gyro_side_balance"):
-        _from_dict(StepAdjustParams, raw)
+        from_mapping(StepAdjustParams, raw, where="test")
 
 
 def test_nao_walks_forward_for_3_seconds_without_falling():
@@ -152,7 +153,7 @@ def test_nao_walks_forward_for_3_seconds_without_falling():
     adjusted = 0
     while True:
         observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
-        walk = policy._controller
+        walk = policy.controller
         adjusted += walk.log.get("swing_x", 0.0) != 0.0
         if terminated or truncated:
             break
