@@ -21,10 +21,9 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from upright.baselines import make_controller
+from upright.baselines import default_params
 from upright.cli import main
 from upright.envs.base import load_params_file
-from upright.envs.robots import get_robot
 from upright.training.optimize import OptimizeConfig, load_space, optimize
 from upright.training.optimize.objectives import getup_components, parse_objective, walk_components
 from upright.training.optimize.storage import check_storage, default_storage, retried_trial
@@ -42,7 +41,7 @@ def tiny(tmp_path: Path, **changes) -> OptimizeConfig:
 # ---------------------------------------------------------------- spaces and objectives
 def test_spline_space_holds_the_hand_tuned_set_and_converts_degrees():
     space = load_space("spline", "wolfgang")
-    defaults = make_controller("spline", get_robot("wolfgang")).params
+    defaults = default_params("spline", "wolfgang")
     values = space.hand_tuned(defaults)
     for p in space.params:
         assert p.low <= values[p.name] <= p.high, p.name
@@ -61,7 +60,7 @@ def test_every_shipped_space_names_parameters_of_its_controller():
     for name in available_spaces():
         controller, robot = name.rsplit("_", 1)
         space = load_space(controller, robot)
-        defaults = make_controller(controller, get_robot(robot)).params
+        defaults = default_params(controller, robot)
         space.hand_tuned(defaults)  # every dotted key resolves
 
 
@@ -118,7 +117,7 @@ def test_study_enqueues_hand_tuned_first_exports_and_resumes(tmp_path):
     assert [t.state for t in trials] == [TrialState.COMPLETE] * 2
     assert trials[0].user_attrs["hand_tuned"] and summary["hand_tuned"]["number"] == 0
     space = load_space("spline", "wolfgang").for_start("supine")
-    defaults = make_controller("spline", get_robot("wolfgang")).params
+    defaults = default_params("spline", "wolfgang")
     assert trials[0].params == pytest.approx(space.hand_tuned(defaults))
     for name in ("summary.md", "summary.json", "trials.csv", "best_params.yaml", "history.png"):
         assert (tmp_path / name).is_file(), name

@@ -282,8 +282,7 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
     of the trials so far is written, then KeyboardInterrupt goes on. Returns the summary (see
     :func:`upright.training.optimize.summary.summarize`).
     """
-    from upright.baselines import make_controller
-    from upright.envs.robots import get_robot
+    from upright.baselines import default_params
     from upright.training.optimize.summary import write_summary
 
     plan = resolve(config)
@@ -297,8 +296,7 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
     # would catch them later, but not one killed before its first beat, nor a journal's).
     fail_orphans(study, None, config.max_retry)
     if config.hand_tuned and not study.trials:
-        defaults = make_controller(config.controller, get_robot(config.robot)).params
-        study.enqueue_trial(plan.space.hand_tuned(defaults),
+        study.enqueue_trial(plan.space.hand_tuned(default_params(config.controller, config.robot)),
                             user_attrs={"hand_tuned": True}, skip_if_exists=True)
     interrupted = False
     try:
