@@ -12,8 +12,8 @@ Optimization" (ICAR 2021), section IV.
 ``docs/optimize.md`` is the user guide.
 """
 
+from upright.envs.base import load_params_file
 from upright.training.optimize.space import SearchSpace, load_space
 from upright.training.optimize.study import OptimizeConfig, optimize
-from upright.training.optimize.summary import load_params_file
 
 __all__ = ["OptimizeConfig", "SearchSpace", "load_params_file", "load_space", "optimize"]

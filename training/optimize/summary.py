@@ -5,7 +5,7 @@ Files written to the output folder:
 
 * ``best_params.yaml``: the best trial's searched parameters as controller overrides (dotted keys,
   controller units: m, s, rad), loadable by ``upright eval --policy NAME --params FILE``,
-  ``ControllerPolicy(NAME, params=load_params_file(FILE))`` and
+  ``ControllerPolicy(NAME, params=upright.envs.base.load_params_file(FILE))`` and
   ``gym.make(..., prior=NAME, prior_params=FILE)``; the header comments say where it came from.
   The parameters held fixed during the optimisation are not in it (listed in the header).
 * ``summary.json`` / ``summary.md``: the tables below with raw values;
@@ -30,7 +30,6 @@ import optuna
 import yaml
 from optuna.trial import FrozenTrial, TrialState
 
-from upright.envs.base import load_params_file
 from upright.eval.tables import Column, Table, jsonable, number, text
 from upright.training.optimize.storage import retried_trial
 
@@ -218,5 +217,4 @@ def write_summary(study: optuna.Study, plan: "Plan", *, interrupted: bool = Fals
     return summary
 
 
-__all__ = ["best_trial", "export_params", "load_params_file", "paper_measures", "summarize", "write_plots",
-           "write_summary"]
+__all__ = ["best_trial", "export_params", "paper_measures", "summarize", "write_plots", "write_summary"]
