@@ -6,7 +6,7 @@ Each baseline registers a factory ``factory(robot, params)`` under its name with
 robots and task (``"getup"`` or ``"walk"``) it supports. :func:`make_controller` builds one for a
 robot (used by ``prior=NAME`` and the policy loader), with changed parameters if asked, and names
 the bad value when the robot or task is not supported; :func:`default_params` gives the defaults.
-A baseline module is registered by importing it at the end of this file.
+A baseline module is registered by importing it at the end of this file (``BASELINE_MODULES``).
 
 Example::
 
@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
+from upright.baselines.common.controller import Controller
 from upright.baselines.common.params import Params
-from upright.baselines.controller import Controller
 from upright.envs.robots import RobotSpec, get_robot
 
 TASKS = ("getup", "walk")
@@ -104,8 +105,7 @@ def make_controller(name: str, robot: RobotSpec | str, task: str | None = None,
 __all__ = ["TASKS", "BaselineEntry", "Controller", "Params", "baseline_entry", "controller_names", "default_params",
            "make_controller", "register_controller"]
 
-# Baseline modules register themselves on import (one line each, below).
-from upright.baselines import keyframe  # noqa: E402,F401  (registers 'keyframe')
-from upright.baselines import lipm  # noqa: E402,F401  (registers 'lipm')
-from upright.baselines import spline  # noqa: E402,F401  (registers 'spline', 'spline_nostab')
-from upright.baselines import step_adjust  # noqa: E402,F401  (registers 'step_adjust')
+#: The modules whose import registers the baselines: keyframe; spline, spline_nostab; lipm; step_adjust.
+BASELINE_MODULES = ("keyframe.controller", "spline.controller", "walk.lipm", "walk.step_adjust")
+for _module in BASELINE_MODULES:
+    import_module(f"upright.baselines.{_module}")

@@ -13,8 +13,7 @@ import pytest
 import upright.envs  # noqa: F401  (registers the environments)
 from upright.baselines import controller_names, default_params, make_controller
 from upright.baselines.common.data import si_units
-from upright.baselines.lipm import LipmParams
-from upright.baselines.step_adjust import StepAdjustParams
+from upright.baselines.walk.step_adjust import StepAdjustParams
 from upright.envs.robots import get_robot
 from upright.policies.builtin import ControllerPolicy
 

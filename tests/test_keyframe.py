@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from upright.baselines import make_controller
 from upright.baselines.common.data import data_path
-from upright.baselines.joint_compensation import (
+from upright.baselines.keyframe.compensation import (
     JointErrorEstimator,
     applied_error,
     compensation,
     entry_percent,
 )
-from upright.baselines.keyframe import KeyframeController, KeyframeParams
-from upright.baselines.keyframe_data import CompensationEntry, interpolate, load_library
+from upright.baselines.keyframe.controller import KeyframeController, KeyframeParams
+from upright.baselines.keyframe.library import CompensationEntry, interpolate, load_library
 from upright.envs.robots import get_robot
 from upright.policies.builtin import ControllerPolicy
 

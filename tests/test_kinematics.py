@@ -8,8 +8,9 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from upright import Simulation
-from upright.baselines.kinematics import Kinematics, solve_spd
-from upright.baselines.leg_ik import split_roots, split_rotation
+from upright.baselines.kinematics import Kinematics
+from upright.baselines.kinematics.forward import solve_spd
+from upright.baselines.kinematics.leg_ik import split_roots, split_rotation
 from upright.envs.robots import get_robot
 
 POSES_PER_LEG = 250

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from upright.baselines import pendulum
-from upright.baselines.com_observer import ComObserver
-from upright.baselines.lipm_player import PendulumPlayer, PlayerParams
+from upright.baselines.walk import pendulum
+from upright.baselines.walk.com_observer import ComObserver
+from upright.baselines.walk.lipm_player import PendulumPlayer, PlayerParams
 
 K = pendulum.omega(0.262)
 NAO_PLAYER = PlayerParams(pendulum_height=0.262, foot_y=0.05, ref_x=0.016, ref_y=0.05, step_duration=0.525,
@@ -166,7 +166,7 @@ def test_observer_rejects_bad_noise():
 
 
 def test_params_load_for_both_robots():
-    from upright.baselines.lipm import LipmParams
+    from upright.baselines.walk.lipm import LipmParams
 
     for robot in ("nao", "wolfgang"):
         params = LipmParams.load(robot)
@@ -200,7 +200,7 @@ def test_nao_walks_forward_in_the_environment():
 
 
 def test_controller_rejects_bad_command():
-    from upright.baselines.lipm import LipmWalk
+    from upright.baselines.walk.lipm import LipmWalk
 
     walk = LipmWalk("nao")
     with pytest.raises(ValueError, match="nan"):

@@ -7,11 +7,11 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from upright.baselines import make_controller
-from upright.baselines.spline import SplineStandUp, lying_direction
-from upright.baselines.spline_motion import (DIRECTIONS, EFFECTORS, MIN_SEGMENT, PoseSpline, plan_motion, pose_matrix,
+from upright.baselines.spline.controller import SplineStandUp, lying_direction
+from upright.baselines.spline.motion import (DIRECTIONS, EFFECTORS, MIN_SEGMENT, PoseSpline, plan_motion, pose_matrix,
                                              pose_vector)
-from upright.baselines.spline_params import SplineParams
-from upright.baselines.stabilizer import TrunkStabilizer, fused_to_rotation, rotation_fused_angles
+from upright.baselines.spline.params import SplineParams
+from upright.baselines.spline.stabilizer import TrunkStabilizer, fused_to_rotation, rotation_fused_angles
 from upright.envs.robots import get_robot
 from upright.envs.sensors import Sensors
 from upright.eval.runner import run_episodes

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from upright.baselines.pendulum import GRAVITY
-from upright.baselines.step_adjustment import adjust_step, predict_com, tolerance_range
-from upright.baselines.step_adjust import StepAdjustParams
-from upright.baselines.swing_leveling import SwingFootLeveling
+from upright.baselines.walk.pendulum import GRAVITY
+from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
+from upright.baselines.walk.step_adjust import StepAdjustParams
+from upright.baselines.walk.swing_leveling import SwingFootLeveling
 
 P = 0.002  # p_max: 2 mm per frame
 T_MIN, T_MAX = -0.005, 0.040  # tolerance range relative to the sole origins (m)
@@ -119,7 +119,7 @@ def test_leveling_follows_the_support_sole_error_when_leaning_forward():
 
 
 def test_parameter_files_load_and_configurations_switch_the_stabilisations():
-    from upright.baselines.step_adjust import CONFIGURATIONS
+    from upright.baselines.walk.step_adjust import CONFIGURATIONS
 
     for robot in ("nao", "wolfgang"):
         params = StepAdjustParams.load(robot)
@@ -134,7 +134,7 @@ def test_parameter_files_load_and_configurations_switch_the_stabilisations():
 
 def test_parameter_file_missing_a_value_is_refused_by_name():
     from upright.baselines.common.params import from_mapping
-    from upright.baselines.step_adjust import StepAdjustParams
+    from upright.baselines.walk.step_adjust import StepAdjustParams
 
     raw = {f: 0.0 for f in StepAdjustParams.__dataclass_fields__ if f not in ("leveling", "gyro_side_balance")}
     with pytest.raises(ValueError, match="gyro_side_balance"):
@@ -168,7 +168,7 @@ def test_coronal_gyro_rolls_the_support_foot_against_the_torso_and_overrun_lower
     import dataclasses
 
     from upright import Simulation
-    from upright.baselines.step_adjust import StepAdjustWalk
+    from upright.baselines.walk.step_adjust import StepAdjustWalk
 
     sim = Simulation("nao")
     sensors = sim.reset(seed=0)

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
-from upright.baselines.keyframe_data import CompensationEntry
+from upright.baselines.keyframe.library import CompensationEntry
 
 
 def applied_error(raw: np.ndarray, previous_raw: np.ndarray, factor: float = 3.0) -> np.ndarray:

@@ -4,12 +4,12 @@ Reichenberg & Laue, "Stand Up, NAO! Increasing the Reliability of Stand-Up Motio
 Compensation in Position Control" (2025), sections 3–6; engine details and numbers from B-Human's
 2025 code release as transcribed in ``shared/reference/controllers.md`` part (b). The engine is
 robot-agnostic: motions, balancer phases and engine numbers live in
-``baselines/data/keyframe_<robot>.yaml`` (:mod:`upright.baselines.keyframe_data`).
+``baselines/data/keyframe_<robot>.yaml`` (:mod:`upright.baselines.keyframe.library`).
 
 Per control cycle (robot-side only: :class:`Sensors` and a private model of the robot):
 
 * keyframe interpolation from the start pose to the target with the keyframe's interpolation type,
-  both with their joint-error compensation (:mod:`upright.baselines.joint_compensation`): the
+  both with their joint-error compensation (:mod:`upright.baselines.keyframe.compensation`): the
   current keyframe's for the target, the previous keyframe's (recomputed with the current error)
   for the start, scaled with the keyframe progress;
 * the CoM balancer (exponential PD on the CoM relative to the centre of the support polygon,
@@ -48,15 +48,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from upright.baselines.common.params import Params
-from upright.baselines.joint_compensation import JointErrorEstimator, compensation
-from upright.baselines.keyframe_data import (
+from upright.baselines.keyframe.compensation import JointErrorEstimator, compensation
+from upright.baselines.keyframe.library import (
     Block,
     Keyframe,
     MotionLibrary,
     interpolate,
     load_library,
 )
-from upright.baselines.kinematics import Kinematics, yaw_removed
+from upright.baselines.common.rotations import yaw_removed
+from upright.baselines.kinematics import Kinematics
 from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
 

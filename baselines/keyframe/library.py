@@ -4,7 +4,7 @@ A motion library (``baselines/data/keyframe_<robot>.yaml``) holds blocks of keyf
 made of blocks; the format is documented at the top of the NAO file. Everything here is
 robot-agnostic: joint names come from the file and are resolved against a
 :class:`~upright.envs.robots.RobotSpec`. Angles stay in degrees and times in ms here (as in the
-reference tables); :mod:`upright.baselines.keyframe` converts at the output.
+reference tables); :mod:`upright.baselines.keyframe.controller` converts at the output.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from upright.baselines.common.data import read_yaml
-from upright.baselines.spline_motion import smoothstep5
+from upright.baselines.spline.motion import smoothstep5
 from upright.envs.robots import RobotSpec
 
 #: Sentinels in joint tables: keep the previous request / unstiffen the joint.

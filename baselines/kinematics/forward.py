@@ -188,5 +188,5 @@ class ForwardKinematics:
         return self.data.xpos[i].copy(), self.data.xmat[i].reshape(3, 3).copy()
 
 
-__all__ = ["GEOMETRY_TOL", "LIMIT_TOL", "SIDES", "ForwardKinematics", "chain_data", "check_side", "closest_points", "pose_error",
-           "solve_spd"]
+__all__ = ["GEOMETRY_TOL", "LIMIT_TOL", "SIDES", "ForwardKinematics", "chain_data", "check_side", "closest_points",
+           "pose_error", "solve_spd"]

@@ -1,103 +1,69 @@
-"""Closed-form inverse kinematics of a 6-DoF leg, in plain Python floats.
+"""Analytic inverse kinematics of the 6-DoF legs on the robot's own model (torso frame: x
+forward, y left, z up; metres and radians).
 
-The algorithm is described in the module docstring of :mod:`upright.baselines.kinematics`; this
-module holds its arithmetic. Every quantity is a 3-D vector or a handful of angles, where each NumPy
-call costs about a microsecond of overhead for a few nanoseconds of work, so vectors here are
-tuples of floats and the leg's constant vectors and products are computed once
-(:class:`LegSolver`): a NAO leg costs ~30 µs instead of ~100 µs with NumPy arrays
-(``python -m upright.eval.kinematics_bench``), and the controllers solve legs every control cycle
-(walks) or several goal pairs per sample (spline stand-up).
+Leg geometry is read from the model at construction (joint anchors and axes at q = 0), not typed in
+twice. The analytic leg IK covers the 6-DoF legs of both robots with one algorithm:
 
-Frames and units: the torso frame (x forward, y left, z up), metres and radians. Rotation matrices
-are tuples of three rows.
+* joint 0 (NAO HipYawPitch about its 45° axis, Wolfgang HipYaw) is attached to the torso;
+* joints 1/2 (hip roll, hip pitch) have intersecting axes; the intersection ``H`` may sit off the
+  joint-0 axis (Wolfgang: 23 mm forward, 41 mm down) as long as that offset lies in the plane of the
+  joint-0 and hip-roll axes;
+* joints 2, 3, 4 (hip pitch, knee, ankle pitch) are parallel; links may be offset along them
+  (Wolfgang: ~1.5 mm) and the shank may be tilted relative to the thigh at q = 0 (Wolfgang: 15°);
+* joints 4/5 (ankle pitch, ankle roll) intersect at the ankle point ``A``.
+
+Solution order (closed form, no iteration): the ankle point from the sole target; the ankle roll
+from the lateral offset along the pitch axes (``a cos q5 + b sin q5 = δ``); joint 0, hip roll and the
+total pitch from the remaining rotation (an Euler-angle split about the model's axes); the hip
+point ``H`` from joint 0; the knee from the law of cosines in the sagittal plane of the leg; hip
+pitch from the direction ``H → A``; ankle pitch as the rest of the total pitch. Of the up to eight
+branches the first inside the joint ranges is taken (ankle roll and hip roll nearer zero, knee
+nearer the middle of its range first). The NAO model's axes meet exactly, so the closed form is
+exact (~1e-15 m). The Wolfgang MJCF's offsets are rounded to 0.1 mm, so its ankle axes miss each
+other by 28 µm; there the closed-form result is polished by a few damped Newton steps on the
+sole-site Jacobian (``mj_jacSite``), which also fixes the ill-conditioned hip-yaw / pitch split at
+hip roll ±90°.
+
+NAO's two HipYawPitch joints are one motor: :meth:`LegIK.legs_ik` chooses one value (default
+the mean of the two legs' free solutions, or one leg's) and solves each other leg for that given
+value (position and sole normal exact, the foot's yaw about its sole normal follows), the B-Human
+way of sharing the joint.
+
+The closed form runs in plain Python floats (:mod:`upright.baselines.kinematics.vectors`): the leg's
+constant vectors and products are computed once (:class:`LegSolver`), and the controllers solve
+legs every control cycle (walks) or several goal pairs per sample (spline stand-up).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+import mujoco
 import numpy as np
 
+from upright.baselines.kinematics.forward import (GEOMETRY_TOL, LIMIT_TOL, SIDES, ForwardKinematics, chain_data,
+                                                  check_side, closest_points, pose_error, solve_spd)
+from upright.baselines.kinematics.vectors import (Mat, Vec, add, angle_about, cross, dot, matvec, rotate, solve_cos_sin,
+                                                  tmatvec, vec, wrap)
+from upright.envs.robots import RobotSpec
+
 #: Targets this far (m) beyond the leg's reach still count as reachable (stretched leg); covers the
-#: model's rounding (see ``kinematics.GEOMETRY_TOL``).
+#: model's rounding (see :data:`~upright.baselines.kinematics.forward.GEOMETRY_TOL`).
 REACH_TOL = 1e-4
-#: Joint angles may exceed a limit by this much (rad) before the IK reports clipping (they are
-#: clipped anyway); covers the model's rounding.
-LIMIT_TOL = 1e-3
-
-Vec = tuple[float, float, float]
-Mat = tuple[Vec, Vec, Vec]
-
-
-# ---------------------------------------------------------------------- float vector algebra
-def dot(a: Vec, b: Vec) -> float:
-    """``a · b``."""
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+#: |cos(hip roll)| below this counts as near the hip's gimbal lock (joint-0 axis parallel to the pitch axes).
+GIMBAL_COS = 0.05
+#: A reachable closed-form leg solution further than this (rad, summed over the joints) outside the
+#: joint ranges is not polished: the polish corrects the model's rounding (well below this), so it
+#: cannot bring the candidate inside the ranges (saves the Jacobian iterations per candidate).
+POLISH_MARGIN = 0.05
+_EYE = np.eye(3)
+_EYE6 = np.eye(6)
 
 
-def cross(a: Vec, b: Vec) -> Vec:
-    """``a × b``."""
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
-
-
-def add(a: Vec, b: Vec, s: float = 1.0) -> Vec:
-    """``a + s b``."""
-    return (a[0] + s * b[0], a[1] + s * b[1], a[2] + s * b[2])
-
-
-def matvec(m: Mat, v: Vec) -> Vec:
-    """``m v``."""
-    (a, b, c), (d, e, f), (g, h, i) = m
-    x, y, z = v
-    return (a * x + b * y + c * z, d * x + e * y + f * z, g * x + h * y + i * z)
-
-
-def tmatvec(m: Mat, v: Vec) -> Vec:
-    """``mᵀ v``."""
-    return (m[0][0] * v[0] + m[1][0] * v[1] + m[2][0] * v[2],
-            m[0][1] * v[0] + m[1][1] * v[1] + m[2][1] * v[2],
-            m[0][2] * v[0] + m[1][2] * v[1] + m[2][2] * v[2])
-
-
-def rotate(axis: Vec, angle: float, v: Vec) -> Vec:
-    """``R(axis, angle) v`` for a unit ``axis`` (Rodrigues; written out: the leg IK's inner loop)."""
-    c, s = math.cos(angle), math.sin(angle)
-    ax, ay, az = axis
-    x, y, z = v
-    k = (ax * x + ay * y + az * z) * (1.0 - c)
-    return (x * c + (ay * z - az * y) * s + ax * k, y * c + (az * x - ax * z) * s + ay * k,
-            z * c + (ax * y - ay * x) * s + az * k)
-
-
-def wrap(angle: float) -> float:
-    """``angle`` wrapped to [-π, π)."""
-    return (angle + math.pi) % (2.0 * math.pi) - math.pi
-
-
-def solve_cos_sin(a: float, b: float, c: float, tol: float = REACH_TOL) -> tuple[tuple[float, float], bool]:
-    """Both roots of ``a cos x + b sin x = c`` (the one nearer zero first), and whether they exist.
-
-    Without a root, the ``x`` that brings the left side closest to ``c`` is returned twice; a miss
-    of at most ``tol`` (in the units of ``c``) still counts as a root.
-    """
-    rho = math.hypot(a, b)
-    phi = math.atan2(b, a)
-    ratio = c / rho if rho > 1e-12 else math.copysign(math.inf, c)
-    d = math.acos(min(1.0, max(-1.0, ratio)))
-    x1, x2 = wrap(phi + d), wrap(phi - d)
-    return ((x1, x2) if abs(x1) <= abs(x2) else (x2, x1)), abs(c) <= rho + tol
-
-
-def angle_about(axis: Vec, u: Vec, v: Vec) -> float:
-    """Signed angle (rad) about unit ``axis`` that turns ``u`` onto ``v`` (components normal to the axis)."""
-    up = add(u, axis, -dot(u, axis))
-    vp = add(v, axis, -dot(v, axis))
-    return math.atan2(dot(axis, cross(up, vp)), dot(up, vp))
-
-
+# ---------------------------------------------------------------------- rotation split
 def split_rotation(rot_b: Vec, rot_c: Vec, a: Vec, b: Vec, c: Vec, roots: tuple[float, float],
                    branch: int) -> tuple[float, float, float]:
     """Angles ``(x, y, z)`` with ``rot = R(a, x) R(b, y) R(c, z)`` for unit axes ``a ⊥ b``, ``b ⊥ c``,
@@ -117,12 +83,8 @@ def split_rotation(rot_b: Vec, rot_c: Vec, a: Vec, b: Vec, c: Vec, roots: tuple[
 
 def split_roots(rot_c: Vec, a: Vec, b: Vec, c: Vec) -> tuple[float, float]:
     """The two middle angles ``y`` of :func:`split_rotation` (``a · R(b, y) c = a · rot c``)."""
-    return solve_cos_sin(dot(a, c), dot(a, cross(b, c)), dot(a, rot_c))[0]
+    return solve_cos_sin(dot(a, c), dot(a, cross(b, c)), dot(a, rot_c), REACH_TOL)[0]
 
-
-def vec(v) -> Vec:
-    """A 3-vector as a tuple of floats."""
-    return tuple(np.asarray(v, dtype=float).tolist())  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------- leg geometry
@@ -271,7 +233,7 @@ class LegSolver:
         # ankle roll: the offset of H from A along the pitch axes is fixed (the hip's forward
         # offset is normal to the pitch axes and drops out)
         w = tmatvec(g, add(self.yaw_hip, ankle, -1.0))
-        rolls, ok_roll = solve_cos_sin(dot(w, n), -dot(w, self.e5_x_n), self.lateral)
+        rolls, ok_roll = solve_cos_sin(dot(w, n), -dot(w, self.e5_x_n), self.lateral, REACH_TOL)
         for q5 in dict.fromkeys(rolls):
             # joint 0, hip roll and the sum of the pitch angles from the rest g R(e5, -q5)
             rest_b, rest_c = matvec(g, rotate(e5, -q5, e1)), matvec(g, rotate(e5, -q5, n))
@@ -289,13 +251,13 @@ class LegSolver:
         its sole normal is what it comes out as. Order: hip roll, knee, ankle roll."""
         n, e0, e1, e5 = self.n, self.e0, self.e1, self.e5
         v0 = self._hip_to_ankle(self._ankle(pos, rot), first)
-        hip_rolls, ok_roll = solve_cos_sin(dot(v0, n), dot(v0, self.e1_x_n), -self.lateral)
+        hip_rolls, ok_roll = solve_cos_sin(dot(v0, n), dot(v0, self.e1_x_n), -self.lateral, REACH_TOL)
         normal = rotate(e0, -first, (rot[0][2], rot[1][2], rot[2][2]))  # the goal's sole normal
         for q1 in dict.fromkeys(hip_rolls):
             for q, ok_leg in self._sagittal(v0, first, q1):
                 # the sole normal in the shank frame: R(n, pitch sum)ᵀ R(e1, q1)ᵀ R(e0, q0)ᵀ normal
                 target = rotate(n, -(self.s2 * q[2] + self.s3 * q[3]), rotate(e1, -q1, normal))
-                rolls, ok_normal = solve_cos_sin(self.n_normal0, self.n_e5_x_normal0, dot(n, target))
+                rolls, ok_normal = solve_cos_sin(self.n_normal0, self.n_e5_x_normal0, dot(n, target), REACH_TOL)
                 for q5 in dict.fromkeys(rolls):
                     out = q.copy()
                     out[4] = self.s4 * angle_about(n, rotate(e5, q5, self.normal0), target)
@@ -327,3 +289,232 @@ def pick(leg: LegGeometry, candidates, polish=None) -> tuple[np.ndarray, bool]:
     assert best is not None
     (not_ok, excess), q = best
     return leg.clip(q), not not_ok and excess <= LIMIT_TOL
+
+
+# ---------------------------------------------------------------------- on the robot's model
+class LegIK(ForwardKinematics):
+    """Leg IK of one robot (:class:`ForwardKinematics` with its two legs' geometry, read from the
+    model at construction and checked against the closed form's assumptions)."""
+
+    def __init__(self, robot: RobotSpec | str) -> None:
+        super().__init__(robot)
+        chains = chain_data(self.robot.name)
+        self.legs = {side: self._leg_geometry(side, chains["legs"][side]) for side in SIDES}
+        #: The shared hip joint (NAO): the right leg's first joint follows the left's.
+        self.shared_hip = bool(self.robot.coupled_joints) and self.robot.coupled_joints.get(
+            self.legs["right"].joint_names[0]) == self.legs["left"].joint_names[0]
+
+    def _leg_geometry(self, side: str, names: Sequence[str]) -> LegGeometry:
+        """Read one leg's axes, anchors and sole offset at q = 0 and check the IK's assumptions."""
+        m, d = self.model, self.data
+        if len(names) != 6:
+            raise ValueError(f"{side} leg of {self.robot.name} must have 6 joints, got {names}")
+        ids = [m.joint(j).id for j in names]
+        axes = np.array([d.xaxis[i] for i in ids])
+        anchors = np.array([d.xanchor[i] for i in ids])
+        n = axes[4]
+        signs = np.array([axes[k] @ n for k in (2, 3, 4)])
+        problems = []
+        if np.any(np.abs(np.abs(signs) - 1.0) > GEOMETRY_TOL):
+            problems.append("hip pitch, knee and ankle pitch axes are not parallel")
+        for a, b, what in ((0, 1, "joint 0 / hip roll"), (1, 4, "hip roll / pitch"), (5, 4, "ankle roll / pitch")):
+            if abs(axes[a] @ axes[b]) > GEOMETRY_TOL:
+                problems.append(f"{what} axes are not perpendicular")
+        hip, gap_hip = closest_points(anchors[1], axes[1], anchors[2], axes[2])
+        ankle, gap_ankle = closest_points(anchors[4], axes[4], anchors[5], axes[5])
+        if gap_hip > GEOMETRY_TOL:
+            problems.append(f"hip roll and pitch axes miss each other by {gap_hip:.2e} m")
+        if gap_ankle > GEOMETRY_TOL:
+            problems.append(f"ankle pitch and roll axes miss each other by {gap_ankle:.2e} m")
+        yaw_point = anchors[0]
+        offset = hip - yaw_point
+        hip_axial, hip_forward = float(offset @ axes[0]), float(offset @ axes[1])
+        plane_miss = float(np.linalg.norm(offset - hip_axial * axes[0] - hip_forward * axes[1]))
+        if plane_miss > GEOMETRY_TOL:
+            problems.append("the hip point is not in the plane of the joint-0 and hip-roll axes")
+        if problems:
+            raise ValueError(f"{self.robot.name} {side} leg does not fit the analytic IK: " + "; ".join(problems))
+        knee = anchors[3]
+
+        def normal(v: np.ndarray) -> np.ndarray:
+            return v - (v @ n) * n
+
+        sole = m.site(self.robot.sole_sites[SIDES.index(side)]).id
+        sole_pos, sole_rot = d.site_xpos[sole].copy(), d.site_xmat[sole].reshape(3, 3).copy()
+        limits = np.array([m.jnt_range[i] for i in ids])
+        return LegGeometry(
+            joint_names=tuple(names), axes=axes, pitch_axis=n, pitch_signs=np.sign(signs),
+            yaw_point=yaw_point, hip_axial=hip_axial, hip_forward=hip_forward,
+            hip_point=hip, knee_point=knee, ankle_point=ankle,
+            thigh=normal(knee - hip), shank=normal(ankle - knee), lateral=float((hip - ankle) @ n),
+            sole_rot0=sole_rot, ankle_in_sole=sole_rot.T @ (ankle - sole_pos),
+            lower=limits[:, 0].copy(), upper=limits[:, 1].copy(),
+            exact=max(gap_hip, gap_ankle, plane_miss) < 1e-9, sole_site=sole,
+            qpos_adr=np.array([m.jnt_qposadr[i] for i in ids]), dof_adr=np.array([m.jnt_dofadr[i] for i in ids]),
+        )
+
+    def leg_joint_names(self, side: str) -> tuple[str, ...]:
+        """The six leg joints of ``side`` from hip to ankle."""
+        return self.legs[check_side(side)].joint_names
+
+    def foot_pose(self, side: str, joint_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pose of the sole site of ``side`` (``l_sole``/``r_sole``) in the torso frame."""
+        sole = self.robot.sole_sites[SIDES.index(check_side(side))]
+        self.set_joints(joint_pos)
+        return self.site_pose(sole)
+
+    @staticmethod
+    def _check_pose(pos: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = np.asarray(pos, dtype=float)
+        r = np.asarray(rot, dtype=float)
+        if p.shape != (3,) or not np.isfinite(p).all():
+            raise ValueError(f"position must be a finite (3,) vector, got {pos}")
+        # NaN or inf in r fails the comparison as well
+        if r.shape != (3, 3) or not float(np.abs(r.T @ r - _EYE).max()) <= 1e-4:
+            raise ValueError(f"rotation must be a finite orthonormal (3, 3) matrix, got {rot}")
+        return p, r
+
+    def leg_ik(self, side: str, pos: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Leg angles (6,) (order :meth:`leg_joint_names`) that put the sole of ``side`` at ``pos``, ``R``.
+
+        Closed form (see the module docstring; :class:`~upright.baselines.kinematics.leg_ik.LegSolver`). Of
+        the up to eight solutions the first inside the joint ranges is returned, in the order:
+        ankle roll nearer zero, hip roll nearer zero, knee nearer the middle of its range.
+        ``reachable`` is False when the target is out of reach (then the leg is stretched / folded
+        towards it, orientation kept) or when no solution lies inside the joint ranges (then the
+        least violating one is clipped); the angles are always finite and inside the ranges.
+        """
+        return self._leg_ik(self.legs[check_side(side)], *self._check_pose(pos, R))
+
+    def _leg_ik(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray, bool]:
+        """:meth:`leg_ik` for a checked goal."""
+        candidates = leg.solver.candidates(pos.tolist(), rot.tolist())
+        return pick(leg, candidates, None if leg.exact else self._polisher(leg, pos, rot))
+
+    def _polisher(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray):
+        """The candidate polish for :func:`~upright.baselines.kinematics.leg_ik.pick` on a leg whose model
+        geometry is not exact (:meth:`_polish`): the reachable candidates within ``POLISH_MARGIN``
+        of the joint ranges, and the unreachable ones near hip roll ±90°, where the closed form's
+        joint-0 / pitch split is degenerate and the polish finds the solution."""
+
+        def polish(q: list[float], ok: bool, excess: float) -> tuple[list[float], bool, float]:
+            if (ok and excess <= POLISH_MARGIN) or abs(math.cos(q[1])) < GIMBAL_COS:
+                polished, residual = self._polish(leg, np.array(q), pos, rot)
+                return polished.tolist(), ok or residual < 1e-6, leg.limit_excess(polished.tolist())
+            return q, ok, excess
+
+        return polish
+
+    def _polish(self, leg: LegGeometry, q: np.ndarray, pos: np.ndarray, rot: np.ndarray,
+                steps: int = 8, tol: float = 1e-7, damping: float = 1e-4) -> tuple[np.ndarray, float]:
+        """Damped Newton steps on the sole-site Jacobian of the private model (position m, rotation rad).
+
+        Removes what the closed form misses because the model's axes do not meet exactly (usually
+        one step reaches ``tol``; a few near the stretched-leg singularity). Returns the iterate
+        with the smallest error and that error (max of m and rad). Only the leg's joints are
+        written into the private model.
+        """
+        m, d = self.model, self.data
+        q = q.copy()
+        err = np.zeros(6)
+        jac = np.empty((6, 6))
+        lam2 = damping * damping * _EYE6
+        site, dofs = leg.sole_site, leg.dof_adr
+        best, best_err = q, math.inf
+        for _ in range(steps + 1):
+            d.qpos[leg.qpos_adr] = q
+            mujoco.mj_kinematics(m, d)
+            pose_error(pos, rot, d.site_xpos[site], d.site_xmat[site].reshape(3, 3), err)
+            size = float(np.abs(err).max())
+            if size < best_err:
+                best, best_err = q, size
+            if size < tol:
+                break
+            mujoco.mj_comPos(m, d)
+            mujoco.mj_jacSite(m, d, self._jacp, self._jacr, site)
+            jac[:3], jac[3:] = self._jacp[:, dofs], self._jacr[:, dofs]
+            q = q + jac.T @ solve_spd(jac @ jac.T + lam2, err)
+        return best, best_err
+
+    def leg_jacobian(self, side: str, q: np.ndarray) -> np.ndarray:
+        """The sole site's Jacobian (6, 6) of leg ``side`` at its angles ``q`` (order
+        :meth:`leg_joint_names`): rows linear (m/rad) then angular velocity (rad/rad), torso frame."""
+        leg = self.legs[check_side(side)]
+        m, d = self.model, self.data
+        d.qpos[leg.qpos_adr] = q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+        mujoco.mj_jacSite(m, d, self._jacp, self._jacr, leg.sole_site)
+        return np.vstack((self._jacp[:, leg.dof_adr], self._jacr[:, leg.dof_adr]))
+
+    def leg_ik_near(self, side: str, pos: np.ndarray, R: np.ndarray, near: np.ndarray,
+                    steps: int = 8) -> tuple[np.ndarray, bool]:
+        """Leg angles (6,) for a sole goal close to the pose of the leg angles ``near`` (e.g. a
+        solution of :meth:`leg_ik` for a slightly different goal): damped Newton steps on the
+        sole-site Jacobian from ``near`` (:meth:`_polish`), cheaper than the closed form and on the
+        same branch. ``reachable``: converged (1e-6) and inside the joint ranges (the result is
+        clipped to them). Each leg on its own: not for NAO's shared HipYawPitch."""
+        leg = self.legs[check_side(side)]
+        p, rot = self._check_pose(pos, R)
+        start = np.asarray(near, dtype=float)
+        if start.shape != (6,) or not np.all(np.isfinite(start)):
+            raise ValueError(f"near must be six finite leg angles, got {near}")
+        q, residual = self._polish(leg, start, p, rot, steps=steps)
+        inside = bool(np.all(q >= leg.lower - 1e-12) and np.all(q <= leg.upper + 1e-12))
+        return np.clip(q, leg.lower, leg.upper), residual < 1e-6 and inside
+
+    def leg_ik_given_first(self, side: str, pos: np.ndarray, R: np.ndarray, first: float) -> tuple[np.ndarray, bool]:
+        """Leg IK of ``side`` with joint 0 (NAO HipYawPitch) fixed to ``first`` (rad).
+
+        The five remaining joints reach the sole position and the sole normal exactly where the
+        target allows; the foot's rotation about its sole normal is what it comes out as.
+        (The ankle point is taken from the target rotation; for NAO it lies on the sole normal,
+        so this is exact.) Branches and ``reachable`` as in :meth:`leg_ik`; no Newton polish
+        (it would move joint 0), so on a model whose axes miss (Wolfgang) it is good to ~0.1 mm.
+        """
+        leg = self.legs[check_side(side)]
+        p, rot = self._check_pose(pos, R)
+        if not math.isfinite(first):
+            raise ValueError(f"first joint angle must be finite, got {first}")
+        return self._leg_ik_given_first(leg, p, rot, float(first))
+
+    @staticmethod
+    def _leg_ik_given_first(leg: LegGeometry, pos: np.ndarray, rot: np.ndarray, first: float) -> tuple[np.ndarray, bool]:
+        """:meth:`leg_ik_given_first` for a checked goal (no polish)."""
+        return pick(leg, leg.solver.candidates_given_first(pos.tolist(), rot.tolist(), first))
+
+    def legs_ik(self, left_pos: np.ndarray, left_R: np.ndarray, right_pos: np.ndarray, right_R: np.ndarray,
+                hip_yaw_pitch: str = "mean", check: bool = True) -> tuple[dict[str, float], bool]:
+        """Both legs: ``({joint name: angle}, reachable)``.
+
+        Wolfgang: the legs are independent and ``hip_yaw_pitch`` is ignored. NAO: both HipYawPitch
+        joints are one motor. ``"left"``/``"right"``: that leg is solved exactly and the other leg
+        is solved for the same HipYawPitch (:meth:`leg_ik_given_first`: position and sole normal
+        exact, its yaw follows); ``"mean"``: the mean of the two free solutions is used for both
+        legs, which shares the yaw error between them.
+
+        ``check=False`` skips the checks of the goals (float arrays of shape (3,), rotation matrices)
+        for callers that build them themselves (the spline stand-up solves ~100 goal pairs per try).
+        """
+        if hip_yaw_pitch not in ("left", "right", "mean"):
+            raise ValueError(f"hip_yaw_pitch must be 'left', 'right' or 'mean', got {hip_yaw_pitch!r}")
+        goals = ({"left": self._check_pose(left_pos, left_R), "right": self._check_pose(right_pos, right_R)} if check
+                 else {"left": (left_pos, left_R), "right": (right_pos, right_R)})
+        solved = {side: self._leg_ik(self.legs[side], *goals[side]) for side in SIDES}
+        if self.shared_hip:
+            if hip_yaw_pitch == "mean":
+                first = 0.5 * (solved["left"][0][0] + solved["right"][0][0])
+                redo: tuple[str, ...] = SIDES
+            else:
+                first = solved[hip_yaw_pitch][0][0]
+                redo = tuple(s for s in SIDES if s != hip_yaw_pitch)
+            for side in redo:
+                solved[side] = self._leg_ik_given_first(self.legs[side], *goals[side], float(first))
+        angles: dict[str, float] = {}
+        for side in SIDES:
+            angles.update(zip(self.legs[side].joint_names, solved[side][0].tolist()))
+        return angles, all(ok for _, ok in solved.values())
+
+
+__all__ = ["GIMBAL_COS", "POLISH_MARGIN", "REACH_TOL", "LegGeometry", "LegIK", "LegSolver", "pick",
+           "split_roots", "split_rotation"]

@@ -3,7 +3,7 @@
 Stelter 2020 (thesis, chapter 4) and Stelter et al., ICAR 2021 (section III); every number is in
 reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``.
 
-1. The four pose splines of a :class:`~upright.baselines.spline_motion.Plan` give the goal poses of
+1. The four pose splines of a :class:`~upright.baselines.spline.motion.Plan` give the goal poses of
    the hands (relative to the shoulders), of the right sole (torso frame) and of the left sole
    (right-sole frame), starting from the measured poses.
 2. The left-foot goal is re-expressed in the torso frame; the legs get analytic IK (NAO: one shared
@@ -11,7 +11,7 @@ reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``.
    thesis allows approximate arm solutions): closed form, damped least squares where joint limits
    bind (:meth:`~upright.baselines.kinematics.Kinematics.arm_ik`). The head tilts out of the way
    (``head_tilt_front``/``back``) until the head-zero instant.
-3. From the squat on, :class:`~upright.baselines.stabilizer.TrunkStabilizer` turns the trunk goal by
+3. From the squat on, :class:`~upright.baselines.spline.stabilizer.TrunkStabilizer` turns the trunk goal by
    PID corrections of its fused pitch and roll (switch ``params.stabilizing``), which changes the
    right-foot goal and with it both legs.
 
@@ -49,11 +49,12 @@ import bisect
 
 import numpy as np
 
-from upright.baselines.kinematics import Kinematics, pose_error, solve_spd
-from upright.baselines.spline_motion import (EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector,
+from upright.baselines.kinematics import Kinematics
+from upright.baselines.kinematics.forward import pose_error, solve_spd
+from upright.baselines.spline.motion import (EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector,
                                              smoothstep5)
-from upright.baselines.spline_params import SplineParams
-from upright.baselines.stabilizer import TrunkStabilizer
+from upright.baselines.spline.params import SplineParams
+from upright.baselines.spline.stabilizer import TrunkStabilizer
 from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
 

@@ -8,7 +8,7 @@ rest-to-rest quintic moves on the straight line between its knots with the path 
 :func:`smoothstep5`, so poses are evaluated in that closed form (the same values, ~20x cheaper than
 the ``BPoly`` call; the controller evaluates them at every IK sample).
 
-:func:`plan_motion` turns a direction and a :class:`~upright.baselines.spline_params.SplineParams`
+:func:`plan_motion` turns a direction and a :class:`~upright.baselines.spline.params.SplineParams`
 into four splines whose first knot is the measured current pose (A.2's knot lists, cited per knot):
 
 * ``l_hand``, ``r_hand``: hand position relative to the shoulder joint, torso orientation;
@@ -27,7 +27,7 @@ import numpy as np
 from scipy.interpolate import BPoly
 from scipy.spatial.transform import Rotation
 
-from upright.baselines.spline_params import SplineParams
+from upright.baselines.spline.params import SplineParams
 
 DIRECTIONS = ("front", "back", "rise")
 EFFECTORS = ("l_hand", "r_hand", "l_foot", "r_foot")

@@ -125,7 +125,7 @@ class SplineParams(Params):
     stabilizing: bool
     #: Gains: correction (rad) per fused-angle error (rad), per rad·s, per rad/s. Sign convention
     #: of this package: a positive gain turns the trunk goal against the measured error (see
-    #: :mod:`upright.baselines.stabilizer`).
+    #: :mod:`upright.baselines.spline.stabilizer`).
     pitch_p: float
     pitch_i: float
     pitch_d: float

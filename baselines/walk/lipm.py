@@ -3,10 +3,10 @@
 
 Each control cycle (``LipmWalk.step``):
 
-1. advance the pendulum player (:mod:`~upright.baselines.lipm_player`) to the measurement time;
+1. advance the pendulum player (:mod:`~upright.baselines.walk.lipm_player`) to the measurement time;
 2. measure the CoM relative to the support foot from the IMU orientation and the joint angles
    (the robot's own kinematic model), in the phase frame ``Q``;
-3. filter it with the Kalman observer (:mod:`~upright.baselines.com_observer`, equations 10–14),
+3. filter it with the Kalman observer (:mod:`~upright.baselines.walk.com_observer`, equations 10–14),
    the pendulum's expected state being the prediction;
 4. correct the current pendulum from the filtered state (equations 15–20; switch ``correction``);
 5. predict the pendulum over the actuation delay (equation 21; switch ``predict_delay``) and turn
@@ -27,9 +27,10 @@ import numpy as np
 
 from upright.baselines import register_controller
 from upright.baselines.common.params import Params
-from upright.baselines.com_observer import ComObserver
-from upright.baselines.kinematics import Kinematics, yaw_removed
-from upright.baselines.lipm_player import PendulumPlayer, PlayerParams, Posture
+from upright.baselines.walk.com_observer import ComObserver
+from upright.baselines.common.rotations import rot_x, rot_y, rot_z, yaw_removed
+from upright.baselines.kinematics import Kinematics
+from upright.baselines.walk.lipm_player import GaitTarget, PendulumPlayer, PlayerParams
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensors import Sensors
 
@@ -66,21 +67,6 @@ class LipmParams(Params):
     predict_delay: bool = True
     #: First support foot: +1 left, −1 right; the sideways command's sign overrides it.
     first_support: int = 1
-
-
-def _rz(yaw: float) -> np.ndarray:
-    c, s = np.cos(yaw), np.sin(yaw)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
-def _rx(roll: float) -> np.ndarray:
-    c, s = np.cos(roll), np.sin(roll)
-    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
-
-
-def _ry(pitch: float) -> np.ndarray:
-    c, s = np.cos(pitch), np.sin(pitch)
-    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
 
 
 def _smoothstep(x: float) -> float:
@@ -136,7 +122,7 @@ class LipmWalk:
         self._joints = np.asarray(sensors.joint_pos, dtype=float).copy()
         self._joints[list(self.robot.actuated_joint_index)] = self._start_targets  # arms, head: as commanded
         w = p.player.foot_y
-        stand = Posture(0, np.array([p.player.ref_x, 0.0]), 0.0, np.array([0.0, w, 0.0, 0.0]),
+        stand = GaitTarget(0, np.array([p.player.ref_x, 0.0]), 0.0, np.array([0.0, w, 0.0, 0.0]),
                         np.array([0.0, -w, 0.0, 0.0]), 0.0)
         for _ in range(6):  # settle the torso-to-CoM offset of the walking posture
             self._stand_targets = self._targets(stand)
@@ -174,7 +160,7 @@ class LipmWalk:
         self.diagnostics = Diagnostics(sensors.time, player.phase.support, player.phase_count, foot_q,
                                        expected, measured, filtered, filtered_vel, corrected)
         target_player = player.advanced(p.delay) if p.predict_delay else player
-        return self._targets(target_player.posture(p.lift_height))
+        return self._targets(target_player.target(p.lift_height))
 
     # ------------------------------------------------------------------ measurement
     def _measure(self, sensors: Sensors, support: int) -> tuple[np.ndarray, np.ndarray]:
@@ -187,23 +173,23 @@ class LipmWalk:
         com = self.kin.com(sensors.joint_pos)
         v = tilt @ (com - foot_pos)
         heading = tilt @ foot_rot[:, 0]
-        v = _rz(-np.arctan2(heading[1], heading[0])) @ v
+        v = rot_z(-np.arctan2(heading[1], heading[0])) @ v
         foot_q = np.array([0.0, (1.0 if support >= 0 else -1.0) * self.params.player.foot_y])
         return foot_q, foot_q + v[:2]
 
     # ------------------------------------------------------------------ posture to joints
-    def _targets(self, posture: Posture) -> np.ndarray:
+    def _targets(self, posture: GaitTarget) -> np.ndarray:
         """Leg IK for a posture in ``Q``; arms and head keep their standing targets. The torso is
         placed so that the model CoM (with the previous leg angles) is at the planned CoM."""
         p = self.params
         roll = -posture.support * p.step_roll * np.sin(np.pi * posture.ratio)
-        torso_rot = _rz(posture.torso_yaw) @ _rx(roll) @ _ry(p.body_tilt)
+        torso_rot = rot_z(posture.torso_yaw) @ rot_x(roll) @ rot_y(p.body_tilt)
         com = np.array([posture.com_xy[0], posture.com_xy[1], p.com_height])
         torso_pos = com - torso_rot @ self.kin.com(self._joints)
         feet = []
         for foot in (posture.left, posture.right):
             feet.append(torso_rot.T @ (foot[:3] - torso_pos))
-            feet.append(torso_rot.T @ _rz(foot[3]))
+            feet.append(torso_rot.T @ rot_z(foot[3]))
         angles, _ = self.kin.legs_ik(*feet)
         self._joints = self.kin.with_joints(self._joints, angles)
         return self.kin.targets_from_joints(self._joints)

@@ -4,8 +4,9 @@
 A :class:`PendulumPlayer` holds the current single-support phase, the plan of the next one and the
 time within the phase; it plans each phase when it begins (step durations by the iterative method,
 the sagittal origin from the linear system (9) with the capped origin offset), advances in time,
-and re-determines the current phase from a filtered CoM state. Pure numpy; the posture it
-describes (CoM, feet, torso yaw) is in the current phase frame ``Q`` (x forward, y left, m, rad).
+and re-determines the current phase from a filtered CoM state. Pure numpy; the gait target it
+describes (:class:`GaitTarget`: CoM, feet, torso yaw) is in the current phase frame ``Q`` (x forward,
+y left, m, rad).
 
 Sides: ``+1`` left support, ``-1`` right support, ``0`` the start phase on both feet, whose pendulum
 origin lies under the foot that will swing first, so the CoM starts moving onto the first support
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from upright.baselines import pendulum
+from upright.baselines.walk import pendulum
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class Phase:
 
 
 @dataclass(frozen=True)
-class Posture:
+class GaitTarget:
     """Where the walk wants the body at one instant, in the phase frame ``Q`` (m, rad)."""
 
     support: int
@@ -264,9 +265,9 @@ class PendulumPlayer:
         x0, v0 = pendulum.propagate(x_rel, v, self.k, -t)
         return float(x0), float(v0)
 
-    # ------------------------------------------------------------------ posture
-    def posture(self, lift_height: float) -> Posture:
-        """The posture now: CoM (x, y), feet and torso yaw in ``Q``; the swing foot moves along a
+    # ------------------------------------------------------------------ gait target
+    def target(self, lift_height: float) -> GaitTarget:
+        """The gait target now: CoM (x, y), feet and torso yaw in ``Q``; the swing foot moves along a
         cosine blend and lifts by ``lift_height`` (m) at mid-phase."""
         phase = self.phase
         com, _ = self.expected()
@@ -274,7 +275,7 @@ class PendulumPlayer:
         w = self.p.foot_y
         if phase.support == 0:
             left, right = np.array([0.0, w, 0.0, 0.0]), np.array([0.0, -w, 0.0, 0.0])
-            return Posture(0, com, 0.0, left, right, ratio)
+            return GaitTarget(0, com, 0.0, left, right, ratio)
         s = phase.step
         target = np.array([*(s[:2] + _rot(s[2]) @ np.array([0.0, -phase.support * w])), s[2]])
         b = _blend(ratio)
@@ -284,4 +285,4 @@ class PendulumPlayer:
         support = np.array([0.0, phase.support * w, 0.0, 0.0])
         torso_yaw = 0.5 * (phase.swing_start[2] + b * (s[2] - phase.swing_start[2]))
         left, right = (support, swing) if phase.support == 1 else (swing, support)
-        return Posture(phase.support, com, torso_yaw, left, right, ratio)
+        return GaitTarget(phase.support, com, torso_yaw, left, right, ratio)

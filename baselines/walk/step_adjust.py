@@ -21,12 +21,12 @@ leg IK.
 Stabilisations, each switchable (the paper's configurations Old / WSA / SFL / New, see
 :data:`CONFIGURATIONS`):
 
-* step adjustment (:mod:`~upright.baselines.step_adjustment`, Algorithm 1): the CoM, measured from
+* step adjustment (:mod:`~upright.baselines.walk.step_adjustment`, Algorithm 1): the CoM, measured from
   the joint angles and the IMU orientation relative to the support sole and predicted over the
   actuation delay with an inverted pendulum, must stay in a tolerance range spanned by both feet;
   if it leaves it the swing foot follows it and the support foot moves by half the amount the other
   way (sagittal only);
-* swing-foot leveling (:mod:`~upright.baselines.swing_leveling`, section 5).
+* swing-foot leveling (:mod:`~upright.baselines.walk.swing_leveling`, section 5).
 
 Parameters per robot live in ``baselines/data/step_adjust_<robot>.yaml``; the support rectangle
 in there comes from ``python -m upright.eval.step_adjust_calibration``.
@@ -43,9 +43,10 @@ import numpy as np
 
 from upright.baselines import register_controller
 from upright.baselines.common.params import Params
-from upright.baselines.kinematics import Kinematics, yaw_removed
-from upright.baselines.step_adjustment import adjust_step, predict_com, tolerance_range
-from upright.baselines.swing_leveling import LevelingParams, SwingFootLeveling
+from upright.baselines.common.rotations import rot_x, rot_y, rot_z, yaw_removed
+from upright.baselines.kinematics import Kinematics
+from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
+from upright.baselines.walk.swing_leveling import LevelingParams, SwingFootLeveling
 from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
 
@@ -162,21 +163,6 @@ def _pitch_of(R: np.ndarray) -> float:
 def _foot_loads(sensors: Sensors) -> dict[str, float]:
     """Summed pressure (N) under each foot (``Sensors.foot_pressure``: 4 left, then 4 right)."""
     return {"left": float(np.sum(sensors.foot_pressure[:4])), "right": float(np.sum(sensors.foot_pressure[4:]))}
-
-
-def _rot_y(angle: float) -> np.ndarray:
-    c, s = np.cos(angle), np.sin(angle)
-    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
-
-
-def _rot_x(angle: float) -> np.ndarray:
-    c, s = np.cos(angle), np.sin(angle)
-    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
-
-
-def _rot_z(angle: float) -> np.ndarray:
-    c, s = np.cos(angle), np.sin(angle)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 @dataclass
@@ -410,15 +396,15 @@ class StepAdjustWalk:
         y and x axes; pitch about a point ``pivot`` m ahead of the sole origin); the rest of the
         body keeps the standing pose."""
         p = self.params
-        to_torso = _rot_y(p.trunk_pitch).T
+        to_torso = rot_y(p.trunk_pitch).T
         poses = {}
         for s in SIDES:
             foot = feet[s]
             pos = np.array([p.foot_x + foot.x, self._side_sign[s] * p.foot_y + foot.y, -p.walk_height + lift[s]])
-            R = _rot_z(foot.yaw) @ _rot_y(pitch[s]) @ _rot_x(roll[s] if roll is not None else 0.0)
+            R = rot_z(foot.yaw) @ rot_y(pitch[s]) @ rot_x(roll[s] if roll is not None else 0.0)
             if pivot is not None:  # pitch about a point `pivot[s]` ahead of the sole origin
                 centre = np.array([pivot[s], 0.0, 0.0])
-                pos = pos + _rot_z(foot.yaw) @ centre - R @ centre
+                pos = pos + rot_z(foot.yaw) @ centre - R @ centre
             poses[s] = (to_torso @ pos, to_torso @ R)
         angles, _ = self.kin.legs_ik(poses["left"][0], poses["left"][1], poses["right"][0], poses["right"][1])
         return self.kin.with_joints(self._standing, angles)

@@ -1,6 +1,6 @@
 """Step adjustment (Reichenberg & Röfer, "Step Adjustment for a Robust Humanoid Walk", Algorithm 1)
 and the CoM prediction it uses over the actuation delay (the closed-form LIPM of
-:mod:`upright.baselines.pendulum`).
+:mod:`upright.baselines.walk.pendulum`).
 
 All positions are forward (x) components in the robot's torso frame, in metres. ``w`` is the swing
 foot's x, ``u`` the support foot's x as the base walk plans them; a bar marks the adjusted values,
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from upright.baselines.pendulum import omega, propagate
+from upright.baselines.walk.pendulum import omega, propagate
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def predict_com(x: float, v: float, support_back: float, support_front: float, h
     controllers.md D.3): the robot tips about the edge of its support rectangle
     ``[support_back, support_front]`` (m) that the CoM is beyond; inside the rectangle it is
     statically stable (no tipping torque) and the CoM moves on at its measured velocity. Beyond
-    it, the closed-form pendulum of :func:`upright.baselines.pendulum.propagate` with the pivot at
+    it, the closed-form pendulum of :func:`upright.baselines.walk.pendulum.propagate` with the pivot at
     the edge and the pendulum ``height`` (m, > 0)."""
     pivot = float(np.clip(x, support_back, support_front))
     if pivot == x:

@@ -17,7 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from upright.baselines.kinematics import SIDES, Kinematics
+from upright.baselines.kinematics import Kinematics
+from upright.baselines.kinematics.forward import SIDES
 from upright.envs.robots import ROBOT_NAMES, get_robot
 from upright.eval.experiments import ExperimentContext, register_experiment
 from upright.eval.tables import Column, Table, number

@@ -44,7 +44,7 @@ import gymnasium as gym
 import numpy as np
 from scipy.stats import wilcoxon
 
-from upright.baselines.step_adjust import CONFIGURATIONS
+from upright.baselines.walk.step_adjust import CONFIGURATIONS
 from upright.envs.conditions import Conditions, get_conditions
 from upright.envs.registration import env_id
 from upright.envs.terrain import OBSTACLE_COURSE, obstacle_at
