@@ -11,7 +11,7 @@ Per joint j and control cycle t (angles in degrees):
   R̂_γ = R_γ + percent·p_γ·b with percent = max(0, (Δ_j − a)/(b − a)), or, when a and b have
   opposite signs, max(Δ_j/a, Δ_j/b, 0). For a = 0 this is exactly R_γ + Δ_j·p_γ (eq. 1); a ≠ 0
   is a dead band. The hip-pitch-difference entries use measured left − right hip pitch, clipped
-  to percent ≤ 1 (controllers.md B.2).
+  to percent ≤ 1 (B-Human ``KeyframePhaseJointCompensationImpl``).
 
 Unstiffened (``off``) joints have no error.
 """

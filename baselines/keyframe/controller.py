@@ -2,7 +2,8 @@
 
 Reichenberg & Laue, "Stand Up, NAO! Increasing the Reliability of Stand-Up Motions Through Error
 Compensation in Position Control" (2025), sections 3–6; engine details and numbers from B-Human's
-2025 code release as transcribed in ``shared/reference/controllers.md`` part (b). The engine is
+2025 code release (``KeyframeMotionEngine``, ``keyframeMotionEngine.cfg``,
+``keyframeMotionParameters.cfg``). The engine is
 robot-agnostic: motions, balancer phases and engine numbers live in
 ``baselines/data/keyframe_<robot>.yaml`` (:mod:`upright.baselines.keyframe.library`).
 
@@ -30,7 +31,7 @@ position-error torque of the P servo by s; ``off`` joints get their measured ang
 Status: ``working`` (deciding, moving, balancing out), ``waiting``, ``failed`` (breaking up),
 ``finished``, ``help``.
 
-Departures from B-Human's engine (controllers.md B.1–B.3): the joint error goes straight into
+Departures from B-Human's engine (state machine, compensation, balancer): the joint error goes straight into
 equations 2–4 (no extra ``LowPassFilterPR`` on the raw error; the paper names none); the balancer's
 output low-pass is a first-order filter (factor 0.35, between B-Human's 0.2 and 0.5); no mirroring
 of motions and no head-button abort; a wait with several conditions ends when each holds or has
@@ -360,7 +361,7 @@ class KeyframeController:
         return request + self._balance_offsets
 
     def _run_balancer(self) -> None:
-        """Exponential PD on the CoM (controllers.md B.3); output (deg) in ``self._balance``."""
+        """Exponential PD on the CoM (B-Human ``KeyframePhaseBalancerImpl``); output (deg) in ``self._balance``."""
         if self._balancer_idle > 2:
             self._i_term = np.zeros(2)
             self._balance = np.zeros(2)

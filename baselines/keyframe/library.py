@@ -30,9 +30,8 @@ def interpolate(kind: str, ratio: float) -> float:
     """Progress (0..1) of a keyframe at time ``ratio`` (0..1) of its duration.
 
     ``linear``: r; ``sin_min_to_max``: 0.5 sin(πr − π/2) + 0.5; ``sin_zero_to_max``: sin(πr/2)
-    (B-Human's three interpolation types, controllers.md B.1); ``quintic``: 10r³ − 15r⁴ + 6r⁵
-    (zero velocity and acceleration at both ends: the Bit-Bots animation splines,
-    wolfgang-animations.md section 1)."""
+    (B-Human's three interpolation types); ``quintic``: 10r³ − 15r⁴ + 6r⁵
+    (zero velocity and acceleration at both ends: the Bit-Bots animation splines)."""
     r = min(max(ratio, 0.0), 1.0)
     if kind == "linear":
         return r
@@ -170,7 +169,7 @@ class Motion:
 
 @dataclass(frozen=True)
 class PhaseParams:
-    """Balancer parameters of one phase (controllers.md B.5); arrays [pitch, roll] × [neg, pos]
+    """Balancer parameters of one phase (B-Human ``keyframeMotionParameters.cfg``); arrays [pitch, roll] × [neg, pos]
     or [pitch, roll] × [base, max additional]."""
 
     com_base: np.ndarray

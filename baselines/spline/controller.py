@@ -1,7 +1,7 @@
 """Baseline ``spline``: the Bit-Bots quintic-spline stand-up with fused-angle stabiliser and fail-safe.
 
-Stelter 2020 (thesis, chapter 4) and Stelter et al., ICAR 2021 (section III); every number is in
-reference/controllers.md part (a) and ``baselines/data/spline_<robot>.yaml``.
+Stelter 2020 (thesis, chapter 4) and Stelter et al., ICAR 2021 (section III), after the Bit-Bots
+engine ``bitbots_dynup``; every number is in ``baselines/data/spline_<robot>.yaml`` with its source.
 
 1. The four pose splines of a :class:`~upright.baselines.spline.motion.Plan` give the goal poses of
    the hands (relative to the shoulders), of the right sole (torso frame) and of the left sole

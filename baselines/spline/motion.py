@@ -3,13 +3,13 @@
 A :class:`PoseSpline` interpolates a pose ``(x, y, z, roll, pitch, yaw)`` (m, rad; orientation as
 fixed-axis roll-pitch-yaw, ``R = Rz(yaw) Ry(pitch) Rx(roll)``) through knots with zero velocity and
 acceleration: every segment is a rest-to-rest quintic (the reference engine's SmoothSpline,
-reference/controllers.md A.1), built with SciPy's ``BPoly.from_derivatives`` for its derivatives. A
+``bitbots_splines/smooth_spline.cpp``), built with SciPy's ``BPoly.from_derivatives`` for its derivatives. A
 rest-to-rest quintic moves on the straight line between its knots with the path parameter
 :func:`smoothstep5`, so poses are evaluated in that closed form (the same values, ~20x cheaper than
 the ``BPoly`` call; the controller evaluates them at every IK sample).
 
 :func:`plan_motion` turns a direction and a :class:`~upright.baselines.spline.params.SplineParams`
-into four splines whose first knot is the measured current pose (A.2's knot lists, cited per knot):
+into four splines whose first knot is the measured current pose (the engine's knot lists, ``dynup_engine.cpp``, cited per knot):
 
 * ``l_hand``, ``r_hand``: hand position relative to the shoulder joint, torso orientation;
 * ``r_foot``: right sole in the torso frame;
@@ -147,7 +147,7 @@ START = "start"
 def _phases(direction: str, p: SplineParams) -> list[tuple[float, np.ndarray | None, np.ndarray | str | None]]:
     """The key poses after t0: ``(duration, left-hand knot or None, right-foot knot, START or None)``.
 
-    Knot by knot the lists of reference/controllers.md A.2 (FRONT #0-#7, BACK #0-#4, R)."""
+    Knot by knot the key poses of Bit-Bots ``dynup_engine.cpp`` (FRONT #0-#7, BACK #0-#4, rise R)."""
     L, half = p.arm_extended_length, -p.foot_distance / 2.0
     pi = np.pi
     rise = (

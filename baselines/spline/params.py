@@ -1,7 +1,7 @@
 """Parameters of the spline stand-up (Bit-Bots "dynup"), one named, documented set per robot.
 
-Every field of :class:`SplineParams` is a parameter of the reference engine (shared
-``reference/controllers.md`` part (a), tables A.2/A.3; Stelter 2020, appendix B) or of our additions
+Every field of :class:`SplineParams` is a parameter of the reference engine (Bit-Bots
+``bitbots_dynup``: ``dynup_engine.cpp``, ``bitbots_dynup_params.cfg``; Stelter 2020, appendix B) or of our additions
 (head handling, fail-safe). The values per robot live in ``baselines/data/spline_<robot>.yaml``;
 keys ending in ``_deg`` are given in degrees there (as in the Bit-Bots configs) and converted to
 radians on loading (the suffix is dropped). Units in code: m, s, rad.
@@ -26,7 +26,7 @@ class SplineParams(Params):
     DATA_FILE: ClassVar[str] = "spline_{robot}.yaml"
 
     # -- geometry of the key poses
-    #: Shoulder-to-hand length used for stretched-arm hand targets (m), ``L`` in A.2.
+    #: Shoulder-to-hand length used for stretched-arm hand targets (m), ``L`` in the engine's key poses.
     arm_extended_length: float
     #: Lateral distance between the soles' centres (m).
     foot_distance: float
@@ -49,7 +49,8 @@ class SplineParams(Params):
     #: (m) and this much turned (rad) per foot from one sample to the next. The IK solves the
     #: unstabilised spline goals at the samples (and at every knot), one sample ahead of the motion;
     #: cycles in between interpolate in the splines' path parameter (see
-    #: :func:`~upright.baselines.spline.sample_times`, :class:`~upright.baselines.spline.JointTrajectory`).
+    #: :func:`~upright.baselines.spline.controller.sample_times`,
+    #: :class:`~upright.baselines.spline.controller.JointTrajectory`).
     ik_sample_distance: float
     ik_sample_angle: float
     #: The same for the hands (m; position only, the arms' IK ignores the hand orientation).
@@ -63,7 +64,7 @@ class SplineParams(Params):
     #: The arm IK stops when an iteration brings the hand less than this closer (m): the target is
     #: out of reach and the hand only creeps along the workspace boundary.
     arm_ik_stall: float
-    # -- front (prone) sequence, A.2 FRONT
+    # -- front (prone) sequence (the engine's FRONT key poses)
     time_hands_side: float  #: s, arms stretched sideways
     time_hands_rotate: float  #: s, hands rotated
     time_hands_front: float  #: s, hands forward over the head
@@ -84,7 +85,7 @@ class SplineParams(Params):
     trunk_overshoot_angle_front: float
     #: Torso x offset over the feet in the front squat (m).
     trunk_x_front: float
-    # -- back (supine) sequence, A.2 BACK
+    # -- back (supine) sequence (the engine's BACK key poses)
     time_legs_close: float  #: s, legs pulled in, hands behind the back
     time_foot_ground_back: float  #: s, torso pushed up, feet under the body
     time_full_squat_hands: float  #: s, arms extended backwards
@@ -111,7 +112,7 @@ class SplineParams(Params):
     trunk_overshoot_angle_back: float
     # -- rise (common end of both sequences)
     rise_time: float  #: s, squat to walkready
-    # -- head (A.1 step 4)
+    # -- head (the engine's head handling)
     #: Names of the head's pan and tilt joints in this robot.
     head_pan_joint: str
     head_tilt_joint: str
@@ -120,7 +121,7 @@ class SplineParams(Params):
     head_tilt_back: float
     #: Head tilt after the head-zero instant and in the end pose (rad).
     head_tilt_final: float
-    # -- stabiliser (fused-angle PID on the trunk, A.1 step 2)
+    # -- stabiliser (fused-angle PID on the trunk, ``dynup_stabilizer.cpp``)
     #: Feature switch: stabiliser on (True) or off (ablation).
     stabilizing: bool
     #: Gains: correction (rad) per fused-angle error (rad), per rad·s, per rad/s. Sign convention

@@ -1,6 +1,6 @@
 """The spline stand-up's trunk stabiliser: PID control of the trunk's fused pitch and roll.
 
-Reference/controllers.md A.1 step 2 and the ICAR paper (section III.B): the trunk's goal
+Bit-Bots ``dynup_stabilizer.cpp`` and the ICAR paper (section III.B): the trunk's goal
 orientation follows from the right-foot goal (the sole lies flat on the floor, so the trunk's
 orientation relative to the world is the inverse of the foot's orientation relative to the trunk);
 its fused pitch and roll are compared with the IMU's, a PID per angle corrects the goal angles,

@@ -1,9 +1,10 @@
 """``step_adjust``: the rUNSWift-style walk with B-Human's step adjustment and swing-foot leveling.
 
 Reichenberg & Röfer, "Step Adjustment for a Robust Humanoid Walk" (RoboCup 2021), on the walk of
-Hengst ("rUNSWift Walk2014 Report", 2014) as B-Human uses it (controllers.md part (d)).
+Hengst ("rUNSWift Walk2014 Report", 2014) as B-Human uses it (B-Human code release 2021, "BH-21":
+``WalkingEngine``, ``WalkStepAdjustment``; rUNSWift 2014 ``Walk2014Generator``).
 
-Base walk (D.1). Every step (half cycle) of duration ``T`` fixes Cartesian trajectories of both
+Base walk (rUNSWift Walk2014). Every step (half cycle) of duration ``T`` fixes Cartesian trajectories of both
 feet in the walk frame (the torso frame turned by the nominal trunk pitch, so its x-y plane is
 parallel to the ground when the robot walks as planned) from the step size the commanded velocity
 needs: the support foot moves linearly from where it is to ``-step/2``, the swing foot to

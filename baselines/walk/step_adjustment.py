@@ -43,7 +43,7 @@ def adjust_step(w_t: float, w_prev: float, w_bar_prev: float, u_t: float, m: flo
     ``ŵ_t + Δŵ_{t-1}`` (the swing position after the decay of the old adjustment), and line 10 adds
     the clipped δ to that same position. With line 10 taken literally (``ŵ_t`` without the decay) an
     adjustment never returns to zero and the per-frame speed limit of lines 8-9 would not hold;
-    B-Human's code (BH-21 ``WalkStepAdjustment::addBalance``, controllers.md D.2 step 5) includes
+    B-Human's code (code release 2021, ``WalkStepAdjustment::addBalance``) includes
     the decay.
     """
     if not p_max > 0.0:
@@ -68,8 +68,8 @@ def adjust_step(w_t: float, w_prev: float, w_bar_prev: float, u_t: float, m: flo
 def predict_com(x: float, v: float, support_back: float, support_front: float, height: float,
                 horizon: float) -> float:
     """The CoM x (m) ``horizon`` s ahead, relative to the support sole origin, as the step
-    adjustment uses it to bridge the actuation delay (paper section 3; BH-21 ``predictRotation``,
-    controllers.md D.3): the robot tips about the edge of its support rectangle
+    adjustment uses it to bridge the actuation delay (paper section 3; B-Human code release 2021
+    ``predictRotation``): the robot tips about the edge of its support rectangle
     ``[support_back, support_front]`` (m) that the CoM is beyond; inside the rectangle it is
     statically stable (no tipping torque) and the CoM moves on at its measured velocity. Beyond
     it, the closed-form pendulum of :func:`upright.baselines.walk.pendulum.propagate` with the pivot at
@@ -84,7 +84,7 @@ def tolerance_range(support_back: float, support_front: float, foot_area: tuple[
                     ) -> tuple[float, float]:
     """The tolerance range (T_min, T_max) in m relative to the sole origin: the fractions
     ``foot_area`` of the calibrated support rectangle's length, counted from its back edge
-    (paper section 3 and Fig. 4; BH-21 ``desiredFootArea``)."""
+    (paper section 3 and Fig. 4; B-Human 2021 ``desiredFootArea``)."""
     lo, hi = foot_area
     if not 0.0 <= lo <= hi <= 1.0:
         raise ValueError(f"foot_area must be fractions 0 <= lo <= hi <= 1, got {foot_area!r}")

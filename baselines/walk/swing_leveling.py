@@ -1,5 +1,5 @@
 """Swing-foot leveling (Reichenberg & Röfer, "Step Adjustment for a Robust Humanoid Walk", section 5;
-B-Human 2021 ``modifySwingFootRotation``, controllers.md D.4).
+B-Human code release 2021 ``WalkingEngine::modifySwingFootRotation``).
 
 The support sole's measured pitch (forward kinematics of the measured joint angles) minus its
 requested pitch is the unintended tilt of the robot over its support foot; that deviation is added
@@ -20,8 +20,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class LevelingParams:
-    """Parameters (values per robot in ``baselines/data/step_adjust_<robot>.yaml``; NAO: BH-21
-    ``walkingEngineCommon.cfg``, controllers.md D.5)."""
+    """Parameters (values per robot in ``baselines/data/step_adjust_<robot>.yaml``; NAO: B-Human
+    code release 2021, ``walkingEngineCommon.cfg``)."""
 
     #: Torso tilt (rad) at which the leveling is fully on (soleCompensationMinTorsoRotation 5 deg).
     min_torso_rotation: float
