@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import upright.envs  # noqa: F401  (registers the environments)
-from upright.baselines import controller_names, default_params, make_controller
+from upright.baselines import Controller, controller_names, default_params, make_controller
 from upright.baselines.common.data import si_units
 from upright.baselines.walk.step_adjust import StepAdjustParams
 from upright.envs.robots import get_robot
@@ -52,7 +52,8 @@ def test_unknown_or_badly_typed_overrides_are_named():
 def test_make_controller_takes_defaults_a_params_set_or_overrides(name):
     robot = get_robot("nao")
     defaults = default_params(name, "nao")
-    assert make_controller(name, robot).params == defaults
+    built = make_controller(name, robot)
+    assert isinstance(built, Controller) and built.params == defaults
     key = {"keyframe": "compensation_scale", "spline": "rise_time", "spline_nostab": "rise_time",
            "lipm": "player.step_duration", "step_adjust": "gyro_balance"}[name]
     head, _, leaf = key.rpartition(".")

@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from upright.baselines.common.params import Params
 from upright.envs.sensors import Sensors
 
 
@@ -19,10 +20,12 @@ class Controller(Protocol):
 
     Walk controllers also have ``set_command(command)``: the velocity command (vx m/s, vy m/s,
     yaw rate rad/s, torso frame) that the walk environment gives; it is called before ``reset``
-    and whenever the command changes. Controllers may expose a ``params`` dataclass (their tunable
-    parameters, for ablations and optimisation).
+    and whenever the command changes.
     """
 
+    #: Every tunable number and switch (the family's frozen
+    #: :class:`~upright.baselines.common.params.Params`, given by ``make_controller``).
+    params: Params
     #: A short word for what the controller is doing: working / waiting / finished / failed / help.
     status: str
 

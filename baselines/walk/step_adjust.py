@@ -30,7 +30,7 @@ Stabilisations, each switchable (the paper's configurations Old / WSA / SFL / Ne
 * swing-foot leveling (:mod:`~upright.baselines.walk.swing_leveling`, section 5).
 
 Parameters per robot live in ``baselines/data/step_adjust_<robot>.yaml``; the support rectangle
-in there comes from ``python -m upright.eval.step_adjust_calibration``.
+in there comes from ``upright experiment step-adjust-calibration``.
 """
 
 from __future__ import annotations
