@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -120,19 +121,28 @@ class _Episodes:
 
 
 _worker: _Episodes | None = None
+#: Why this worker process could not set up its episodes (then every task fails with it).
+_worker_error: str | None = None
 
 
-def _init_worker(env_id: str, env_kwargs: dict[str, Any], policy: str | Policy, seed: int,
-                 observers: Sequence[Observer], wrappers: Sequence[Wrap]) -> None:
-    """Set up a worker process: Ctrl-C is the parent's business; one BLAS/torch thread each."""
-    global _worker
+def _init_worker(setup: bytes) -> None:
+    """Set up a worker process from the pickled ``(env_id, env_kwargs, policy, seed, observers,
+    wrappers)``: Ctrl-C is the parent's business; one BLAS/torch thread each. The arguments arrive
+    pickled and are unpickled here, so that a failure (a policy class the worker cannot import, an
+    environment that does not build) fails the run's tasks instead of killing the process, which
+    the pool would restart for ever."""
+    global _worker, _worker_error
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["OMP_NUM_THREADS"] = "1"
-    _worker = _Episodes(env_id, env_kwargs, policy, seed, observers, wrappers)
+    try:
+        _worker = _Episodes(*pickle.loads(setup))
+    except Exception as error:  # reported by every task of this worker
+        _worker_error = f"{type(error).__name__}: {error}"
 
 
 def _run_in_worker(index: int) -> dict[str, Any]:
-    assert _worker is not None, "worker not initialised"
+    if _worker is None:
+        raise RuntimeError(f"a worker process could not set up its episodes: {_worker_error}")
     return _worker.run(index)
 
 
@@ -202,8 +212,11 @@ def run_episodes(
         else:
             local.close()
             context = multiprocessing.get_context("spawn")
-            pool = context.Pool(min(workers, episodes), _init_worker,
-                                (env_id, env_kwargs, policy, seed, tuple(observers), tuple(wrappers)))
+            try:
+                setup = pickle.dumps((env_id, env_kwargs, policy, seed, tuple(observers), tuple(wrappers)))
+            except (pickle.PicklingError, AttributeError, TypeError) as error:
+                raise ValueError(f"workers > 1 need a picklable policy, observers and wrappers: {error}") from None
+            pool = context.Pool(min(workers, episodes), _init_worker, (setup,))
             results = pool.imap_unordered(_run_in_worker, range(episodes))
         for record in results:
             records.append(record)

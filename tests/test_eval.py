@@ -148,6 +148,25 @@ def test_observers_add_fields_in_workers_and_in_process():
         assert r["task"] == "getup" and r["observed_steps"] == r["steps"] == 20 and r["policy_seen"] == "zero"
 
 
+class _UnpicklablePolicy(ZeroPolicy):
+    """Pickles in the parent, but a worker cannot unpickle it (as a class the worker cannot import)."""
+
+    def __setstate__(self, state: dict) -> None:
+        raise RuntimeError("this policy does not unpickle")
+
+
+def test_a_worker_that_cannot_set_up_fails_the_run_instead_of_hanging():
+    with pytest.raises(RuntimeError, match="could not set up its episodes: RuntimeError: this policy does not unpickle"):
+        run_episodes("upright/NaoGetUp-v0", _UnpicklablePolicy(), 2, env_kwargs={"max_episode_seconds": 0.12},
+                     progress=False, workers=2)
+
+
+def test_an_unpicklable_wrapper_is_named_before_workers_start():
+    with pytest.raises(ValueError, match="workers > 1 need a picklable"):
+        run_episodes("upright/NaoGetUp-v0", "zero", 2, env_kwargs={"max_episode_seconds": 0.12}, progress=False,
+                     workers=2, wrappers=[lambda env: env])
+
+
 def test_an_observer_can_end_an_episode_early():
     run = run_episodes("upright/WolfgangWalk-v0", "zero", 1, env_kwargs={"max_episode_seconds": 1.0},
                        progress=False, observers=[_CountSteps(stop_after=7)])
