@@ -118,7 +118,10 @@ def figure4(out: Path, base: OptimizeConfig, options: dict[str, Any], workers: i
                   f"{base.settings.get('max_episode_seconds', 10.0)} s each, turf), {options['runs']} run(s) per "
                   f"combination (the paper: 500 trials × 3 repetitions, 5 runs); {options['startup']} random startup "
                   "trials for every sampler; no hand-tuned trial. Time = the settle time (last |ω| > 0.05 rad/s), "
-                  "as the paper's optimisation measures it."))
+                  "as the paper's optimisation measures it. Run r of every combination has seed r, and Optuna draws "
+                  "the random startup trials from the seed alone, so all samplers share their first "
+                  f"{options['startup']} trials within a run (a TTS up to that is the same for all), and random "
+                  "search does not depend on the objective."))
     return tables, {"studies": [{"config": {"start": c.start, "sampler": c.sampler, "objective": c.objective,
                                             "seed": c.seed}, "measures": s["measures"],
                                  "wall_seconds": s["wall_seconds"]} for c, s in zip(configs, summaries)]}
