@@ -62,8 +62,9 @@ def fused_angles(quat: np.ndarray) -> np.ndarray:
     r20 = 2.0 * (x * z - w * y)
     r21 = 2.0 * (y * z + w * x)
     r22 = 1.0 - 2.0 * (x * x + y * y)
-    pitch = np.arcsin(np.clip(-r20, -1.0, 1.0))
-    roll = np.arcsin(np.clip(r21, -1.0, 1.0))
-    yaw = np.arctan2(np.sin(2.0 * np.arctan2(z, w)), np.cos(2.0 * np.arctan2(z, w)))
+    pitch = np.arcsin(max(-1.0, min(1.0, -r20)))
+    roll = np.arcsin(max(-1.0, min(1.0, r21)))
+    half_yaw = 2.0 * np.arctan2(z, w)
+    yaw = np.arctan2(np.sin(half_yaw), np.cos(half_yaw))
     hemisphere = 1.0 if r22 >= 0.0 else -1.0
     return np.array([pitch, roll, yaw, hemisphere])

@@ -55,7 +55,8 @@ class Simulation:
             self._sensor_slices[name] = slice(start, start + int(sensor.dim[0]))
         self._pressure_adr = np.array([self._sensor_slices[s].start for s in r.pressure_sensors], dtype=int)
         self._robot_bodies = np.array([b for b in range(m.nbody) if m.body_rootid[b] == self._torso])
-        self._ground_geoms = frozenset(g for g in range(m.ngeom) if m.geom_bodyid[g] == 0)
+        self._is_ground = m.geom_bodyid == 0
+        self._body_names = [m.body(b).name for b in range(m.nbody)]
         self._nominal = {
             "body_mass": m.body_mass.copy(),
             "body_inertia": m.body_inertia.copy(),
@@ -69,6 +70,8 @@ class Simulation:
         self.unstable = False
         self._last_command = np.zeros(m.nu)
         self._setpoint = np.zeros(m.nu)
+        self._ctrl_low = m.actuator_ctrlrange[:, 0].copy()
+        self._ctrl_high = m.actuator_ctrlrange[:, 1].copy()
         self._push_scale = self.conditions.push_force * (
             self.total_mass / self.conditions.push_reference_mass if self.conditions.push_reference_mass else 1.0
         )
@@ -164,23 +167,56 @@ class Simulation:
         targets = np.asarray(joint_targets, dtype=float)
         if targets.shape != (m.nu,):
             raise ValueError(f"joint_targets must have shape ({m.nu},) for {self.robot.name}, got {targets.shape}")
-        if not np.all(np.isfinite(targets)):
+        if not np.isfinite(targets).all():
             raise ValueError(f"joint_targets contain non-finite values: {targets}")
-        targets = np.clip(targets, m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1])
+        targets = np.minimum(np.maximum(targets, self._ctrl_low), self._ctrl_high)
         self._last_command = targets
         self._setpoint = self.servos.command(targets, d.time, d.qpos)
         if self.unstable:
             return self.sensors()
-        if self._push_scale > 0.0 or self.conditions.impulses or self.servos.has_play:
+        if self.servos.has_play or self._push_scale > 0.0:
+            # Play needs the joint angle every physics step, random pushes a new draw every physics step.
+            ctrl, setpoint = self.servos.ctrl, self._setpoint
             for _ in range(self.n_substeps):
-                d.ctrl[:] = self.servos.ctrl(self._setpoint, d.qpos)
+                d.ctrl[:] = ctrl(setpoint, d.qpos)
                 self._apply_pushes()
                 mujoco.mj_step(m, d)
         else:
             d.ctrl[:] = self._setpoint
-            mujoco.mj_step(m, d, nstep=self.n_substeps)
+            if self.conditions.impulses:
+                self._step_with_impulses()
+            else:
+                mujoco.mj_step(m, d, nstep=self.n_substeps)
         self._check_stability()
         return self.sensors()
+
+    def _impulse_force(self, time: float) -> np.ndarray:
+        """Sum of the scheduled impulses' forces (N, world x/y) acting at ``time`` (s)."""
+        force = np.zeros(2)
+        for imp in self.conditions.impulses:
+            if imp.time <= time < imp.time + imp.duration:
+                force += imp.force
+        return force
+
+    def _step_with_impulses(self) -> None:
+        """One control period under scheduled impulses only: the substeps run in batches of
+        ``mj_step(nstep)`` between the instants where the applied force changes (the same
+        physics steps with the same forces as one ``mj_step`` per substep)."""
+        m, d = self.model, self.data
+        done = 0
+        while done < self.n_substeps:
+            force = self._impulse_force(d.time)
+            d.xfrc_applied[self._torso, :2] = force
+            batch = 1
+            # Predict the times of the following substeps as mj_step advances them (time += timestep).
+            t = d.time
+            for _ in range(self.n_substeps - done - 1):
+                t += m.opt.timestep
+                if not np.array_equal(self._impulse_force(t), force):
+                    break
+                batch += 1
+            mujoco.mj_step(m, d, nstep=batch)
+            done += batch
 
     def _apply_pushes(self) -> None:
         d = self.data
@@ -197,11 +233,11 @@ class Simulation:
     def _check_stability(self) -> None:
         d = self.data
         warnings = int(d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number)
+        # A NaN speed fails the comparison too.
         if (
             warnings != self._warnings
-            or not np.all(np.isfinite(d.qpos))
-            or not np.all(np.isfinite(d.qvel))
-            or np.max(np.abs(d.qvel)) > MAX_SANE_VELOCITY
+            or not np.isfinite(d.qpos).all()
+            or not np.abs(d.qvel).max() <= MAX_SANE_VELOCITY
         ):
             self.unstable = True
         self._warnings = warnings
@@ -287,19 +323,22 @@ class Simulation:
         """Total ground-contact force (N, world frame) on each robot body that touches the ground."""
         m, d = self.model, self.data
         forces: dict[str, np.ndarray] = {}
+        ncon = d.ncon
+        if ncon == 0:
+            return forces
+        geom1, geom2 = d.contact.geom1[:ncon], d.contact.geom2[:ncon]
+        on_ground1, on_ground2 = self._is_ground[geom1], self._is_ground[geom2]
+        frames = d.contact.frame
         wrench = np.zeros(6)
-        for i in range(d.ncon):
-            c = d.contact[i]
-            if c.geom1 in self._ground_geoms:
-                body, sign = m.geom_bodyid[c.geom2], 1.0
-            elif c.geom2 in self._ground_geoms:
-                body, sign = m.geom_bodyid[c.geom1], -1.0
+        for i in np.flatnonzero(on_ground1 | on_ground2):
+            if on_ground1[i]:
+                body, sign = m.geom_bodyid[geom2[i]], 1.0
             else:
-                continue
+                body, sign = m.geom_bodyid[geom1[i]], -1.0
             mujoco.mj_contactForce(m, d, i, wrench)
             # The contact frame's normal points from geom1 to geom2; force on geom2 is +f.
-            f_world = c.frame.reshape(3, 3).T @ wrench[:3] * sign
-            name = m.body(body).name
+            f_world = frames[i].reshape(3, 3).T @ wrench[:3] * sign
+            name = self._body_names[body]
             forces[name] = forces.get(name, np.zeros(3)) + f_world
         return forces
 
@@ -313,9 +352,8 @@ class Simulation:
     def floor_penetration(self) -> float:
         """Deepest penetration (m, >= 0) of any robot geom into the ground right now."""
         d = self.data
-        depth = 0.0
-        for i in range(d.ncon):
-            c = d.contact[i]
-            if c.geom1 in self._ground_geoms or c.geom2 in self._ground_geoms:
-                depth = max(depth, -float(c.dist))
-        return depth
+        ncon = d.ncon
+        if ncon == 0:
+            return 0.0
+        touching = self._is_ground[d.contact.geom1[:ncon]] | self._is_ground[d.contact.geom2[:ncon]]
+        return max(0.0, float(np.max(-d.contact.dist[:ncon][touching], initial=0.0)))
