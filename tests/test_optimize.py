@@ -150,6 +150,13 @@ def test_every_sampler_runs_past_its_startup(tmp_path, sampler):
     assert len(summary["best"]["values"]) == (3 if sampler == "motpe" else 1)
 
 
+def test_prune_reports_the_running_mean_after_each_repetition(tmp_path):
+    summary = optimize(tiny(tmp_path, sampler="tpe", repetitions=2, trials=3, prune=True))
+    study = optuna.load_study(study_name=summary["study"], storage=f"sqlite:///{tmp_path}/study.db")
+    for t in study.get_trials(states=(TrialState.COMPLETE,)):
+        assert set(t.intermediate_values) == {0, 1} and t.intermediate_values[1] == pytest.approx(t.value)
+
+
 def test_ctrl_c_loses_only_the_running_trial_which_is_retried(tmp_path, monkeypatch):
     import upright.eval.runner as runner
 
