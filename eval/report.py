@@ -75,7 +75,7 @@ def hold_check(robot: str, pose: str, seconds: float, height_offset: float = 0.0
     }
 
 
-def write_report(out: Path, bench_steps: int = 20_000, episodes: int = REPORT_EPISODES) -> Path:
+def write_report(out: Path, bench_steps: int = 400, episodes: int = REPORT_EPISODES) -> Path:
     """Evaluate the policies, run the checks, render the pictures and the benchmark; write the
     report files to ``out``."""
     out.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ import imageio.v3 as iio
 import pytest
 
 from upright.cli import main
+from upright.envs.registration import ENVIRONMENTS
 from upright.eval.bench.speed import format_bench, run_bench
 
 
@@ -47,7 +48,9 @@ def test_view_bad_pose_is_clear(capsys):
 
 
 def test_bench_measures_all_models():
-    rows = run_bench(steps=300)
-    assert [r.model for r in rows] == ["HumanoidStandup-v5", "nao", "nao", "wolfgang", "wolfgang"]
-    assert all(r.steps_per_s > 0 for r in rows)
-    assert "ratio" in format_bench(rows)
+    rows = run_bench(steps=20, presets=("turf", "lab"))
+    assert [(r.env_id, r.conditions) for r in rows] == [("HumanoidStandup-v5", "-")] + [
+        (env_id, preset) for env_id in ENVIRONMENTS for preset in ("lab", "turf")]
+    assert all(r.env_steps_per_s > 0 and r.ratio_reference > 0 for r in rows)
+    assert all(r.ratio_raw > 0 and r.ratio_lab > 0 for r in rows[1:])
+    assert "/ raw" in format_bench(rows)

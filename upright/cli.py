@@ -223,13 +223,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--height", type=int, default=480)
     p.set_defaults(func=_cmd_view)
 
-    p = sub.add_parser("bench", help="speed of our models against Gymnasium's HumanoidStandup-v5, side by side")
-    p.add_argument("--steps", type=int, default=20_000, help="physics steps per measurement")
+    p = sub.add_parser("bench", help="environment steps/s per environment and preset against raw physics and "
+                                     "Gymnasium's HumanoidStandup-v5, side by side")
+    p.add_argument("--steps", type=int, default=400, help="control steps per measurement (default: 400)")
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("report", help="the main job: simulate and render both robots, benchmark, write a report")
     p.add_argument("--out", default="results", help="output directory (default: results)")
-    p.add_argument("--bench-steps", type=int, default=20_000)
+    p.add_argument("--bench-steps", type=int, default=400, help="control steps per bench measurement (default: 400)")
     p.add_argument("--episodes", type=int, default=8, help="episodes per environment and policy (default: 8)")
     p.set_defaults(func=_cmd_report)
 
