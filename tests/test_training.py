@@ -103,6 +103,14 @@ def test_run_folder_evaluates_through_upright_eval(run_dir, tmp_path):
     assert result["env_kwargs"] == {**SHORT, "prior": "spline"} and result["episodes"] == 1
 
 
+def test_params_of_a_run_policy_override_its_prior(run_dir, tmp_path):
+    out = tmp_path / "eval"
+    assert main(["eval", "--env", ENV, "--policy", str(run_dir), "--episodes", "1", "--out", str(out),
+                 "--set", "params.trunk_pitch=0.1"]) == 0
+    result = yaml.safe_load((out / "results.json").read_text())
+    assert result["env_kwargs"] == {**SHORT, "prior": "spline", "prior_params": {"trunk_pitch": 0.1}}
+
+
 def test_a_policy_in_another_environment_is_refused(run_dir):
     policy = load_policy(str(run_dir))
     with pytest.raises(ValueError, match="observation shape"):

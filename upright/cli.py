@@ -58,7 +58,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | Policy]:
     """The environment keyword arguments (a trained policy's own, under the ``--set`` settings plus
     ``--start`` and ``--conditions``, each named in one place only) and the policy (with the
-    controller overrides of the ``--params`` file and the ``--set params.KEY=VALUE`` items over them)."""
+    controller overrides of the ``--params`` file and the ``--set params.KEY=VALUE`` items over them;
+    for a policy trained on a prior they override that prior's ``prior_params`` instead)."""
     from upright.envs.base import load_params_file
     from upright.eval.runner import resolve_policy
     from upright.policies.run import run_env_kwargs
@@ -72,7 +73,15 @@ def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | P
             if key in kwargs:
                 raise ValueError(f"{key} given both as --{key} and as --set {key}=...")
             kwargs[key] = value
-    kwargs = {**run_env_kwargs(args.policy), **kwargs}  # a trained policy's own environment, unless overridden
+    trained = run_env_kwargs(args.policy)
+    if trained and params:  # a trained residual: the overrides apply to its prior
+        if "prior" not in trained:
+            raise ValueError(f"policy {args.policy!r} was trained without a prior and takes no params, got {params}")
+        saved = trained.get("prior_params") or {}
+        params = {**(load_params_file(saved) if isinstance(saved, str) else saved), **params}
+        kwargs = {"prior_params": params, **kwargs}
+        params = {}
+    kwargs = {**trained, **kwargs}  # a trained policy's own environment, unless overridden
     return kwargs, resolve_policy(args.policy, params)
 
 
@@ -191,7 +200,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _add_episode_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments ``eval`` and ``video`` share: environment, policy, seed, keyword arguments."""
     p.add_argument("--env", required=True, help="environment id, e.g. upright/NaoGetUp-v0")
-    p.add_argument("--policy", required=True, help="policy name (zero, random, hold, a baseline) or an SB3 .zip")
+    p.add_argument("--policy", required=True, help="policy name (zero, random, hold, a baseline), a run folder of upright train, one of its .zip files, zoo:NAME or an SB3 .zip")
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode (episode i: seed + i)")
     p.add_argument("--start", default=None, help="get-up start: prone, supine, side, fall, random, standing")
     p.add_argument("--conditions", default=None, help="conditions preset: lab, turf, thesis, competition")
