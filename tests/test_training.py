@@ -5,6 +5,8 @@ Real (tiny) trainings on WolfgangGetUp with the spline prior and 1.5 s episodes.
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import signal
 import subprocess
@@ -92,6 +94,10 @@ def test_resume_continues_steps_curve_and_tensorboard(run_dir):
     assert {"eval/success_rate", "eval/success_ci_low", "prior/success_rate", "reward/upright"} <= set(tags)
     tb_steps = [e.step for e in events.Scalars("eval/success_rate")]
     assert tb_steps == sorted(tb_steps) and tb_steps[-1] == 640 and tb_steps[0] == 128
+    rows = list(csv.DictReader(io.StringIO("\n".join(curve))))
+    scores = [(float(r["success_rate"]), float(r["mean_return"])) for r in rows]
+    best = int(rows[scores.index(max(scores))]["steps"])  # the first evaluation with the best score, resume or not
+    assert PPO.load(run_dir / "best_model.zip", device="cpu").num_timesteps == best
 
 
 def test_run_folder_evaluates_through_upright_eval(run_dir, tmp_path):

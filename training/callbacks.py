@@ -68,6 +68,14 @@ def summary_numbers(result: dict[str, Any]) -> dict[str, float | None]:
     return numbers
 
 
+def _curve_rows(path: Path) -> list[dict[str, float | None]]:
+    """The rows of a ``learning_curve.csv`` as numbers (None for empty cells); [] without the file."""
+    if not path.is_file():
+        return []
+    with path.open(newline="") as file:
+        return [{k: float(v) if v != "" else None for k, v in row.items()} for row in csv.DictReader(file)]
+
+
 def score(numbers: dict[str, float | None]) -> tuple[float, ...]:
     """Higher is better: get-up success rate then return; walk no falls, then small tracking error."""
     if numbers["success_rate"] is not None:
@@ -82,17 +90,19 @@ class Evaluation(BaseCallback):
     training statistics. Writes ``eval/<steps>/results.json``, appends ``learning_curve.csv`` and
     saves ``best_model.zip`` (+ ``best_vecnormalize.pkl``) on a new best. With a prior, the
     prior alone (the zero residual) is evaluated once on the same seeds and logged as ``prior/*``
-    beside every evaluation."""
+    beside every evaluation. A resumed run continues the wall-clock and the best score of the rows
+    already in ``learning_curve.csv``."""
 
     def __init__(self, run_dir: Path, env_id: str, env_kwargs: dict[str, Any], *, every: int, episodes: int,
-                 seed: int, has_prior: bool, wall_offset: float = 0.0) -> None:
+                 seed: int, has_prior: bool) -> None:
         super().__init__()
         self.run_dir, self.env_id, self.env_kwargs = run_dir, env_id, env_kwargs
         self.every, self.episodes, self.seed, self.has_prior = every, episodes, seed, has_prior
-        self.wall_offset = wall_offset
+        rows = _curve_rows(run_dir / "learning_curve.csv")
+        self.wall_offset = rows[-1]["wall_seconds"] if rows else 0.0
+        self._best: tuple[float, ...] | None = max((score(r) for r in rows), default=None)
         self._start = time.monotonic()
         self.last = 0
-        self._best: tuple[float, ...] | None = None
         self._prior: dict[str, float | None] | None = None
 
     def _on_training_start(self) -> None:

@@ -10,7 +10,6 @@ latest model (and the rest) before returning, so the run stays loadable and resu
 
 from __future__ import annotations
 
-import csv
 import shlex
 import signal
 import sys
@@ -91,15 +90,6 @@ def _new_model(config: TrainConfig, venv: Any, tb_dir: Path) -> Any:
     return model
 
 
-def _wall_seconds(run_dir: Path) -> float:
-    """Wall-clock seconds of the run so far (the last learning-curve row; 0 without one)."""
-    path = run_dir / "learning_curve.csv"
-    if not path.is_file():
-        return 0.0
-    rows = list(csv.DictReader(path.open()))
-    return float(rows[-1]["wall_seconds"]) if rows else 0.0
-
-
 def _save(model: Any, venv: Any, run_dir: Path, off_policy: bool) -> None:
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -146,8 +136,7 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
     else:
         model = _new_model(config, venv, tb_dir)
     evaluation = Evaluation(run_dir, config.env_id, config.env_kwargs_with_prior, every=config.eval_every,
-                            episodes=config.eval_episodes, seed=config.eval_seed, has_prior=config.prior is not None,
-                            wall_offset=_wall_seconds(run_dir))
+                            episodes=config.eval_episodes, seed=config.eval_seed, has_prior=config.prior is not None)
     callbacks = [RewardTerms(), evaluation,
                  CheckpointCallback(max(config.checkpoint_every // config.n_envs, 1), str(run_dir / "checkpoints"),
                                     name_prefix="model", save_replay_buffer=not on_policy,
