@@ -6,6 +6,7 @@ Real (tiny) trainings on WolfgangGetUp with the spline prior and 1.5 s episodes.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import os
 import signal
@@ -77,6 +78,8 @@ def test_run_folder_holds_everything(run_dir):
     assert config["prior"] == "spline" and config["env_kwargs"] == SHORT and config["hyperparams"]["n_steps"] == 64
     assert (run_dir / "eval" / "prior" / "results.json").is_file()
     assert (run_dir / "checkpoints" / "model_256_steps.zip").is_file()
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (run_dir / "learning_curve.png").stat().st_size > 0
 
 
 def test_resume_continues_steps_curve_and_tensorboard(run_dir):

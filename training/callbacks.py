@@ -68,7 +68,7 @@ def summary_numbers(result: dict[str, Any]) -> dict[str, float | None]:
     return numbers
 
 
-def _curve_rows(path: Path) -> list[dict[str, float | None]]:
+def read_learning_curve(path: Path) -> list[dict[str, float | None]]:
     """The rows of a ``learning_curve.csv`` as numbers (None for empty cells); [] without the file."""
     if not path.is_file():
         return []
@@ -98,7 +98,7 @@ class Evaluation(BaseCallback):
         super().__init__()
         self.run_dir, self.env_id, self.env_kwargs = run_dir, env_id, env_kwargs
         self.every, self.episodes, self.seed, self.has_prior = every, episodes, seed, has_prior
-        rows = _curve_rows(run_dir / "learning_curve.csv")
+        rows = read_learning_curve(run_dir / "learning_curve.csv")
         self.wall_offset = rows[-1]["wall_seconds"] if rows else 0.0
         self._best: tuple[float, ...] | None = max((score(r) for r in rows), default=None)
         self._start = time.monotonic()
@@ -198,5 +198,5 @@ class ActorWarmup(BaseCallback):
         return True
 
 
-__all__ = ["ActorWarmup", "CURVE_COLUMNS", "Evaluation", "RewardTerms", "actor_parameters", "score",
+__all__ = ["ActorWarmup", "CURVE_COLUMNS", "Evaluation", "RewardTerms", "actor_parameters", "read_learning_curve", "score",
            "summary_numbers"]

@@ -4,12 +4,14 @@ The run folder ``runs/<env>/<algo>-<prior|scratch>-<n>/`` holds ``config.yml``, 
 TensorBoard events (``tb/``), ``checkpoints/`` (model, normalisation and, off-policy, the replay
 buffer every ``checkpoint_every`` steps), ``model.zip`` (the latest), ``best_model.zip``,
 ``vecnormalize.pkl`` (when normalising), ``replay_buffer.pkl`` (off-policy), ``eval/`` (the shared
-runner's ``results.json`` per evaluation) and ``learning_curve.csv``. Ctrl-C or SIGTERM saves the
+runner's ``results.json`` per evaluation), ``learning_curve.csv`` and, with matplotlib installed,
+``learning_curve.png``. Ctrl-C or SIGTERM saves the
 latest model (and the rest) before returning, so the run stays loadable and resumable.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 import signal
 import sys
@@ -24,6 +26,7 @@ from upright.training.callbacks import ActorWarmup, Evaluation, RewardTerms
 from upright.training.config import (TrainConfig, algo_class, load_hyperparams, load_run_config, model_kwargs,
                                      next_run_dir)
 from upright.training.envs import check_env, make_train_env
+from upright.training.plots import plot_learning_curve
 
 ON_POLICY = ("ppo",)
 
@@ -158,6 +161,8 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
         signal.signal(signal.SIGTERM, previous)
         _save(model, venv, run_dir, not on_policy)
         venv.close()
+    if (run_dir / "learning_curve.csv").is_file() and importlib.util.find_spec("matplotlib") is not None:
+        plot_learning_curve(run_dir)
     if interrupted:
         raise TrainingInterrupted(run_dir)
     return run_dir
