@@ -170,3 +170,12 @@ def test_sigint_leaves_a_loadable_run(tmp_path):
     assert "--resume" in err
     policy = load_policy(str(run_dir))
     assert policy.model.num_timesteps > 0
+
+
+def test_training_bench_rows():
+    from upright.training.bench import format_training_bench, measure
+
+    rows = [measure("sac", ENV, "spline", 32), measure("ppo", ENV, "spline", 32, hp_overrides=TINY_PPO)]
+    assert [r.algo for r in rows] == ["sac", "ppo"] and all(r.train_steps_per_s > 0 < r.env_steps_per_s for r in rows)
+    assert rows[1].ratio == rows[1].train_steps_per_s / rows[1].env_steps_per_s
+    assert "train steps/s" in format_training_bench(rows)

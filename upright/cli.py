@@ -41,6 +41,11 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.training:
+        from upright.training.bench import format_training_bench, run_training_bench
+
+        print(format_training_bench(run_training_bench(args.steps)))
+        return 0
     from upright.eval.bench.speed import format_bench, run_bench
 
     print(format_bench(run_bench(args.steps)))
@@ -235,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="environment steps/s per environment and preset against raw physics and "
                                      "Gymnasium's HumanoidStandup-v5, side by side")
     p.add_argument("--steps", type=int, default=400, help="control steps per measurement (default: 400)")
+    p.add_argument("--training", action="store_true",
+                   help="instead: PPO and SAC training steps/s against the environment alone for the residual "
+                        "configurations (--steps environment steps each; 2048 is a good value)")
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("report", help="the main job: simulate and render both robots, benchmark, write a report")
