@@ -179,3 +179,13 @@ def test_training_bench_rows():
     assert [r.algo for r in rows] == ["sac", "ppo"] and all(r.train_steps_per_s > 0 < r.env_steps_per_s for r in rows)
     assert rows[1].ratio == rows[1].train_steps_per_s / rows[1].env_steps_per_s
     assert "train steps/s" in format_training_bench(rows)
+
+
+@pytest.mark.parametrize("warmup, frozen", [(10**6, True), (0, False)])
+def test_critic_warmup_freezes_the_actor(tmp_path, warmup, frozen):
+    from stable_baselines3 import PPO
+
+    run_dir = train(_config(tmp_path, steps=128, eval_every=0, hp_overrides={**TINY_PPO, "warmup_steps": warmup}))
+    policy = PPO.load(run_dir / "model.zip", device="cpu").policy
+    assert bool((policy.action_net.weight == 0).all()) is frozen  # zero-initialised, changed only by learning
+    assert bool((policy.log_std == -2.5).all()) is frozen  # log_std_init of WolfgangGetUp:spline in ppo.yml
