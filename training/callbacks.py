@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-import copy
 import csv
+import pickle
 import time
 from pathlib import Path
 from typing import Any
@@ -129,7 +129,7 @@ class Evaluation(BaseCallback):
         self.last = self.num_timesteps
         normalizer = None
         if isinstance(self.training_env, VecNormalize):
-            normalizer = copy.deepcopy(self.training_env)
+            normalizer = pickle.loads(pickle.dumps(self.training_env))  # the statistics, not the environments
             normalizer.training = False
         policy = ModelPolicy(self.model, normalizer, name=f"{self.run_dir.name}@{self.num_timesteps}")
         numbers = self._run(policy, self.run_dir / "eval" / f"{self.num_timesteps:09d}")
