@@ -174,63 +174,55 @@ class Simulation:
         self._setpoint = self.servos.command(targets, d.time, d.qpos)
         if self.unstable:
             return self.sensors()
-        push = self._random_push()
-        if self.servos.has_play:
-            # Play needs the joint angle every physics step.
+        if self.servos.has_play or self._push_scale > 0.0:
+            # Play needs the joint angle every physics step, random pushes a new draw every physics step.
             ctrl, setpoint = self.servos.ctrl, self._setpoint
             for _ in range(self.n_substeps):
                 d.ctrl[:] = ctrl(setpoint, d.qpos)
-                d.xfrc_applied[self._torso, :2] = push + self._impulse_force(d.time)
+                d.xfrc_applied[self._torso, :2] = self._impulse_force(d.time, self._random_push())
                 mujoco.mj_step(m, d)
         else:
             d.ctrl[:] = self._setpoint
-            if self.conditions.impulses or self._push_scale > 0.0:
-                self._step_with_forces(push)
+            if self.conditions.impulses:
+                self._step_with_impulses()
             else:
                 mujoco.mj_step(m, d, nstep=self.n_substeps)
         self._check_stability()
         return self.sensors()
 
     def _random_push(self) -> np.ndarray:
-        """This control period's random horizontal force on the torso (N, world x/y): magnitude
-        uniform in [0, push scale / sqrt(substeps)], direction uniform, held for the whole period.
-
-        A force drawn anew every physics step of ``dt`` with magnitude uniform in [0, F] gives a
-        zero-mean impulse per control period ``T = n dt`` with per-axis variance ``n dt² F²/6``;
-        one draw held for ``T`` with magnitude uniform in [0, F/√n] gives ``T² F²/(6 n)``, the
-        same. So the RMS impulse per control period (and per second: the rate at which the pushes
-        diffuse the torso's momentum, the statistic the thesis protocol is matched on, see
-        :attr:`Conditions.push_force`) is unchanged, while the period runs as one batched
-        ``mj_step(nstep)``."""
-        if self._push_scale <= 0.0:
-            return np.zeros(2)
-        magnitude = self.rng.uniform(0.0, self._push_scale / np.sqrt(self.n_substeps))
-        angle = self.rng.uniform(0.0, 2.0 * np.pi)
-        return magnitude * np.array([np.cos(angle), np.sin(angle)])
-
-    def _impulse_force(self, time: float) -> np.ndarray:
-        """Sum of the scheduled impulses' forces (N, world x/y) acting at ``time`` (s)."""
+        """A random horizontal force on the torso for one physics step (N, world x/y): magnitude
+        uniform in [0, push scale], direction uniform (zero without pushes)."""
         force = np.zeros(2)
+        if self._push_scale > 0.0:
+            magnitude = self.rng.uniform(0.0, self._push_scale)
+            angle = self.rng.uniform(0.0, 2.0 * np.pi)
+            force += magnitude * np.array([np.cos(angle), np.sin(angle)])
+        return force
+
+    def _impulse_force(self, time: float, force: np.ndarray | None = None) -> np.ndarray:
+        """``force`` (N, world x/y; default zero) plus the scheduled impulses acting at ``time`` (s)."""
+        force = np.zeros(2) if force is None else force
         for imp in self.conditions.impulses:
             if imp.time <= time < imp.time + imp.duration:
                 force += imp.force
         return force
 
-    def _step_with_forces(self, push: np.ndarray) -> None:
-        """One control period with the random ``push`` (N) plus the scheduled impulses on the torso:
-        the substeps run in batches of ``mj_step(nstep)`` between the instants where an impulse
-        starts or ends (the same physics steps with the same forces as one ``mj_step`` each)."""
+    def _step_with_impulses(self) -> None:
+        """One control period under scheduled impulses only: the substeps run in batches of
+        ``mj_step(nstep)`` between the instants where the applied force changes (the same
+        physics steps with the same forces as one ``mj_step`` per substep)."""
         m, d = self.model, self.data
         done = 0
         while done < self.n_substeps:
-            impulse = self._impulse_force(d.time)
-            d.xfrc_applied[self._torso, :2] = push + impulse
+            force = self._impulse_force(d.time)
+            d.xfrc_applied[self._torso, :2] = force
             batch = 1
             # The times of the following substeps as mj_step advances them (time += timestep).
             t = d.time
             for _ in range(self.n_substeps - done - 1):
                 t += m.opt.timestep
-                if not np.array_equal(self._impulse_force(t), impulse):
+                if not np.array_equal(self._impulse_force(t), force):
                     break
                 batch += 1
             mujoco.mj_step(m, d, nstep=batch)
