@@ -177,9 +177,10 @@ class Simulation:
         if self.servos.has_play or self._push_scale > 0.0:
             # Play needs the joint angle every physics step, random pushes a new draw every physics step.
             ctrl, setpoint = self.servos.ctrl, self._setpoint
-            for _ in range(self.n_substeps):
+            pushes = self._random_pushes()
+            for k in range(self.n_substeps):
                 d.ctrl[:] = ctrl(setpoint, d.qpos)
-                d.xfrc_applied[self._torso, :2] = self._impulse_force(d.time, self._random_push())
+                d.xfrc_applied[self._torso, :2] = self._impulse_force(d.time, pushes[k])
                 mujoco.mj_step(m, d)
         else:
             d.ctrl[:] = self._setpoint
@@ -190,15 +191,17 @@ class Simulation:
         self._check_stability()
         return self.sensors()
 
-    def _random_push(self) -> np.ndarray:
-        """A random horizontal force on the torso for one physics step (N, world x/y): magnitude
-        uniform in [0, push scale], direction uniform (zero without pushes)."""
-        force = np.zeros(2)
-        if self._push_scale > 0.0:
-            magnitude = self.rng.uniform(0.0, self._push_scale)
-            angle = self.rng.uniform(0.0, 2.0 * np.pi)
-            force += magnitude * np.array([np.cos(angle), np.sin(angle)])
-        return force
+    def _random_pushes(self) -> np.ndarray:
+        """Random horizontal forces on the torso (N, world x/y), one per physics step of the coming
+        control period, shape (substeps, 2): magnitude uniform in [0, push scale], direction uniform
+        (zeros without pushes). Drawn in one call, in the order magnitude, angle, magnitude, ...:
+        the same numbers as one draw per physics step."""
+        n = self.n_substeps
+        if self._push_scale <= 0.0:
+            return np.zeros((n, 2))
+        draws = self.rng.uniform(np.zeros(2 * n), np.tile([self._push_scale, 2.0 * np.pi], n))
+        magnitude, angle = draws[0::2, None], draws[1::2]
+        return magnitude * np.stack([np.cos(angle), np.sin(angle)], axis=1)
 
     def _impulse_force(self, time: float, force: np.ndarray | None = None) -> np.ndarray:
         """``force`` (N, world x/y; default zero) plus the scheduled impulses acting at ``time`` (s)."""
