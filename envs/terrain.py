@@ -28,17 +28,11 @@ CARPET_FRICTION = (1.0, 0.005, 0.0001)
 TURF_SOLREF = (0.015, 1.0)
 TURF_SOLIMP = (0.9, 0.95, 0.005, 0.5, 2.0)
 TURF_FRICTION = (0.9, 0.005, 0.0001)
-#: Turf heights: extent (half sizes, m) and cell count of the grid they are drawn on; cells of 2 cm.
+#: Turf height field: extent (half sizes, m) and cell count; cells of 2 cm.
 TURF_HALF_SIZE = 4.0
 TURF_CELLS = 400
-#: Correlation length of the turf bumps in cells of the drawing grid (≈ 4 cm).
+#: Correlation length of the turf bumps in cells (≈ 4 cm).
 TURF_SMOOTHING = 2.0
-#: The height field MuJoCo collides with keeps every TURF_STRIDE-th point of the drawing grid
-#: (cells of 4 cm): the same heights at those points, and between them a surface that differs from
-#: the 2 cm field by 0.11 of the height's standard deviation RMS (0.13 mm RMS, 0.9 mm at most for
-#: ``turf_height`` 1 cm), less than the 1-2 mm the feet sink into the turf. Collision cost grows with
-#: the cells under a geom, so this makes turf contact about 4 times cheaper.
-TURF_STRIDE = 2
 
 
 @dataclass(frozen=True)
@@ -126,7 +120,7 @@ def _flat(spec: mujoco.MjSpec, conditions: Conditions) -> None:
 
 def _turf(spec: mujoco.MjSpec, conditions: Conditions) -> None:
     material = _ground_material(spec, "turf", [0.15, 0.55, 0.15], [0.12, 0.5, 0.12])
-    cells = TURF_CELLS // TURF_STRIDE + 1
+    cells = TURF_CELLS + 1
     spec.add_hfield(
         name="turf", nrow=cells, ncol=cells, userdata=[0.5] * (cells * cells),
         size=[TURF_HALF_SIZE, TURF_HALF_SIZE, max(conditions.turf_height, 1e-4), 0.05],
@@ -148,15 +142,14 @@ def _turf(spec: mujoco.MjSpec, conditions: Conditions) -> None:
 
 
 def randomize_turf(model: mujoco.MjModel, rng: np.random.Generator) -> None:
-    """Draw new turf heights (normalised to [0, 1] of the field's height) on the 2 cm drawing grid
-    and put every :data:`TURF_STRIDE`-th point into the model's height field, in place."""
+    """Draw new turf heights (normalised to [0, 1] of the field's height) in place."""
     hfield = model.hfield("turf")
     nrow, ncol = int(hfield.nrow[0]), int(hfield.ncol[0])
-    noise = gaussian_filter(rng.standard_normal((TURF_CELLS + 1, TURF_CELLS + 1)), TURF_SMOOTHING, mode="wrap")
+    noise = gaussian_filter(rng.standard_normal((nrow, ncol)), TURF_SMOOTHING, mode="wrap")
     noise -= noise.min()
     noise /= max(noise.max(), 1e-12)
     start = int(model.hfield_adr[hfield.id])
-    model.hfield_data[start : start + nrow * ncol] = noise[::TURF_STRIDE, ::TURF_STRIDE].ravel()
+    model.hfield_data[start : start + nrow * ncol] = noise.ravel()
 
 
 def _ramp(spec: mujoco.MjSpec, conditions: Conditions) -> None:
