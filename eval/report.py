@@ -33,13 +33,17 @@ def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2) -
     from upright.eval.results import aggregate, markdown_table, write_results
     from upright.eval.runner import run_episodes
     from upright.policies.registry import policy_names
+    from upright.policies.run import run_env_id, run_env_kwargs
 
     summaries = []
     for env_id in ENVIRONMENTS:
         settings = WALK_SETTINGS if ENVIRONMENTS[env_id].task == "walk" else GETUP_SETTINGS
         for policy in policy_names():
+            if run_env_id(policy) not in (None, env_id):  # a shipped policy: on its own environment only
+                continue
+            kwargs = {**run_env_kwargs(policy), **settings}  # with its prior and residual scale
             try:
-                run = run_episodes(env_id, policy, episodes, env_kwargs=dict(settings), seed=0, workers=workers)
+                run = run_episodes(env_id, policy, episodes, env_kwargs=kwargs, seed=0, workers=workers)
             except ValueError as error:  # a baseline that does not support this robot or task
                 print(f"skipped {policy} on {env_id}: {error}")
                 continue

@@ -134,5 +134,16 @@ def run_env_kwargs(name: str) -> dict[str, Any]:
     return load_run_config(run_dir).env_kwargs_with_prior
 
 
+def run_env_id(name: str) -> str | None:
+    """The environment id a run or zoo policy was trained on; None for any other policy name."""
+    if not is_run_policy(name):
+        return None
+    from upright.training.config import load_run_config
+
+    run_dir = find_run_dir(resolve_run_path(name))
+    assert run_dir is not None
+    return load_run_config(run_dir).env_id
+
+
 __all__ = ["ModelPolicy", "ZOO_PREFIX", "find_run_dir", "is_run_policy", "load_run_policy", "normalizer_path",
-           "run_env_kwargs", "zoo_dir", "zoo_names"]
+           "run_env_id", "run_env_kwargs", "zoo_dir", "zoo_names"]

@@ -22,8 +22,8 @@ import yaml
 import upright  # noqa: F401  (registers the ids)
 from upright.cli import main
 from upright.eval.runner import run_episodes
-from upright.policies.registry import load_policy
-from upright.policies.run import ModelPolicy, run_env_kwargs
+from upright.policies.registry import load_policy, policy_names
+from upright.policies.run import ModelPolicy, run_env_id, run_env_kwargs
 from upright.training.config import TrainConfig
 from upright.training.envs import make_train_env
 from upright.training.train import _new_model, resolve, train
@@ -136,6 +136,8 @@ def test_zoo_policy_loads_by_name(run_dir, tmp_path, monkeypatch):
     policy = load_policy("zoo:tiny")
     assert policy.name == "tiny" and policy.normalizer is not None
     assert run_env_kwargs("zoo:tiny")["prior"] == "spline"
+    assert run_env_id("zoo:tiny") == ENV and run_env_id("spline") is None  # upright report: its env only
+    assert "zoo:tiny" in policy_names()
     with pytest.raises(ValueError, match="'zoo:nope'"):
         load_policy("zoo:nope")
 
