@@ -93,11 +93,13 @@ class Conditions:
     terrain: str = "flat"
     ramp_tilt_deg: float = 1.5
     turf_height: float = 0.01
-    #: Maximum magnitude (N) of a random horizontal force on the torso, a new random magnitude
-    #: and direction every physics step (the spline thesis protocol used 100 N on Wolfgang). The
-    #: thesis's Gazebo plugin (its listing C.1) draws x and y each uniformly in ±100 N every 1 ms
-    #: step; a random force's effect grows with the square root of the step, and ours (magnitude
-    #: uniform in [0, 100] N, 2 ms step) gives the same RMS impulse per second, 1.8 N·s per axis.
+    #: Scale (N) of a random horizontal force on the torso, a new random magnitude and direction
+    #: every control period (the spline thesis protocol used 100 N on Wolfgang). The thesis's
+    #: Gazebo plugin (its listing C.1) draws x and y each uniformly in ±100 N every 1 ms step; a
+    #: random force's effect grows with the square root of the time it is held, and ours (magnitude
+    #: uniform in [0, push_force/√n] N held for a control period of n physics steps of 2 ms, i.e.
+    #: the same as [0, push_force] N drawn every 2 ms step) gives the same RMS impulse per second,
+    #: 1.8 N·s per axis.
     push_force: float = 0.0
     #: If set, ``push_force`` is meant for a robot of this mass (kg) and is scaled by the robot's
     #: mass over it, so robots of different mass get the same acceleration.

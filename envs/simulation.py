@@ -174,34 +174,39 @@ class Simulation:
         self._setpoint = self.servos.command(targets, d.time, d.qpos)
         if self.unstable:
             return self.sensors()
-        if self.servos.has_play or self._push_scale > 0.0:
-            # Play needs the joint angle every physics step, random pushes a new draw every physics step.
+        push = self._random_push()
+        if self.servos.has_play:
+            # Play needs the joint angle every physics step.
             ctrl, setpoint = self.servos.ctrl, self._setpoint
-            pushes = self._random_pushes()
-            for k in range(self.n_substeps):
+            for _ in range(self.n_substeps):
                 d.ctrl[:] = ctrl(setpoint, d.qpos)
-                d.xfrc_applied[self._torso, :2] = self._impulse_force(d.time, pushes[k])
+                d.xfrc_applied[self._torso, :2] = self._impulse_force(d.time, push.copy())
                 mujoco.mj_step(m, d)
         else:
             d.ctrl[:] = self._setpoint
-            if self.conditions.impulses:
-                self._step_with_impulses()
+            if self.conditions.impulses or self._push_scale > 0.0:
+                self._step_with_forces(push)
             else:
                 mujoco.mj_step(m, d, nstep=self.n_substeps)
         self._check_stability()
         return self.sensors()
 
-    def _random_pushes(self) -> np.ndarray:
-        """Random horizontal forces on the torso (N, world x/y), one per physics step of the coming
-        control period, shape (substeps, 2): magnitude uniform in [0, push scale], direction uniform
-        (zeros without pushes). Drawn in one call, in the order magnitude, angle, magnitude, ...:
-        the same numbers as one draw per physics step."""
-        n = self.n_substeps
+    def _random_push(self) -> np.ndarray:
+        """This control period's random horizontal force on the torso (N, world x/y): magnitude
+        uniform in [0, push scale / √n] for a period of n physics steps, direction uniform, held for
+        the whole period (zero without pushes).
+
+        A force drawn anew every physics step of ``dt`` with magnitude uniform in [0, F] gives a
+        zero-mean impulse per control period ``T = n dt`` with per-axis variance ``n dt² F²/6``;
+        one draw held for ``T`` with magnitude uniform in [0, F/√n] gives ``T² F²/(6 n)``, the same.
+        So the RMS impulse per control period (and per second, the statistic the thesis protocol is
+        matched on, see :attr:`Conditions.push_force`) is unchanged, and the period runs as one
+        batched ``mj_step(nstep)``."""
         if self._push_scale <= 0.0:
-            return np.zeros((n, 2))
-        draws = self.rng.uniform(np.zeros(2 * n), np.tile([self._push_scale, 2.0 * np.pi], n))
-        magnitude, angle = draws[0::2, None], draws[1::2]
-        return magnitude * np.stack([np.cos(angle), np.sin(angle)], axis=1)
+            return np.zeros(2)
+        magnitude = self.rng.uniform(0.0, self._push_scale / np.sqrt(self.n_substeps))
+        angle = self.rng.uniform(0.0, 2.0 * np.pi)
+        return magnitude * np.array([np.cos(angle), np.sin(angle)])
 
     def _impulse_force(self, time: float, force: np.ndarray | None = None) -> np.ndarray:
         """``force`` (N, world x/y; default zero) plus the scheduled impulses acting at ``time`` (s)."""
@@ -211,21 +216,21 @@ class Simulation:
                 force += imp.force
         return force
 
-    def _step_with_impulses(self) -> None:
-        """One control period under scheduled impulses only: the substeps run in batches of
-        ``mj_step(nstep)`` between the instants where the applied force changes (the same
-        physics steps with the same forces as one ``mj_step`` per substep)."""
+    def _step_with_forces(self, push: np.ndarray) -> None:
+        """One control period with the random ``push`` (N) plus the scheduled impulses on the torso:
+        the substeps run in batches of ``mj_step(nstep)`` between the instants where an impulse
+        starts or ends (the same physics steps with the same forces as one ``mj_step`` each)."""
         m, d = self.model, self.data
         done = 0
         while done < self.n_substeps:
-            force = self._impulse_force(d.time)
-            d.xfrc_applied[self._torso, :2] = force
+            impulse = self._impulse_force(d.time)
+            d.xfrc_applied[self._torso, :2] = self._impulse_force(d.time, push.copy())
             batch = 1
             # The times of the following substeps as mj_step advances them (time += timestep).
             t = d.time
             for _ in range(self.n_substeps - done - 1):
                 t += m.opt.timestep
-                if not np.array_equal(self._impulse_force(t), force):
+                if not np.array_equal(self._impulse_force(t), impulse):
                     break
                 batch += 1
             mujoco.mj_step(m, d, nstep=batch)

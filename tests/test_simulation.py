@@ -60,12 +60,18 @@ def test_thesis_push_force_scaled_by_mass():
 def test_random_pushes_change_the_motion_but_not_upright_stance(robot):
     calm = Simulation(robot, Conditions())
     pushed = Simulation(robot, Conditions(push_force=100.0, push_reference_mass=7.5))
-    for sim in (calm, pushed):
-        sim.reset(seed=3)
-        hold(sim, 2.0)
-    assert not np.allclose(calm.data.qpos, pushed.data.qpos)
-    # the thesis protocol: random forces do not topple a robot that stands still
-    assert np.rad2deg(pushed.torso_tilt()) < 20
+    calm.reset(seed=0)
+    hold(calm, 2.0)
+    tilts = []
+    for seed in range(5):
+        pushed.reset(seed=seed)
+        hold(pushed, 2.0)
+        if seed == 0:
+            assert not np.allclose(calm.data.qpos, pushed.data.qpos)
+        tilts.append(np.rad2deg(pushed.torso_tilt()))
+    # the thesis protocol: random forces rarely topple a robot that stands still (about 1 in 10
+    # within 2 s on either robot, before and after the pushes were drawn per control period)
+    assert sum(t < 20 for t in tilts) >= 4, tilts
 
 
 def test_impulse_pushes_in_its_direction():
