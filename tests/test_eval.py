@@ -15,6 +15,8 @@ from upright.eval.settings import parse_settings, parse_value, split_settings
 from upright.eval.tables import wilson_interval
 from upright.policies.builtin import ZeroPolicy
 
+from interrupting import InterruptingPolicy
+
 SHORT = ["--set", "max_episode_seconds=1.5"]
 
 
@@ -99,22 +101,8 @@ def test_parallel_and_serial_runs_are_identical():
     assert serial.records == parallel.records and not parallel.interrupted
 
 
-class _InterruptedPolicy(ZeroPolicy):
-    """Zero actions; Ctrl-C at the start of the third episode."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.episodes = 0
-
-    def reset(self, env, seed) -> None:
-        self.episodes += 1
-        if self.episodes == 3:
-            raise KeyboardInterrupt
-        super().reset(env, seed)
-
-
 def test_ctrl_c_keeps_the_finished_episodes():
-    run = run_episodes("upright/NaoGetUp-v0", _InterruptedPolicy(), 5, env_kwargs={"max_episode_seconds": 0.3},
+    run = run_episodes("upright/NaoGetUp-v0", InterruptingPolicy(), 5, env_kwargs={"max_episode_seconds": 0.3},
                        progress=False)
     assert run.interrupted and [r["episode"] for r in run.records] == [0, 1]
     assert aggregate(run)["episodes"] == 2

@@ -11,7 +11,8 @@ import pytest
 from upright.cli import main
 from upright.eval.experiments import ExperimentContext, experiments, get_experiment, register_experiment, run_experiment
 from upright.eval.tables import Table
-from upright.policies.builtin import ZeroPolicy
+
+from interrupting import InterruptingPolicy
 
 SHORT = "max_episode_seconds=0.6"
 
@@ -89,25 +90,11 @@ def test_get_experiment_names_the_valid_ones():
         get_experiment("nope")
 
 
-class _StopAtThirdEpisode(ZeroPolicy):
-    """Zero actions; Ctrl-C at the start of the third episode."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.episodes = 0
-
-    def reset(self, env, seed) -> None:
-        self.episodes += 1
-        if self.episodes == 3:
-            raise KeyboardInterrupt
-        super().reset(env, seed)
-
-
 @register_experiment("test-interrupted", "two cells; Ctrl-C in the second")
 def _interrupted(ctx: ExperimentContext) -> list[Table]:
     kwargs = {"start": "prone", "max_episode_seconds": 0.1}
     ctx.run_cell("first", "upright/NaoGetUp-v0", "zero", kwargs, 2)
-    ctx.run_cell("second", "upright/NaoGetUp-v0", _StopAtThirdEpisode(), kwargs, 5)
+    ctx.run_cell("second", "upright/NaoGetUp-v0", InterruptingPolicy(), kwargs, 5)
     return []
 
 

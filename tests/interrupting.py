@@ -1,0 +1,20 @@
+"""A policy for the tests of Ctrl-C: it interrupts a run at the start of a chosen episode."""
+
+from __future__ import annotations
+
+from upright.policies.builtin import ZeroPolicy
+
+
+class InterruptingPolicy(ZeroPolicy):
+    """Zero actions; raises KeyboardInterrupt (as Ctrl-C does) at the start of episode ``at`` (1-based)."""
+
+    def __init__(self, at: int = 3) -> None:
+        super().__init__()
+        self.at = at
+        self.episodes = 0
+
+    def reset(self, env, seed) -> None:
+        self.episodes += 1
+        if self.episodes == self.at:
+            raise KeyboardInterrupt
+        super().reset(env, seed)
