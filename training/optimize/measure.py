@@ -275,7 +275,9 @@ def write_docs(out: Path, path: Path = Path("docs/results/optimize.md")) -> Path
             continue
         wall = json.loads((out / name / "results.json").read_text())["data"].get("wall_seconds", 0.0)
         lines = result.read_text().splitlines()
-        page += [f"#{lines[0]}", *lines[1:], "", f"Wall time of this part: {wall / 60:.1f} min.", ""]
+        page += [f"#{lines[0]}", *lines[1:], "",
+                 f"Wall time of this command's last run: {wall / 60:.1f} min (studies already finished in OUT "
+                 "resume at once, so a re-run to regenerate the tables is quick).", ""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(page) + "\n")
     return path
