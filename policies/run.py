@@ -14,9 +14,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
-import numpy as np
-from upright.policies.base import Policy
+from upright.policies.sb3 import ModelPolicy
 
 ZOO_PREFIX = "zoo:"
 
@@ -30,29 +28,6 @@ def zoo_names() -> tuple[str, ...]:
     """Names of the shipped policies (folders with a ``manifest.yml``), sorted."""
     root = zoo_dir()
     return tuple(sorted(p.parent.name for p in root.glob("*/manifest.yml"))) if root.is_dir() else ()
-
-
-class ModelPolicy(Policy):
-    """Deterministic actions of an in-memory SB3 ``model``; observations are normalised first
-    with ``normalizer`` (a VecNormalize whose statistics are used frozen), when given."""
-
-    def __init__(self, model: Any, normalizer: Any = None, name: str = "model") -> None:
-        self.model = model
-        self.normalizer = normalizer
-        self.name = name
-
-    def reset(self, env: gym.Env, seed: int | None) -> None:
-        for kind, ours, theirs in (("observation", env.observation_space, self.model.observation_space),
-                                   ("action", env.action_space, self.model.action_space)):
-            if ours.shape != theirs.shape:
-                raise ValueError(f"policy {self.name!r} was trained with {kind} shape {theirs.shape}, "
-                                 f"the environment has {ours.shape} (another robot, task or prior?)")
-
-    def act(self, observation: np.ndarray, info: dict[str, Any]) -> np.ndarray:
-        if self.normalizer is not None:
-            observation = self.normalizer.normalize_obs(observation)
-        action, _ = self.model.predict(observation, deterministic=True)
-        return np.asarray(action, dtype=np.float32)
 
 
 def find_run_dir(path: str | Path) -> Path | None:
@@ -145,5 +120,5 @@ def run_env_id(name: str) -> str | None:
     return load_run_config(run_dir).env_id
 
 
-__all__ = ["ModelPolicy", "ZOO_PREFIX", "find_run_dir", "is_run_policy", "load_run_policy", "normalizer_path",
+__all__ = ["ZOO_PREFIX", "find_run_dir", "is_run_policy", "load_run_policy", "normalizer_path",
            "run_env_id", "run_env_kwargs", "zoo_dir", "zoo_names"]

@@ -46,27 +46,38 @@ def detect_algorithm(path: str | Path) -> str:
     raise ValueError(f"cannot tell which algorithm saved {str(path)!r}; supported: {', '.join(ALGORITHMS)}")
 
 
-class SB3Policy(Policy):
-    """Deterministic actions of an SB3 model loaded on the CPU from ``path``."""
+class ModelPolicy(Policy):
+    """Deterministic actions of an in-memory SB3 ``model``; observations are normalised first
+    with ``normalizer`` (a VecNormalize whose statistics are used frozen), when given."""
+
+    def __init__(self, model: Any, normalizer: Any = None, name: str = "model") -> None:
+        self.model = model
+        self.normalizer = normalizer
+        self.name = name
+
+    def reset(self, env: gym.Env, seed: int | None) -> None:
+        for kind, ours, theirs in (("observation", env.observation_space, self.model.observation_space),
+                                   ("action", env.action_space, self.model.action_space)):
+            if ours.shape != theirs.shape:
+                raise ValueError(f"policy {self.name!r} was trained with {kind} shape {theirs.shape}, "
+                                 f"the environment has {ours.shape} (another robot, task or prior?)")
+
+    def act(self, observation: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        if self.normalizer is not None:
+            observation = self.normalizer.normalize_obs(observation)
+        action, _ = self.model.predict(observation, deterministic=True)
+        return np.asarray(action, dtype=np.float32)
+
+
+class SB3Policy(ModelPolicy):
+    """Deterministic actions of an SB3 model loaded on the CPU from ``path`` (no normalisation)."""
 
     def __init__(self, path: str | Path) -> None:
         import stable_baselines3
 
         self.path = Path(path)
         self.algorithm = detect_algorithm(self.path)
-        self.name = self.path.stem
-        self.model = getattr(stable_baselines3, self.algorithm).load(self.path, device="cpu")
-
-    def reset(self, env: gym.Env, seed: int | None) -> None:
-        for kind, ours, theirs in (("observation", env.observation_space, self.model.observation_space),
-                                   ("action", env.action_space, self.model.action_space)):
-            if ours.shape != theirs.shape:
-                raise ValueError(f"model {str(self.path)!r} was trained with {kind} shape {theirs.shape}, "
-                                 f"the environment has {ours.shape}")
-
-    def act(self, observation: np.ndarray, info: dict[str, Any]) -> np.ndarray:
-        action, _ = self.model.predict(observation, deterministic=True)
-        return np.asarray(action, dtype=np.float32)
+        super().__init__(getattr(stable_baselines3, self.algorithm).load(self.path, device="cpu"), name=self.path.stem)
 
 
-__all__ = ["ALGORITHMS", "SB3Policy", "detect_algorithm"]
+__all__ = ["ALGORITHMS", "ModelPolicy", "SB3Policy", "detect_algorithm"]

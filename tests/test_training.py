@@ -23,7 +23,8 @@ import upright  # noqa: F401  (registers the ids)
 from upright.cli import main
 from upright.eval.runner import run_episodes
 from upright.policies.registry import load_policy, policy_names
-from upright.policies.run import ModelPolicy, run_env_id, run_env_kwargs
+from upright.policies.run import run_env_id, run_env_kwargs
+from upright.policies.sb3 import ModelPolicy
 from upright.training.config import TrainConfig
 from upright.training.envs import make_train_env
 from upright.training.train import _new_model, resolve, train

@@ -19,7 +19,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
-from upright.policies.run import ModelPolicy
+from upright.policies.sb3 import ModelPolicy
 
 #: learning_curve.csv columns: environment steps, wall-clock seconds since the run started (resumes
 #: included), then the get-up or walk numbers (empty when they do not apply).
