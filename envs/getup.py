@@ -164,23 +164,28 @@ class GetUpEnv(UprightEnv):
         qpos[3:7] = [np.cos(np.pi / 4), side * np.sin(np.pi / 4), 0.0, 0.0]
         qpos[2] = 0.25
         sim.reset(self.robot.standing_pose, seed=seed, qpos=qpos)
-        self._preroll(sim.data.ctrl.copy())
+        with sim.pre_roll():
+            self._come_to_rest(sim.data.ctrl.copy())
 
     def _start_after_fall(self, seed: int) -> None:
-        """From standing, random joint targets and a push in a random direction until at rest."""
+        """From standing, random joint targets and a push of 0.6 × the weight in a random direction
+        for 0.3 s (on top of the preset's own random pushes), then left to come to rest."""
         sim, rng = self.sim, self.np_random
         sim.reset(self.robot.standing_pose, seed=seed)
         targets = np.clip(self.standing_targets + rng.uniform(-0.5, 0.5, self._mid.size) * self._half * 0.5,
                           self._low, self._high)
         angle = rng.uniform(0, 2 * np.pi)
-        torso = sim.model.body(self.robot.torso_body).id
-        sim.data.xfrc_applied[torso, :2] = 0.6 * self._weight * np.array([np.cos(angle), np.sin(angle)])
-        for _ in range(int(0.3 / self.robot.control_period)):
-            sim.step(targets)
-        sim.data.xfrc_applied[torso, :2] = 0.0
-        self._preroll(targets)
+        with sim.pre_roll():
+            sim.torso_force = 0.6 * self._weight * np.array([np.cos(angle), np.sin(angle)])
+            try:
+                for _ in range(int(0.3 / self.robot.control_period)):
+                    sim.step(targets)
+            finally:
+                sim.torso_force = np.zeros(2)
+            self._come_to_rest(targets)
 
-    def _preroll(self, targets: np.ndarray) -> None:
+    def _come_to_rest(self, targets: np.ndarray) -> None:
+        """Hold ``targets`` until the robot is at rest (or for :data:`PREROLL_SECONDS`)."""
         for _ in range(int(PREROLL_SECONDS / self.robot.control_period)):
             self.sim.step(targets)
             if self.sim.kinetic_energy() < 1e-3 and self.sim.time > 0.5:

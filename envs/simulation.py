@@ -9,6 +9,9 @@ never for controllers. A physics blow-up sets :attr:`Simulation.unstable` instea
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import mujoco
 import numpy as np
 
@@ -72,6 +75,12 @@ class Simulation:
         self._setpoint = np.zeros(m.nu)
         self._ctrl_low = m.actuator_ctrlrange[:, 0].copy()
         self._ctrl_high = m.actuator_ctrlrange[:, 1].copy()
+        #: A constant horizontal force on the torso (N, world x/y) that the caller sets, e.g. a start's
+        #: push; it adds to the preset's random pushes and impulses on every physics step.
+        self.torso_force = np.zeros(2)
+        #: Whether the scheduled impulses act; :meth:`pre_roll` switches them off, since their times
+        #: count from the episode's clock, which starts after the pre-roll.
+        self.impulses_on = True
         self._push_scale = self.conditions.push_force * (
             self.total_mass / self.conditions.push_reference_mass if self.conditions.push_reference_mass else 1.0
         )
@@ -174,7 +183,7 @@ class Simulation:
         self._setpoint = self.servos.command(targets, d.time, d.qpos)
         if self.unstable:
             return self.sensors()
-        push = self._random_push()
+        push = self._random_push() + self.torso_force
         if self.servos.has_play:
             # Play needs the joint angle every physics step.
             ctrl, setpoint = self.servos.ctrl, self._setpoint
@@ -184,12 +193,24 @@ class Simulation:
                 mujoco.mj_step(m, d)
         else:
             d.ctrl[:] = self._setpoint
-            if self.conditions.impulses or self._push_scale > 0.0:
+            if self.conditions.impulses or push.any():
                 self._step_with_forces(push)
             else:
+                d.xfrc_applied[self._torso, :2] = 0.0
                 mujoco.mj_step(m, d, nstep=self.n_substeps)
         self._check_stability()
         return self.sensors()
+
+    @contextlib.contextmanager
+    def pre_roll(self) -> Iterator[None]:
+        """Steps inside this block bring the robot into its start state: the preset's random pushes,
+        servo play and wear act, the scheduled impulses do not (their times count from the episode's
+        clock, :meth:`restart_clock`)."""
+        self.impulses_on = False
+        try:
+            yield
+        finally:
+            self.impulses_on = True
 
     def _random_push(self) -> np.ndarray:
         """This control period's random horizontal force on the torso (N, world x/y): magnitude
@@ -209,15 +230,19 @@ class Simulation:
         return magnitude * np.array([np.cos(angle), np.sin(angle)])
 
     def _impulse_force(self, time: float, force: np.ndarray | None = None) -> np.ndarray:
-        """``force`` (N, world x/y; default zero) plus the scheduled impulses acting at ``time`` (s)."""
+        """``force`` (N, world x/y; default zero) plus the scheduled impulses acting at ``time`` (s)
+        (none while :attr:`impulses_on` is off)."""
         force = np.zeros(2) if force is None else force
+        if not self.impulses_on:
+            return force
         for imp in self.conditions.impulses:
             if imp.time <= time < imp.time + imp.duration:
                 force += imp.force
         return force
 
     def _step_with_forces(self, push: np.ndarray) -> None:
-        """One control period with the random ``push`` (N) plus the scheduled impulses on the torso:
+        """One control period with ``push`` (N: the random push plus :attr:`torso_force`) and the
+        scheduled impulses on the torso:
         the substeps run in batches of ``mj_step(nstep)`` between the instants where an impulse
         starts or ends (the same physics steps with the same forces as one ``mj_step`` each)."""
         m, d = self.model, self.data
