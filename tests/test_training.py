@@ -128,19 +128,30 @@ def test_a_policy_in_another_environment_is_refused(run_dir):
 
 
 def test_zoo_policy_loads_by_name(run_dir, tmp_path, monkeypatch):
-    entry = tmp_path / "zoo" / "tiny"
-    entry.mkdir(parents=True)
-    for name in ("config.yml", "model.zip", "vecnormalize.pkl"):
-        (entry / name).write_bytes((run_dir / name).read_bytes())
-    (entry / "manifest.yml").write_text(yaml.safe_dump({"env_id": ENV, "algo": "ppo", "steps": 640}))
-    monkeypatch.setenv("UPRIGHT_ZOO", str(tmp_path / "zoo"))
+    zoo = tmp_path / "zoo"
+    assert main(["ship", str(run_dir), "--name", "tiny", "--zoo", str(zoo)]) == 0
+    entry = zoo / "tiny"
+    assert (entry / "model.zip").read_bytes() == (run_dir / "best_model.zip").read_bytes()
+    assert (entry / "vecnormalize.pkl").read_bytes() == (run_dir / "best_vecnormalize.pkl").read_bytes()
+    manifest = yaml.safe_load((entry / "manifest.yml").read_text())
+    curve = list(csv.DictReader((run_dir / "learning_curve.csv").open()))
+    assert manifest["env_id"] == ENV and manifest["algo"] == "ppo" and manifest["model"] == "best"
+    assert manifest["total_steps"] == 640 and manifest["model_steps"] in {int(r["steps"]) for r in curve}
+    assert manifest["training_command"] == "test" and manifest["env_kwargs"]["prior"] == "spline"
+    monkeypatch.setenv("UPRIGHT_ZOO", str(zoo))
     policy = load_policy("zoo:tiny")
     assert policy.name == "tiny" and policy.normalizer is not None
     assert run_env_kwargs("zoo:tiny")["prior"] == "spline"
     assert run_env_id("zoo:tiny") == ENV and run_env_id("spline") is None  # upright report: its env only
     assert "zoo:tiny" in policy_names()
+    best = load_policy(str(run_dir / "best_model.zip"))
+    shipped = run_episodes(ENV, policy, 1, env_kwargs=run_env_kwargs("zoo:tiny"), seed=5, progress=False)
+    trained = run_episodes(ENV, best, 1, env_kwargs=run_env_kwargs("zoo:tiny"), seed=5, progress=False)
+    assert _records(shipped) == _records(trained)
     with pytest.raises(ValueError, match="'zoo:nope'"):
         load_policy("zoo:nope")
+    assert main(["ship", str(run_dir), "--name", "tiny", "--zoo", str(zoo)]) == 2  # exists: not overwritten
+    assert main(["ship", str(run_dir), "--name", "bad name", "--zoo", str(zoo)]) == 2
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,6 +1,6 @@
 """The ``upright`` command line: ``info``, ``view``, ``bench``, ``report`` (the main job), ``eval``,
-``video``, ``experiment`` (a paper's protocol by name), ``optimize`` (controller parameters) and
-``train`` (residual or from-scratch policies)."""
+``video``, ``experiment`` (a paper's protocol by name), ``optimize`` (controller parameters),
+``train`` (residual or from-scratch policies) and ``ship`` (a trained policy into the zoo)."""
 
 from __future__ import annotations
 
@@ -202,6 +202,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ship(args: argparse.Namespace) -> int:
+    from upright.training.ship import ship
+
+    entry = ship(args.run, args.name, model=args.model, zoo=args.zoo, overwrite=args.overwrite)
+    print(f"wrote {entry} (load it as --policy zoo:{args.name})")
+    return 0
+
+
 def _add_episode_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments ``eval`` and ``video`` share: environment, policy, seed, keyword arguments."""
     p.add_argument("--env", required=True, help="environment id, e.g. upright/NaoGetUp-v0")
@@ -327,6 +335,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every", type=int, default=50_000, help="checkpoint every N steps (default: 50000)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar")
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("ship", help="copy a trained model of a run folder into the zoo (policies/zoo/NAME)")
+    p.add_argument("run", help="run folder of upright train")
+    p.add_argument("--name", required=True, help="zoo name, e.g. nao-getup-residual-keyframe")
+    p.add_argument("--model", default="best", choices=("best", "final"),
+                   help="best held-out evaluation during training (default) or the final model")
+    p.add_argument("--zoo", default=None, help="zoo folder (default: $UPRIGHT_ZOO or the package's policies/zoo)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing entry of that name")
+    p.set_defaults(func=_cmd_ship)
     return parser
 
 

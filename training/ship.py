@@ -1,0 +1,108 @@
+"""Ship a trained policy with the package: ``upright ship RUN_DIR --name NAME`` copies one model of
+a run folder into ``policies/zoo/NAME/`` (or ``$UPRIGHT_ZOO/NAME/``) with what rebuilds and
+reproduces it, and writes its ``manifest.yml``.
+
+A zoo entry is a run folder with one model: ``config.yml`` (environment id and keyword arguments,
+prior, algorithm, hyperparameters, seed), ``command.txt``, ``model.zip``, ``vecnormalize.pkl`` when
+the run normalised observations, ``learning_curve.csv`` and ``manifest.yml``: the name, environment,
+algorithm, training command, which model was taken (``best``: the best held-out evaluation during
+training, or ``final``) with its environment steps, the run's total steps and wall-clock, the
+model-selection seeds, and ``evaluation`` (written later by ``upright experiment trained-residuals
+--docs``, on seeds disjoint from training and selection). ``zoo:NAME`` then loads it everywhere.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from upright.policies.run import normalizer_path, zoo_dir
+from upright.training.callbacks import read_learning_curve, score
+from upright.training.config import load_run_config
+
+#: Largest model file that ships (bytes).
+MAX_MODEL_BYTES = 5 * 1024 * 1024
+MODELS = ("best", "final")
+
+
+def _chosen_row(rows: list[dict[str, float | None]], model: str) -> dict[str, float | None] | None:
+    """The learning-curve row of the chosen model: the best-scoring evaluation (the first of equal
+    scores, as the training callback keeps it) or the last one."""
+    if not rows:
+        return None
+    if model == "final":
+        return rows[-1]
+    best = rows[0]
+    for row in rows[1:]:
+        if score(row) > score(best):
+            best = row
+    return best
+
+
+def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path | None = None,
+         overwrite: bool = False) -> Path:
+    """Copy ``model`` (``best`` or ``final``) of ``run_dir`` into the zoo as ``name``; return the
+    entry's folder. ValueError names a bad run, model, name or a model over 5 MB."""
+    run_dir = Path(run_dir)
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
+    if not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"zoo name {name!r} must be letters, digits, '-' and '_'")
+    config = load_run_config(run_dir)
+    source = run_dir / ("best_model.zip" if model == "best" else "model.zip")
+    if not source.is_file():
+        raise ValueError(f"run {str(run_dir)!r} has no {source.name}")
+    if source.stat().st_size > MAX_MODEL_BYTES:
+        raise ValueError(f"{source} is {source.stat().st_size / 2**20:.1f} MB; shipped models must be under 5 MB")
+    entry = Path(zoo) if zoo is not None else zoo_dir()
+    entry = entry / name
+    if entry.exists():
+        if not overwrite:
+            raise ValueError(f"zoo entry {str(entry)!r} exists (pass overwrite=True / --overwrite to replace it)")
+        shutil.rmtree(entry)
+    entry.mkdir(parents=True)
+    shutil.copyfile(source, entry / "model.zip")
+    if normalizer_path(source).is_file():
+        shutil.copyfile(normalizer_path(source), entry / "vecnormalize.pkl")
+    for extra in ("config.yml", "command.txt", "learning_curve.csv"):
+        if (run_dir / extra).is_file():
+            shutil.copyfile(run_dir / extra, entry / extra)
+    rows = read_learning_curve(run_dir / "learning_curve.csv")
+    chosen = _chosen_row(rows, model)
+    manifest: dict[str, Any] = {
+        "name": name,
+        "env_id": config.env_id,
+        "env_kwargs": config.env_kwargs_with_prior,
+        "algo": config.algo,
+        "training_command": (run_dir / "command.txt").read_text().strip() if (run_dir / "command.txt").is_file() else "",
+        "seed": config.seed,
+        "model": model,
+        "model_steps": int(chosen["steps"]) if chosen else None,
+        "total_steps": int(rows[-1]["steps"]) if rows else None,
+        "wall_seconds": round(float(rows[-1]["wall_seconds"]), 1) if rows else None,
+        "selection": {"seed": config.eval_seed, "episodes": config.eval_episodes,
+                      "success_rate": chosen.get("success_rate") if chosen else None},
+        "version": config.version,
+        "shipped_from": str(run_dir),
+        "evaluation": {},
+    }
+    (entry / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return entry
+
+
+def read_manifest(entry: str | Path) -> dict[str, Any]:
+    """The ``manifest.yml`` of a zoo entry folder."""
+    return yaml.safe_load((Path(entry) / "manifest.yml").read_text())
+
+
+def write_evaluation(entry: str | Path, evaluation: dict[str, Any]) -> None:
+    """Store ``evaluation`` (held-out numbers) in the entry's manifest."""
+    manifest = read_manifest(entry)
+    manifest["evaluation"] = evaluation
+    (Path(entry) / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+
+
+__all__ = ["MAX_MODEL_BYTES", "read_manifest", "ship", "write_evaluation"]
