@@ -1,6 +1,7 @@
 """The ``upright`` command line: ``info``, ``view``, ``bench``, ``report`` (the main job), ``eval``,
 ``video``, ``experiment`` (a paper's protocol by name), ``optimize`` (controller parameters),
-``train`` (residual or from-scratch policies) and ``ship`` (a trained policy into the zoo)."""
+``train`` (residual or from-scratch policies), ``ship`` (a trained policy into the zoo) and ``soak``
+(random and extreme actions everywhere, counting exceptions, non-finite values and blow-ups)."""
 
 from __future__ import annotations
 
@@ -202,6 +203,22 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_soak(args: argparse.Namespace) -> int:
+    from upright.eval.soak import print_result, soak, write
+
+    out = Path(args.out) if args.out else Path("results", "soak")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cells.jsonl").unlink(missing_ok=True)
+    result = soak(args.steps, workers=args.workers, seed=args.seed, envs=args.env, conditions=args.conditions,
+                  starts=args.start, priors=args.prior, progress=args.progress, log=out / "cells.jsonl")
+    print_result(result)
+    write(result, out, command=args.command_line)
+    print(f"wrote {out / 'results.json'} and {out / 'results.md'}")
+    if result.interrupted:
+        return 130
+    return 1 if result.failed else 0
+
+
 def _cmd_ship(args: argparse.Namespace) -> int:
     from upright.training.ship import ship
 
@@ -335,6 +352,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every", type=int, default=50_000, help="checkpoint every N steps (default: 50000)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar")
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("soak", help="random and extreme actions in every environment, preset, start and prior; "
+                                    "count exceptions, non-finite values and physics blow-ups (exit 1 on the first two)")
+    p.add_argument("--steps", type=int, default=1_000_000,
+                   help="environment steps per environment, split over its cells (default: 1000000, hours)")
+    p.add_argument("--workers", type=int, default=1, help="worker processes (default: 1, in this process)")
+    p.add_argument("--seed", type=int, default=0, help="base seed (cell k: seed + k * 1000000)")
+    p.add_argument("--env", nargs="+", default=None, metavar="ID", help="only these environments")
+    p.add_argument("--conditions", nargs="+", default=None, metavar="NAME",
+                   help="only these conditions (the presets and ramp, obstacles, worst)")
+    p.add_argument("--start", nargs="+", default=None, metavar="START", help="only these get-up starts")
+    p.add_argument("--prior", nargs="+", default=None, metavar="NAME", help="only these priors (none: no prior)")
+    p.add_argument("--out", default=None, help="output directory (default: results/soak); OUT/cells.jsonl grows "
+                                               "by one line per finished cell")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar")
+    p.set_defaults(func=_cmd_soak)
 
     p = sub.add_parser("ship", help="copy a trained model of a run folder into the zoo (policies/zoo/NAME)")
     p.add_argument("run", help="run folder of upright train")
