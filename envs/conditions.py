@@ -7,8 +7,8 @@ friction, wear and delay. Named presets are in :data:`PRESETS` (``get_conditions
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -56,6 +56,25 @@ class RandomWear:
     stuck_start: tuple[float, float] = (0.0, 5.0)
     stuck_duration: tuple[float, float] = (0.2, 1.0)
 
+    def __post_init__(self) -> None:
+        for name in ("p_worn", "p_stuck"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"RandomWear.{name} must be a probability in [0, 1], got {value!r}")
+        for name, lowest in (("strength", None), ("play", 0.0), ("lag", 0.0), ("stuck_start", 0.0),
+                             ("stuck_duration", 0.0)):
+            value = getattr(self, name)
+            try:
+                lo, hi = (float(v) for v in value)
+            except (TypeError, ValueError):
+                raise ValueError(f"RandomWear.{name} must be a range (low, high), got {value!r}") from None
+            if not lo <= hi or (lowest is not None and lo < lowest):
+                raise ValueError(f"RandomWear.{name} must be a range (low, high) with "
+                                 f"{'' if lowest is None else f'{lowest} <= '}low <= high, got {value!r}")
+            if name == "strength" and not 0.0 < lo <= hi <= 1.0:
+                raise ValueError(f"RandomWear.strength must be a range within (0, 1], got {value!r}")
+            object.__setattr__(self, name, (lo, hi))
+
     def sample(self, rng: np.random.Generator) -> Wear:
         """Draw the wear of one joint (a new servo when the joint is not worn)."""
         if rng.random() >= self.p_worn:
@@ -79,6 +98,23 @@ class Impulse:
     time: float
     force: tuple[float, float]
     duration: float = 0.1
+
+    def __post_init__(self) -> None:
+        try:
+            force = tuple(float(f) for f in self.force)
+        except (TypeError, ValueError):
+            raise ValueError(f"Impulse.force must be two numbers (fx, fy) in N, got {self.force!r}") from None
+        if len(force) != 2 or not np.all(np.isfinite(force)):
+            raise ValueError(f"Impulse.force must be two finite numbers (fx, fy) in N, got {self.force!r}")
+        try:
+            time, duration = float(self.time), float(self.duration)
+        except (TypeError, ValueError):
+            raise ValueError(f"Impulse.time and duration must be numbers (s), got {self.time!r}, {self.duration!r}") from None
+        if not (np.isfinite(time) and time >= 0.0):
+            raise ValueError(f"Impulse.time must be a finite time >= 0 (s), got {self.time!r}")
+        if not (np.isfinite(duration) and duration > 0.0):
+            raise ValueError(f"Impulse.duration must be a finite duration > 0 (s), got {self.duration!r}")
+        object.__setattr__(self, "force", force)
 
 
 @dataclass(frozen=True)
@@ -139,6 +175,45 @@ class Conditions:
         """A copy with some fields changed (validated like a new instance)."""
         return replace(self, **changes)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as JSON types (tuples as lists; impulses, wear and random wear as mappings of
+        their fields) and ``class``, the ``module:name`` of this class (a subclass may sample
+        differently); :meth:`from_dict` reads it back into an equal object."""
+        return {"class": f"{type(self).__module__}:{type(self).__qualname__}",
+                **{f.name: _plain(getattr(self, f.name)) for f in fields(self)}}
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> "Conditions":
+        """The conditions :meth:`to_dict` wrote (the class named by ``class``, default
+        :class:`Conditions`); a ValueError names an unknown class or field."""
+        import importlib
+
+        data = dict(data)
+        path = data.pop("class", f"{__name__}:Conditions")
+        module, _, name = str(path).partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError):
+            raise ValueError(f"unknown conditions class {path!r}") from None
+        if not (isinstance(cls, type) and issubclass(cls, Conditions)):
+            raise ValueError(f"{path!r} is no Conditions class")
+        valid = [f.name for f in fields(cls)]
+        unknown = [key for key in data if key not in valid]
+        if unknown:
+            raise ValueError(f"unknown field(s) {', '.join(unknown)} of {cls.__name__}; valid: {', '.join(valid)}")
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == "impulses":
+                value = tuple(Impulse(**{k: _tuples(v) for k, v in imp.items()}) for imp in value)
+            elif key == "wear":
+                value = {joint: Wear(**{k: _tuples(v) for k, v in w.items()}) for joint, w in value.items()}
+            elif key == "random_wear" and value is not None:
+                value = RandomWear(**{k: _tuples(v) for k, v in value.items()})
+            else:
+                value = _tuples(value)
+            kwargs[key] = value
+        return cls(**kwargs)
+
     def sample(self, joint_names: tuple[str, ...], rng: np.random.Generator) -> "SampledConditions":
         """Draw this episode's realisation for a robot with ``joint_names``."""
         unknown = set(self.wear) - set(joint_names)
@@ -159,6 +234,24 @@ class Conditions:
             com_offset=rng.uniform(-self.com_offset, self.com_offset, size=3) if self.com_offset else np.zeros(3),
             friction_scale=float(rng.uniform(*self.friction_scale)),
         )
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON types: dataclasses as mappings of their fields, tuples as lists."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list, np.ndarray)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists back into tuples (nested)."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)

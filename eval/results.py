@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from upright.envs.conditions import Conditions, get_conditions
 from upright.eval.runner import EvalRun
 from upright.eval.tables import Column, Table, jsonable, mean_min_max, print_tables, rate, vector, wilson_interval
 
@@ -79,10 +80,12 @@ def _by(records: Sequence[Record], key: str, summary: Callable[[Sequence[Record]
 
 
 def aggregate(run: EvalRun) -> dict[str, Any]:
-    """The content of ``results.json``: the run's settings, its ``task`` (from the records), the
-    overall summary, the summary per start pose (get-up, ``by_start``) or per command (walk,
-    ``by_command``) and every episode's record (``episodes_data``). Get-up keys are None for walk
-    runs; no summary (and ``task`` None) without episodes."""
+    """The content of ``results.json``: the run's settings (``conditions``: a preset's name or the
+    fields of a custom ``Conditions`` with its class, read back by :func:`result_conditions`; the
+    same in ``env_kwargs``), its ``task`` (from the records), the overall summary, the summary per
+    start pose (get-up, ``by_start``) or per command (walk, ``by_command``) and every episode's
+    record (``episodes_data``). Get-up keys are None for walk runs; no summary (and ``task`` None)
+    without episodes."""
     records = jsonable(run.records)
     task = records[0]["task"] if records else None
     result: dict[str, Any] = {
@@ -106,6 +109,16 @@ def aggregate(run: EvalRun) -> dict[str, Any]:
         result.update(getup_summary(records), by_start=_by(records, "start", getup_summary))
     result["episodes_data"] = records
     return result
+
+
+def result_conditions(result: dict[str, Any]) -> Conditions:
+    """The conditions a ``results.json`` (its ``result``, e.g. ``json.load``-ed) was simulated
+    under, as an object equal to the one the run used: a preset by name, a custom
+    :class:`~upright.envs.conditions.Conditions` (or subclass) from its fields."""
+    conditions = result["conditions"]
+    if isinstance(conditions, str):
+        return get_conditions(conditions)
+    return Conditions.from_dict(conditions)
 
 
 def summary_table(result: dict[str, Any]) -> Table:
@@ -160,5 +173,5 @@ def write_results(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
     return json_path, md_path
 
 
-__all__ = ["aggregate", "fraction", "getup_summary", "markdown_table", "print_table", "stats", "summary_table",
-           "walk_summary", "write_results"]
+__all__ = ["aggregate", "fraction", "getup_summary", "markdown_table", "print_table", "result_conditions", "stats",
+           "summary_table", "walk_summary", "write_results"]

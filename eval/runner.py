@@ -18,7 +18,7 @@ import os
 import pickle
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -162,8 +162,9 @@ def resolve_policy(name: str, params: Mapping[str, Any] | None = None, label: st
 
 
 def conditions_label(conditions: Conditions) -> str | dict[str, Any]:
-    """The preset name of ``conditions``, or its fields when it is no preset."""
-    return next((name for name, preset in PRESETS.items() if preset == conditions), None) or asdict(conditions)
+    """The preset name of ``conditions``, or its fields (and class) when it is no preset, as
+    :meth:`Conditions.to_dict <upright.envs.conditions.Conditions.to_dict>` writes them."""
+    return next((name for name, preset in PRESETS.items() if preset == conditions), None) or conditions.to_dict()
 
 
 def check_env_id(env_id: str) -> None:

@@ -160,9 +160,14 @@ def print_tables(tables: Sequence[Table]) -> None:
 
 def jsonable(value: Any) -> Any:
     """``value`` with numpy scalars and arrays, tuples and dataclass instances (their fields)
-    turned into JSON types."""
+    turned into JSON types; a :class:`~upright.envs.conditions.Conditions` as its
+    :meth:`~upright.envs.conditions.Conditions.to_dict` (with its class, so it reads back)."""
+    from upright.envs.conditions import Conditions
+
+    if isinstance(value, Conditions):
+        return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return jsonable(dataclasses.asdict(value))
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, np.ndarray)):
