@@ -135,7 +135,8 @@ class Conditions:
     #: random force's effect grows with the square root of the time it is held, and ours (magnitude
     #: uniform in [0, push_force/√n] N held for a control period of n physics steps of 2 ms, i.e.
     #: the same as [0, push_force] N drawn every 2 ms step) gives the same RMS impulse per second,
-    #: 1.8 N·s per axis.
+    #: 100 N·√(1 ms / 3) = 1.8 N·s per axis for a robot of ``push_reference_mass`` (7.5 kg in the
+    #: ``thesis`` preset), proportionally more or less for a heavier or lighter one.
     push_force: float = 0.0
     #: If set, ``push_force`` is meant for a robot of this mass (kg) and is scaled by the robot's
     #: mass over it, so robots of different mass get the same acceleration.
