@@ -25,6 +25,7 @@ prior exactly.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -233,8 +234,16 @@ class UprightEnv(gym.Env):
             return self._camera.render(self.sim.data)
         if self.render_mode == "human":
             if self._viewer is None:
+                import sys
+
                 import mujoco.viewer
 
+                display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                if sys.platform.startswith("linux") and not display:
+                    # GLFW would end the process ("could not initialize GLFW") instead of raising
+                    raise RenderingUnavailable(
+                        "render_mode='human' needs a display (DISPLAY or WAYLAND_DISPLAY is not set); "
+                        "use render_mode='rgb_array' (or `upright video`) on a headless machine")
                 try:
                     self._viewer = mujoco.viewer.launch_passive(self.sim.model, self.sim.data)
                 except Exception as error:  # no display, no GLFW

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -27,6 +29,15 @@ def hold(sim: Simulation, seconds: float, targets: np.ndarray | None = None, eve
         assert_hyp_coupled(sim)
         if every_step is not None:
             every_step(sim)
+
+
+def no_gl(reason: str) -> None:
+    """A rendering test found no OpenGL backend: skip, saying why, or fail where one is required
+    (``UPRIGHT_REQUIRE_GL=1``, which ``.ci/run`` sets after installing one)."""
+    if os.environ.get("UPRIGHT_REQUIRE_GL"):
+        pytest.fail(f"UPRIGHT_REQUIRE_GL is set, but rendering failed: {reason}")
+    pytest.skip(f"no OpenGL backend for off-screen rendering ({reason}); install one, e.g. "
+                "`apt-get install libegl1 libgl1-mesa-dri` (MUJOCO_GL=egl) or `libosmesa6` (MUJOCO_GL=osmesa)")
 
 
 @pytest.fixture(params=["nao", "wolfgang"])
