@@ -283,10 +283,12 @@ def run_cell(cell: Cell, steps: int, *, seed: int = 0, workers: int = 1) -> tupl
     kwargs = cell.env_kwargs()
     policy = SoakPolicy(cap=steps)
     mean = None
-    while result.steps < steps:
-        left = steps - result.steps
-        # The first batch guesses half the longest episode per episode, the next ones what they saw.
-        guess = mean or 0.5 * _max_steps(cell)
+    budget = 0  # steps, and one for an episode that ended before its first step (an exception)
+    while budget < steps:
+        left = steps - budget
+        # The first batch guesses from the longest episode (half run to the end, half stop after a
+        # uniform number of steps), the next ones from what they saw.
+        guess = mean or 0.75 * _max_steps(cell)
         episodes = max(1, min(int(math.ceil(left / max(guess, 1.0))), 10_000))
         if workers > 1:
             episodes = max(episodes, workers)
@@ -295,6 +297,7 @@ def run_cell(cell: Cell, steps: int, *, seed: int = 0, workers: int = 1) -> tupl
         for record in run.records:
             result.episodes += 1
             result.steps += int(record["steps"])
+            budget += max(int(record["steps"]), 1)
             what = []
             if record["exception"]:
                 result.exceptions += 1
@@ -317,7 +320,7 @@ def run_cell(cell: Cell, steps: int, *, seed: int = 0, workers: int = 1) -> tupl
         if run.interrupted:
             result.seconds = time.perf_counter() - started
             return result, True
-        mean = result.steps / max(result.episodes, 1)
+        mean = budget / max(result.episodes, 1)
     result.seconds = time.perf_counter() - started
     return result, False
 
