@@ -109,7 +109,8 @@ class Impulse:
         try:
             time, duration = float(self.time), float(self.duration)
         except (TypeError, ValueError):
-            raise ValueError(f"Impulse.time and duration must be numbers (s), got {self.time!r}, {self.duration!r}") from None
+            raise ValueError(
+                f"Impulse.time and duration must be numbers (s), got {self.time!r}, {self.duration!r}") from None
         if not (np.isfinite(time) and time >= 0.0):
             raise ValueError(f"Impulse.time must be a finite time >= 0 (s), got {self.time!r}")
         if not (np.isfinite(duration) and duration > 0.0):

@@ -119,8 +119,9 @@ def cells(envs: Sequence[str] | None = None, conditions: Sequence[str] | None = 
     out = []
     for env in envs or ENVIRONMENTS:
         entry = ENVIRONMENTS[env]
-        env_priors = [None] + [name for name in controller_names()
-                               if baseline_entry(name).task == entry.task and entry.robot in baseline_entry(name).robots]
+        fits = [name for name in controller_names()
+                if baseline_entry(name).task == entry.task and entry.robot in baseline_entry(name).robots]
+        env_priors = [None, *fits]
         env_starts = STARTS if entry.task == "getup" else (None,)
         for c in conditions or valid_conditions:
             for start in env_starts:
@@ -423,7 +424,8 @@ def tables(result: SoakResult) -> list[Table]:
     problems = [p for c in result.cells for p in c.problems]
     listed = Table("Problem episodes (reproduce one with upright.eval.soak.replay)",
                    [Column("cell", "cell"), Column("seed", "seed"), Column("what", "what", lambda v: ", ".join(v)),
-                    Column("mode", "mode"), Column("steps", "steps"), Column("sim time (s)", "time", lambda v: f"{v:.2f}"),
+                    Column("mode", "mode"), Column("steps", "steps"),
+                    Column("sim time (s)", "time", lambda v: f"{v:.2f}"),
                     Column("exception", "exception")], problems)
     return [summary, listed] if problems else [summary]
 

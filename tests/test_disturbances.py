@@ -171,7 +171,8 @@ def test_sensor_noise_per_channel_against_simulator_truth(robot):
         joints, gyro, accel = _truth(sim)
         for name, measured, true in (("joint", s.joint_pos, joints), ("gyro", s.gyro, gyro), ("accel", s.accel, accel)):
             errors[name].append(measured - true)
-        np.testing.assert_array_equal(s.joint_vel, sim.data.qvel[[sim.model.joint(j).dofadr[0] for j in sim.robot.joint_names]])
+        dofs = [sim.model.joint(j).dofadr[0] for j in sim.robot.joint_names]
+        np.testing.assert_array_equal(s.joint_vel, sim.data.qvel[dofs])
     for name, std in (("joint", c.joint_noise), ("gyro", c.gyro_noise), ("accel", c.accel_noise)):
         e = np.array(errors[name])  # (300, channels)
         assert e.std(axis=0) == pytest.approx(np.full(e.shape[1], std), rel=0.2), name

@@ -55,7 +55,8 @@ def test_a_conditions_subclass_keeps_its_class_and_a_preset_its_name(tmp_path):
     from upright.eval.experiments.keyframe import WornHipConditions
 
     worn = WornHipConditions(closing=(1.0, 2.5))
-    _, result = _written(tmp_path / "worn", {"start": "prone", "max_episode_seconds": 0.1, "conditions": worn}, "zero", 1)
+    kwargs = {"start": "prone", "max_episode_seconds": 0.1, "conditions": worn}
+    _, result = _written(tmp_path / "worn", kwargs, "zero", 1)
     assert result["conditions"]["class"] == "upright.eval.experiments.keyframe:WornHipConditions"
     back = result_conditions(result)
     assert type(back) is WornHipConditions and back == worn
