@@ -82,6 +82,7 @@ def test_step_adjustment_acts_only_when_switched_on_and_follows_the_push():
     before, after = t < 2.0, (t >= 2.0) & (t < 3.0)
     np.testing.assert_array_equal(ahead[before], calm[before])  # nothing before the push
     np.testing.assert_array_equal(behind[before], calm[before])
-    assert calm.max() <= 0.0  # the walk alone never steps further forward than planned ...
-    assert ahead[after].max() > 0.003  # ... a push forward makes it, by millimetres
-    assert behind[after].min() < 2.0 * calm.min() < 0.0  # a push back: a shorter step than the walk's own
+    # after a push forward the swing foot goes further forward than the walk alone ever puts it,
+    # after a push back it steps shorter than the walk alone ever does (by millimetres)
+    assert ahead[after].max() > calm.max() + 0.003
+    assert behind[after].min() < calm.min() - 0.005
