@@ -170,14 +170,32 @@ class ForwardKinematics:
         mujoco.mj_kinematics(self.model, self.data)
         mujoco.mj_comPos(self.model, self.data)
 
-    def site_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Position (m) and rotation of site ``name`` in the torso frame, for the last :meth:`set_joints`."""
+    def fk(self, joint_pos: np.ndarray) -> None:
+        """:meth:`set_joints` without the checks, for controllers that pass their own or the
+        sensors' finite joint vectors every cycle (the checks cost more than the kinematics)."""
+        self.data.qpos[self._qadr] = joint_pos
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_comPos(self.model, self.data)
+
+    def site_id(self, name: str) -> int:
+        """The id of site ``name`` in the private model (read its pose from ``data.site_xpos`` /
+        ``data.site_xmat`` after :meth:`fk`)."""
         i = self._site_ids.get(name)
         if i is None:
             i = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, name)
             if i < 0:
                 raise ValueError(f"unknown site {name!r} in the {self.robot.name} model")
             self._site_ids[name] = i
+        return i
+
+    @property
+    def torso_id(self) -> int:
+        """The torso body's id: ``data.subtree_com[torso_id]`` is the CoM after :meth:`fk`."""
+        return self._torso
+
+    def site_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Position (m) and rotation of site ``name`` in the torso frame, for the last :meth:`set_joints`."""
+        i = self.site_id(name)
         return self.data.site_xpos[i].copy(), self.data.site_xmat[i].reshape(3, 3).copy()
 
     def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -46,8 +46,8 @@ import numpy as np
 
 from upright.baselines.kinematics.forward import (GEOMETRY_TOL, LIMIT_TOL, SIDES, ForwardKinematics, chain_data,
                                                   check_side, closest_points, pose_error, solve_spd)
-from upright.baselines.kinematics.vectors import (Mat, Vec, add, angle_about, cross, dot, matvec, rotate, solve_cos_sin,
-                                                  tmatvec, vec, wrap)
+from upright.baselines.kinematics.vectors import (Mat, Vec, add, angle_about, cross, dot, matvec, pose_error_floats, rotate,
+                                                  solve_cos_sin, tmatvec, vec, wrap)
 from upright.envs.robots import RobotSpec
 
 #: Targets this far (m) beyond the leg's reach still count as reachable (stretched leg); covers the
@@ -223,6 +223,55 @@ class LegSolver:
             phi2 = direction - self._angle(reach) if dist > 1e-12 else 0.0
             yield [q0, q1, self.s2 * wrap(phi2), knee, 0.0, 0.0], reachable
 
+    def _sagittal_first(self, v0: Vec, q0: float, q1: float) -> tuple[list[float], bool]:
+        """The first of :meth:`_sagittal` (the knee nearer the middle of its range), without the generator."""
+        n = self.n
+        v = rotate(self.e1, -q1, v0)
+        v = add(v, n, -dot(v, n))
+        l1, l2 = self.l1, self.l2
+        dist = math.sqrt(dot(v, v))
+        reachable = abs(l1 - l2) - REACH_TOL <= dist <= l1 + l2 + REACH_TOL
+        bend = math.acos(min(1.0, max(-1.0, (dist * dist - l1 * l1 - l2 * l2) / (2.0 * l1 * l2))))
+        s3, mid = self.s3, self.knee_mid
+        knee, k2 = s3 * wrap(self.offset + bend), s3 * wrap(self.offset - bend)
+        if abs(k2 - mid) < abs(knee - mid):
+            knee = k2
+        reach = add(self.thigh, rotate(n, s3 * knee, self.shank))
+        phi2 = self._angle(v) - self._angle(reach) if dist > 1e-12 else 0.0
+        return [q0, q1, self.s2 * wrap(phi2), knee, 0.0, 0.0], reachable
+
+    def first(self, pos: Vec, rot: Mat) -> tuple[list[float], bool]:
+        """The first of :meth:`candidates` (the one a walk almost always takes), computed directly:
+        the same operations, so the same floats, without the generators."""
+        n, e0, e1, e5 = self.n, self.e0, self.e1, self.e5
+        s0 = self.sole_rot0
+        g = (matvec(s0, rot[0]), matvec(s0, rot[1]), matvec(s0, rot[2]))
+        ankle = add(pos, matvec(rot, self.ankle_in_sole))
+        w = tmatvec(g, add(self.yaw_hip, ankle, -1.0))
+        rolls, ok_roll = solve_cos_sin(dot(w, n), -dot(w, self.e5_x_n), self.lateral, REACH_TOL)
+        q5 = rolls[0]
+        rest_b, rest_c = matvec(g, rotate(e5, -q5, e1)), matvec(g, rotate(e5, -q5, n))
+        q0, q1, theta = split_rotation(rest_b, rest_c, e0, e1, n, split_roots(rest_c, e0, e1, n), 0)
+        q, ok_leg = self._sagittal_first(self._hip_to_ankle(ankle, q0), q0, q1)
+        q[4] = self.s4 * wrap(theta - self.s2 * q[2] - self.s3 * q[3])
+        q[5] = q5
+        return q, ok_roll and ok_leg
+
+    def first_given_first(self, pos: Vec, rot: Mat, first: float) -> tuple[list[float], bool]:
+        """The first of :meth:`candidates_given_first`, computed directly (same floats)."""
+        n, e0, e1, e5 = self.n, self.e0, self.e1, self.e5
+        v0 = self._hip_to_ankle(self._ankle(pos, rot), first)
+        hip_rolls, ok_roll = solve_cos_sin(dot(v0, n), dot(v0, self.e1_x_n), -self.lateral, REACH_TOL)
+        q1 = hip_rolls[0]
+        normal = rotate(e0, -first, (rot[0][2], rot[1][2], rot[2][2]))
+        q, ok_leg = self._sagittal_first(v0, first, q1)
+        target = rotate(n, -(self.s2 * q[2] + self.s3 * q[3]), rotate(e1, -q1, normal))
+        rolls, ok_normal = solve_cos_sin(self.n_normal0, self.n_e5_x_normal0, dot(n, target), REACH_TOL)
+        q5 = rolls[0]
+        q[4] = self.s4 * angle_about(n, rotate(e5, q5, self.normal0), target)
+        q[5] = q5
+        return q, ok_roll and ok_leg and ok_normal
+
     def candidates(self, pos: Vec, rot: Mat) -> Iterator[tuple[list[float], bool]]:
         """The solutions for the sole goal ``pos``, ``rot``, in the order: ankle roll nearer zero,
         hip roll nearer zero (Euler split), knee nearer the middle of its range; each with whether
@@ -332,6 +381,10 @@ class LegIK(ForwardKinematics):
         plane_miss = float(np.linalg.norm(offset - hip_axial * axes[0] - hip_forward * axes[1]))
         if plane_miss > GEOMETRY_TOL:
             problems.append("the hip point is not in the plane of the joint-0 and hip-roll axes")
+        qpos_adr = np.array([m.jnt_qposadr[i] for i in ids])
+        dof_adr = np.array([m.jnt_dofadr[i] for i in ids])
+        if np.any(np.diff(qpos_adr) != 1) or np.any(np.diff(dof_adr) != 1):
+            problems.append("the leg's joints are not consecutive in the model")
         if problems:
             raise ValueError(f"{self.robot.name} {side} leg does not fit the analytic IK: " + "; ".join(problems))
         knee = anchors[3]
@@ -350,7 +403,7 @@ class LegIK(ForwardKinematics):
             sole_rot0=sole_rot, ankle_in_sole=sole_rot.T @ (ankle - sole_pos),
             lower=limits[:, 0].copy(), upper=limits[:, 1].copy(),
             exact=max(gap_hip, gap_ankle, plane_miss) < 1e-9, sole_site=sole,
-            qpos_adr=np.array([m.jnt_qposadr[i] for i in ids]), dof_adr=np.array([m.jnt_dofadr[i] for i in ids]),
+            qpos_adr=qpos_adr, dof_adr=dof_adr,
         )
 
     def leg_joint_names(self, side: str) -> tuple[str, ...]:
@@ -388,8 +441,26 @@ class LegIK(ForwardKinematics):
 
     def _leg_ik(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray, bool]:
         """:meth:`leg_ik` for a checked goal."""
-        candidates = leg.solver.candidates(pos.tolist(), rot.tolist())
-        return pick(leg, candidates, None if leg.exact else self._polisher(leg, pos, rot))
+        q, ok = self._solve_leg(leg, pos.tolist(), rot.tolist())
+        return np.array(q), ok
+
+    def _solve_leg(self, leg: LegGeometry, pos: list, rot: list) -> tuple[list[float], bool]:
+        """:meth:`leg_ik` for a goal as nested lists of floats; the angles as a list. The first
+        candidate is tried directly (:meth:`LegSolver.first`, the common case), the others only
+        when it is not taken (:func:`pick` on all of them, with the same result as without the
+        shortcut)."""
+        q, ok = leg.solver.first(pos, rot)
+        if leg.exact:
+            if ok and all(lo <= x <= hi for x, lo, hi in zip(q, leg._lower, leg._upper)):
+                return q, True
+            polish = None
+        else:
+            polish = self._polisher(leg, np.array(pos), np.array(rot))
+            q, ok, excess = polish(q, ok, leg.limit_excess(q))
+            if ok and excess <= 1e-12:
+                return [min(max(x, lo), hi) for x, lo, hi in zip(q, leg._lower, leg._upper)], True
+        best, reachable = pick(leg, leg.solver.candidates(pos, rot), polish)
+        return best.tolist(), reachable
 
     def _polisher(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray):
         """The candidate polish for :func:`~upright.baselines.kinematics.leg_ik.pick` on a leg whose model
@@ -412,28 +483,32 @@ class LegIK(ForwardKinematics):
         Removes what the closed form misses because the model's axes do not meet exactly (usually
         one step reaches ``tol``; a few near the stretched-leg singularity). Returns the iterate
         with the smallest error and that error (max of m and rad). Only the leg's joints are
-        written into the private model.
+        written into the private model. The pose error is computed in floats
+        (:func:`~upright.baselines.kinematics.vectors.pose_error_floats`), the step with MuJoCo's
+        Cholesky.
         """
         m, d = self.model, self.data
         q = q.copy()
-        err = np.zeros(6)
         jac = np.empty((6, 6))
         lam2 = damping * damping * _EYE6
-        site, dofs = leg.sole_site, leg.dof_adr
+        site = leg.sole_site
+        qa, qb = int(leg.qpos_adr[0]), int(leg.qpos_adr[-1]) + 1  # the leg's joints are contiguous
+        da, db = int(leg.dof_adr[0]), int(leg.dof_adr[-1]) + 1
+        pos_l, rot_l = pos.tolist(), rot.tolist()
         best, best_err = q, math.inf
         for _ in range(steps + 1):
-            d.qpos[leg.qpos_adr] = q
+            d.qpos[qa:qb] = q
             mujoco.mj_kinematics(m, d)
-            pose_error(pos, rot, d.site_xpos[site], d.site_xmat[site].reshape(3, 3), err)
-            size = float(np.abs(err).max())
+            err = pose_error_floats(pos_l, rot_l, d.site_xpos[site].tolist(), d.site_xmat[site].tolist())
+            size = max(abs(err[0]), abs(err[1]), abs(err[2]), abs(err[3]), abs(err[4]), abs(err[5]))
             if size < best_err:
                 best, best_err = q, size
             if size < tol:
                 break
             mujoco.mj_comPos(m, d)
             mujoco.mj_jacSite(m, d, self._jacp, self._jacr, site)
-            jac[:3], jac[3:] = self._jacp[:, dofs], self._jacr[:, dofs]
-            q = q + jac.T @ solve_spd(jac @ jac.T + lam2, err)
+            jac[:3], jac[3:] = self._jacp[:, da:db], self._jacr[:, da:db]
+            q = q + jac.T @ solve_spd(jac @ jac.T + lam2, np.array(err))
         return best, best_err
 
     def leg_jacobian(self, side: str, q: np.ndarray) -> np.ndarray:
@@ -481,7 +556,18 @@ class LegIK(ForwardKinematics):
     @staticmethod
     def _leg_ik_given_first(leg: LegGeometry, pos: np.ndarray, rot: np.ndarray, first: float) -> tuple[np.ndarray, bool]:
         """:meth:`leg_ik_given_first` for a checked goal (no polish)."""
-        return pick(leg, leg.solver.candidates_given_first(pos.tolist(), rot.tolist(), first))
+        q, ok = LegIK._solve_leg_given_first(leg, pos.tolist(), rot.tolist(), first)
+        return np.array(q), ok
+
+    @staticmethod
+    def _solve_leg_given_first(leg: LegGeometry, pos: list, rot: list, first: float) -> tuple[list[float], bool]:
+        """:meth:`leg_ik_given_first` for a goal as nested lists; the first candidate directly (as
+        :meth:`_solve_leg`)."""
+        q, ok = leg.solver.first_given_first(pos, rot, first)
+        if ok and all(lo <= x <= hi for x, lo, hi in zip(q, leg._lower, leg._upper)):
+            return q, True
+        best, reachable = pick(leg, leg.solver.candidates_given_first(pos, rot, first))
+        return best.tolist(), reachable
 
     def legs_ik(self, left_pos: np.ndarray, left_R: np.ndarray, right_pos: np.ndarray, right_R: np.ndarray,
                 hip_yaw_pitch: str = "mean", check: bool = True) -> tuple[dict[str, float], bool]:
@@ -498,22 +584,40 @@ class LegIK(ForwardKinematics):
         """
         if hip_yaw_pitch not in ("left", "right", "mean"):
             raise ValueError(f"hip_yaw_pitch must be 'left', 'right' or 'mean', got {hip_yaw_pitch!r}")
-        goals = ({"left": self._check_pose(left_pos, left_R), "right": self._check_pose(right_pos, right_R)} if check
-                 else {"left": (left_pos, left_R), "right": (right_pos, right_R)})
-        solved = {side: self._leg_ik(self.legs[side], *goals[side]) for side in SIDES}
+        if check:
+            left_pos, left_R = self._check_pose(left_pos, left_R)
+            right_pos, right_R = self._check_pose(right_pos, right_R)
+        values, reachable = self.legs_ik_values(np.asarray(left_pos, dtype=float).tolist(),
+                                                np.asarray(left_R, dtype=float).tolist(),
+                                                np.asarray(right_pos, dtype=float).tolist(),
+                                                np.asarray(right_R, dtype=float).tolist(), hip_yaw_pitch)
+        return dict(zip(self.legs_joint_names, values)), reachable
+
+    @cached_property
+    def legs_joint_names(self) -> tuple[str, ...]:
+        """The twelve leg joints in the order of :meth:`legs_ik_values`: the left leg hip to ankle, then the right."""
+        return self.legs["left"].joint_names + self.legs["right"].joint_names
+
+    @cached_property
+    def legs_joint_index(self) -> np.ndarray:
+        """Indices of :attr:`legs_joint_names` in the robot's joint order."""
+        return self.joint_index(self.legs_joint_names)
+
+    def legs_ik_values(self, left_pos, left_R, right_pos, right_R, hip_yaw_pitch: str = "mean"
+                       ) -> tuple[list[float], bool]:
+        """:meth:`legs_ik` for unchecked goals given as (nested) lists or tuples of floats, the hot
+        path of the walks: the twelve angles as a list in the order of :attr:`legs_joint_names`
+        (put them into a joint vector with :attr:`legs_joint_index`) and whether both legs reached."""
+        left, ok_left = self._solve_leg(self.legs["left"], left_pos, left_R)
+        right, ok_right = self._solve_leg(self.legs["right"], right_pos, right_R)
         if self.shared_hip:
-            if hip_yaw_pitch == "mean":
-                first = 0.5 * (solved["left"][0][0] + solved["right"][0][0])
-                redo: tuple[str, ...] = SIDES
-            else:
-                first = solved[hip_yaw_pitch][0][0]
-                redo = tuple(s for s in SIDES if s != hip_yaw_pitch)
-            for side in redo:
-                solved[side] = self._leg_ik_given_first(self.legs[side], *goals[side], float(first))
-        angles: dict[str, float] = {}
-        for side in SIDES:
-            angles.update(zip(self.legs[side].joint_names, solved[side][0].tolist()))
-        return angles, all(ok for _, ok in solved.values())
+            first = (0.5 * (left[0] + right[0]) if hip_yaw_pitch == "mean"
+                     else (left if hip_yaw_pitch == "left" else right)[0])
+            if hip_yaw_pitch != "left":
+                left, ok_left = self._solve_leg_given_first(self.legs["left"], left_pos, left_R, float(first))
+            if hip_yaw_pitch != "right":
+                right, ok_right = self._solve_leg_given_first(self.legs["right"], right_pos, right_R, float(first))
+        return left + right, ok_left and ok_right
 
 
 __all__ = ["GIMBAL_COS", "POLISH_MARGIN", "REACH_TOL", "LegGeometry", "LegIK", "LegSolver", "pick",

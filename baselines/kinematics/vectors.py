@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import mujoco
 import numpy as np
 
 Vec = tuple[float, float, float]
@@ -82,11 +83,65 @@ def angle_about(axis: Vec, u: Vec, v: Vec) -> float:
 
 
 
+def zyx_matrix(yaw: float, pitch: float, roll: float) -> Mat:
+    """``Rz(yaw) Ry(pitch) Rx(roll)`` (rows), the walks' foot orientations."""
+    cz, sz = math.cos(yaw), math.sin(yaw)
+    cy, sy = math.cos(pitch), math.sin(pitch)
+    cx, sx = math.cos(roll), math.sin(roll)
+    return ((cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx),
+            (sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx),
+            (-sy, cy * sx, cy * cx))
+
+
+def quat_matrix(quat) -> Mat:
+    """The rotation matrix (rows) of a quaternion ``(w, x, y, z)``, normalised first (MuJoCo's
+    ``mju_quat2Mat``)."""
+    q = np.asarray(quat, dtype=float)
+    rot = np.empty(9)
+    mujoco.mju_quat2Mat(rot, q / math.sqrt(float(q @ q)))
+    r = rot.tolist()
+    return (r[0], r[1], r[2]), (r[3], r[4], r[5]), (r[6], r[7], r[8])  # type: ignore[return-value]
+
+
+def pose_error_floats(pos: list[float], rot: list[list[float]], pos0: list[float], mat0: list[float]) -> list[float]:
+    """:func:`~upright.baselines.kinematics.forward.pose_error` in floats: the position difference
+    ``pos − pos0`` (m) and the rotation vector (rad) of ``rot @ rot0ᵀ`` (``rot`` as rows, ``rot0``
+    row-major flat as MuJoCo's ``xmat``), with MuJoCo's ``mju_mat2Quat`` / ``mju_quat2Vel`` steps."""
+    (a, b, c), (d, e, f), (g, h, i) = rot
+    m00 = a * mat0[0] + b * mat0[1] + c * mat0[2]
+    m01 = a * mat0[3] + b * mat0[4] + c * mat0[5]
+    m02 = a * mat0[6] + b * mat0[7] + c * mat0[8]
+    m10 = d * mat0[0] + e * mat0[1] + f * mat0[2]
+    m11 = d * mat0[3] + e * mat0[4] + f * mat0[5]
+    m12 = d * mat0[6] + e * mat0[7] + f * mat0[8]
+    m20 = g * mat0[0] + h * mat0[1] + i * mat0[2]
+    m21 = g * mat0[3] + h * mat0[4] + i * mat0[5]
+    m22 = g * mat0[6] + h * mat0[7] + i * mat0[8]
+    out = [pos[0] - pos0[0], pos[1] - pos0[1], pos[2] - pos0[2]]
+    if m00 + m11 + m22 > 0.0:  # mju_mat2Quat's first case (w largest): always for small errors
+        w = 0.5 * math.sqrt(1.0 + m00 + m11 + m22)
+        x, y, z = 0.25 * (m21 - m12) / w, 0.25 * (m02 - m20) / w, 0.25 * (m10 - m01) / w
+        norm = math.sqrt(w * w + x * x + y * y + z * z)
+        if abs(norm - 1.0) > 1e-15:
+            w, x, y, z = w / norm, x / norm, y / norm, z / norm
+    else:
+        quat = np.empty(4)
+        mujoco.mju_mat2Quat(quat, np.array([m00, m01, m02, m10, m11, m12, m20, m21, m22]))
+        w, x, y, z = quat.tolist()
+    sin_half = math.sqrt(x * x + y * y + z * z)  # mju_quat2Vel
+    if sin_half < 1e-15:
+        return out + [0.0, 0.0, 0.0]
+    angle = 2.0 * math.atan2(sin_half, w)
+    if angle > math.pi:
+        angle -= 2.0 * math.pi
+    return out + [x / sin_half * angle, y / sin_half * angle, z / sin_half * angle]
+
+
 def vec(v) -> Vec:
     """A 3-vector as a tuple of floats."""
     return tuple(np.asarray(v, dtype=float).tolist())  # type: ignore[return-value]
 
 
 
-__all__ = ["Mat", "Vec", "add", "angle_about", "cross", "dot", "matvec", "rotate", "solve_cos_sin", "tmatvec", "vec",
-           "wrap"]
+__all__ = ["Mat", "Vec", "add", "angle_about", "cross", "dot", "matvec", "pose_error_floats", "quat_matrix", "rotate", "solve_cos_sin",
+           "tmatvec", "vec", "wrap", "zyx_matrix"]

@@ -44,8 +44,8 @@ import numpy as np
 
 from upright.baselines import register_controller
 from upright.baselines.common.params import Params
-from upright.baselines.common.rotations import rot_x, rot_y, rot_z, yaw_removed
 from upright.baselines.kinematics import Kinematics
+from upright.baselines.kinematics.vectors import quat_matrix, zyx_matrix
 from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
 from upright.baselines.walk.swing_leveling import LevelingParams, SwingFootLeveling
 from upright.envs.robots import RobotSpec
@@ -161,9 +161,16 @@ def _pitch_of(R: np.ndarray) -> float:
     return float(np.arctan2(-R[2, 0], np.hypot(R[0, 0], R[1, 0])))
 
 
+def _pitch_of_flat(m: np.ndarray) -> float:
+    """:func:`_pitch_of` of a rotation matrix given row-major flat (MuJoCo's ``xmat``)."""
+    m = m.tolist()
+    return math.atan2(-m[6], math.hypot(m[0], m[3]))
+
+
 def _foot_loads(sensors: Sensors) -> dict[str, float]:
     """Summed pressure (N) under each foot (``Sensors.foot_pressure``: 4 left, then 4 right)."""
-    return {"left": float(np.sum(sensors.foot_pressure[:4])), "right": float(np.sum(sensors.foot_pressure[4:]))}
+    f = sensors.foot_pressure.tolist()
+    return {"left": f[0] + f[1] + f[2] + f[3], "right": f[4] + f[5] + f[6] + f[7]}
 
 
 @dataclass
@@ -186,6 +193,8 @@ class StepAdjustWalk:
         self.command = np.zeros(3)
         self._side_sign = {"left": 1.0, "right": -1.0}
         self._standing = self._standing_joints()
+        self._sole_ids = {side: self.kin.site_id(site) for side, site in zip(SIDES, robot.sole_sites)}
+        self._actuated = np.array(robot.actuated_joint_index)
         self.leveling = SwingFootLeveling(self.params.leveling)
         #: Last frame's diagnostics (m, rad) for plots and tests.
         self.log: dict[str, float] = {}
@@ -216,12 +225,12 @@ class StepAdjustWalk:
         self._feet = {s: _Foot() for s in SIDES}
         self._start = {s: _Foot() for s in SIDES}
         self._speed = np.zeros(3)
-        self._step_size = np.zeros(3)
+        self._step_size = (0.0, 0.0, 0.0)
         self._support = "right"
         self._phase = 0.0
         self._period = p.period
         self._lift = p.foot_lift * p.first_step_lift_factor
-        self._gyro = np.zeros(2)
+        self._gyro = (0.0, 0.0)
         self._w_plan_prev = 0.0
         self._w_bar_prev = 0.0
         self._com_filtered: float | None = None
@@ -238,7 +247,8 @@ class StepAdjustWalk:
         self._time += dt
         p = self.params
         # Filtered (roll rate, pitch rate) of the torso (rad/s, IMU frame: x forward, y left).
-        self._gyro = p.gyro_lowpass * self._gyro + (1.0 - p.gyro_lowpass) * np.asarray(sensors.gyro[:2], dtype=float)
+        a, gyro = p.gyro_lowpass, sensors.gyro
+        self._gyro = (a * self._gyro[0] + (1.0 - a) * float(gyro[0]), a * self._gyro[1] + (1.0 - a) * float(gyro[1]))
         if not self._started:
             s = min(self._time / p.start_time, 1.0)
             blend = 0.5 - 0.5 * np.cos(np.pi * s)
@@ -248,26 +258,27 @@ class StepAdjustWalk:
                 self._begin_step(first=True)
             return self.kin.targets_from_joints(joints)
         self._phase += dt
-        if self._switch_due(sensors):
+        loads = _foot_loads(sensors)
+        if self._switch_due(loads):
             self._support = self._swing
             self._begin_step(first=False)
-        return self._walk(sensors, dt)
+        return self._walk(sensors, loads, dt)
 
     # ------------------------------------------------------------------ the gait
     @property
     def _swing(self) -> str:
         return "left" if self._support == "right" else "right"
 
-    def _switch_due(self, sensors: Sensors) -> bool:
-        """Support-foot switch: the swing foot carries more than the support foot once the
-        earliest switch phase has passed, or the step has lasted the forced maximum."""
+    def _switch_due(self, load: dict[str, float]) -> bool:
+        """Support-foot switch: the swing foot carries more than the support foot (``load``: the
+        summed pressure per foot) once the earliest switch phase has passed, or the step has
+        lasted the forced maximum."""
         lo, hi = self.params.support_switch_phase
         t = self._phase / self._period
         if t >= hi:
             return True
         if t < lo:
             return False
-        load = _foot_loads(sensors)
         return load[self._swing] > load[self._support]
 
     def _begin_step(self, first: bool) -> None:
@@ -280,9 +291,11 @@ class StepAdjustWalk:
         ])
         acc = np.asarray(p.max_acceleration)
         self._speed = self._speed + np.clip(target - self._speed, -acc, acc)
-        self._period = p.period + p.period_side_factor * abs(self._speed[1])
-        self._step_size = self._speed * self._period
-        self._lift = p.foot_lift + p.foot_lift_forward * abs(self._speed[0]) + p.foot_lift_side * abs(self._speed[1])
+        # Python floats from here on (numpy scalars would make every later operation ~3x slower)
+        speed = self._speed.tolist()
+        self._period = p.period + p.period_side_factor * abs(speed[1])
+        self._step_size = (speed[0] * self._period, speed[1] * self._period, speed[2] * self._period)
+        self._lift = p.foot_lift + p.foot_lift_forward * abs(speed[0]) + p.foot_lift_side * abs(speed[1])
         if first:
             self._lift *= p.first_step_lift_factor
         self._phase = 0.0
@@ -304,14 +317,19 @@ class StepAdjustWalk:
         lift = self._lift * parabolic_return(f) if overtime <= 0.0 else max(-p.stretch_speed * overtime, p.stretch_height)
         return {sw: swing, su: support}, lift
 
-    def _walk(self, sensors: Sensors, dt: float) -> np.ndarray:
+    def _walk(self, sensors: Sensors, load: dict[str, float], dt: float) -> np.ndarray:
         p = self.params
         planned, lift = self._planned()
         sw, su = self._swing, self._support
         ratio = self._phase / self._period
+        kin = self.kin
+        kin.fk(sensors.joint_pos)  # the measured posture: CoM and support sole below
         com_x = self._measured_com(sensors)
+        if p.swing_leveling:
+            # the measured support-sole pitch, read before the private model moves on
+            measured = _pitch_of_flat(kin.data.site_xmat[self._sole_ids[su]])
         if p.step_adjustment:
-            self._adjust(planned, com_x, sensors, ratio, dt)
+            self._adjust(planned, com_x, load, ratio, dt)
         swing_dx = planned[sw].x - self._feet[sw].x
         self._feet = planned
         pitch = {su: p.gyro_balance * self._gyro[1], sw: 0.0}
@@ -319,8 +337,8 @@ class StepAdjustWalk:
         if p.swing_leveling:
             # Measured support-sole pitch against the one requested when the measured joints were
             # commanded (the oldest request in the delay queue), both from the model's FK.
-            measured = _pitch_of(self.kin.foot_pose(su, sensors.joint_pos)[1])
-            requested = _pitch_of(self.kin.foot_pose(su, self._requests[0])[1])
+            kin.fk(self._requests[0])
+            requested = _pitch_of_flat(kin.data.site_xmat[self._sole_ids[su]])
             torso = float(sensors.fused[0]) - p.trunk_pitch
             pitch[sw] = self.leveling.update(torso, measured - requested, ratio, swing_dx,
                                              planned[sw].x - planned[su].x, dt)
@@ -331,17 +349,28 @@ class StepAdjustWalk:
         self._requests.append(joints)
         self.log = {"com_x": com_x, "swing_x": planned[sw].x, "support_x": planned[su].x,
                     "swing_pitch": pitch[sw], "phase": ratio}
-        return self.kin.targets_from_joints(joints)
+        return joints[self._actuated]
 
     def com_offset(self, sensors: Sensors, side: str) -> np.ndarray:
         """The measured CoM relative to the ``side`` sole origin (m), in the gravity-aligned
         heading frame (torso frame turned by the IMU's pitch and roll, not its yaw): x, y are the
         CoM projected onto the ground relative to the sole, z its height above it."""
-        sole_pos, _ = self.kin.foot_pose(side, sensors.joint_pos)
-        com = self.kin.com(sensors.joint_pos)
-        heading = yaw_removed(sensors.quat, 0.0)[:, 0]  # the torso's x axis in the world
-        # the yaw of the ZYX Euler angles: the heading of the torso's x axis
-        return yaw_removed(sensors.quat, math.atan2(heading[1], heading[0])) @ (com - sole_pos)
+        self.kin.fk(np.asarray(sensors.joint_pos, dtype=float))
+        return np.array(self._com_offset(sensors, side))
+
+    def _com_offset(self, sensors: Sensors, side: str) -> tuple[float, float, float]:
+        """:meth:`com_offset` for the posture already in the private model (:meth:`Kinematics.fk`)."""
+        d = self.kin.data
+        sx, sy, sz = d.site_xpos[self._sole_ids[side]].tolist()
+        cx, cy, cz = d.subtree_com[self.kin.torso_id].tolist()
+        v = (cx - sx, cy - sy, cz - sz)
+        (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = quat_matrix(sensors.quat)
+        # the torso's x axis in the world gives the heading (the yaw of the ZYX Euler angles)
+        yaw = math.atan2(r10, r00)
+        c, s = math.cos(yaw), math.sin(yaw)
+        wx = r00 * v[0] + r01 * v[1] + r02 * v[2]
+        wy = r10 * v[0] + r11 * v[1] + r12 * v[2]
+        return (c * wx + s * wy, -s * wx + c * wy, r20 * v[0] + r21 * v[1] + r22 * v[2])
 
     def stance_targets(self, shift: np.ndarray) -> np.ndarray:
         """Joint targets (actuator order) of the walking posture with both feet standing and
@@ -351,25 +380,24 @@ class StepAdjustWalk:
         return self.kin.targets_from_joints(self._joints_for(feet, {s: 0.0 for s in SIDES}, {s: 0.0 for s in SIDES}))
 
     def _measured_com(self, sensors: Sensors) -> float:
-        """CoM x (m) relative to the support sole origin (:meth:`com_offset`), predicted over the
-        actuation delay."""
+        """CoM x (m) relative to the support sole origin (:meth:`com_offset`, of the posture in the
+        private model), predicted over the actuation delay."""
         p = self.params
-        offset = self.com_offset(sensors, self._support)
-        x = float(offset[0])
+        x, _, height = self._com_offset(sensors, self._support)
         if self._com_prev is not None:
             v = (x - self._com_prev) / self.robot.control_period
             self._com_velocity = p.com_velocity_lowpass * self._com_velocity + (1 - p.com_velocity_lowpass) * v
         self._com_prev = x
         horizon = self.robot.delay_cycles * self.robot.control_period
-        return predict_com(x, self._com_velocity, p.support_back, p.support_front, float(offset[2]), horizon)
+        return predict_com(x, self._com_velocity, p.support_back, p.support_front, height, horizon)
 
-    def _adjust(self, planned: dict[str, _Foot], com_x: float, sensors: Sensors, ratio: float, dt: float) -> None:
+    def _adjust(self, planned: dict[str, _Foot], com_x: float, load: dict[str, float], ratio: float,
+                dt: float) -> None:
         """Algorithm 1 on the planned sagittal foot positions (offsets from the nominal foot x)."""
         p = self.params
         sw, su = self._swing, self._support
         w_t, u_t = planned[sw].x, planned[su].x
         adjustment = self._w_bar_prev - self._w_plan_prev
-        load = _foot_loads(sensors)
         total = load["left"] + load["right"]
         gated = total <= 0.0 or load[su] < load[sw] or (
             load[sw] > p.unloaded_fraction * total and ratio > p.early_contact_phase)
@@ -385,7 +413,7 @@ class StepAdjustWalk:
             t_min, t_max = tolerance_range(p.support_back, p.support_front, p.foot_area)
             result = adjust_step(w_t, self._w_plan_prev, self._w_bar_prev, u_t, m, p.max_adjust_speed * dt, t_min, t_max)
             lo, hi = p.clip_forward
-            w_bar = float(np.clip(result.swing_x, min(lo, w_t), max(hi, w_t)))
+            w_bar = min(max(result.swing_x, min(lo, w_t)), max(hi, w_t))
             u_bar = u_t - (w_bar - w_t) / 2.0
         self._adjusting = abs(w_bar - w_t) > 1e-4
         self._w_plan_prev, self._w_bar_prev = w_t, w_bar
@@ -397,18 +425,24 @@ class StepAdjustWalk:
         y and x axes; pitch about a point ``pivot`` m ahead of the sole origin); the rest of the
         body keeps the standing pose."""
         p = self.params
-        to_torso = rot_y(p.trunk_pitch).T
-        poses = {}
+        ct, st = math.cos(p.trunk_pitch), math.sin(p.trunk_pitch)  # the walk frame in the torso frame
+        goals = []
         for s in SIDES:
             foot = feet[s]
-            pos = np.array([p.foot_x + foot.x, self._side_sign[s] * p.foot_y + foot.y, -p.walk_height + lift[s]])
-            R = rot_z(foot.yaw) @ rot_y(pitch[s]) @ rot_x(roll[s] if roll is not None else 0.0)
+            x, y, z = p.foot_x + foot.x, self._side_sign[s] * p.foot_y + foot.y, -p.walk_height + lift[s]
+            R = zyx_matrix(foot.yaw, pitch[s], roll[s] if roll is not None else 0.0)
             if pivot is not None:  # pitch about a point `pivot[s]` ahead of the sole origin
-                centre = np.array([pivot[s], 0.0, 0.0])
-                pos = pos + rot_z(foot.yaw) @ centre - R @ centre
-            poses[s] = (to_torso @ pos, to_torso @ R)
-        angles, _ = self.kin.legs_ik(poses["left"][0], poses["left"][1], poses["right"][0], poses["right"][1])
-        return self.kin.with_joints(self._standing, angles)
+                c = pivot[s]
+                x, y, z = (x + math.cos(foot.yaw) * c - R[0][0] * c, y + math.sin(foot.yaw) * c - R[1][0] * c,
+                           z - R[2][0] * c)
+            (a, b, e), row, (g, h, i) = R
+            goals.append((ct * x - st * z, y, st * x + ct * z))
+            goals.append(((ct * a - st * g, ct * b - st * h, ct * e - st * i), row,
+                          (st * a + ct * g, st * b + ct * h, st * e + ct * i)))
+        angles, _ = self.kin.legs_ik_values(*goals)
+        joints = self._standing.copy()
+        joints[self.kin.legs_joint_index] = angles
+        return joints
 
 
 register_controller("step_adjust", StepAdjustWalk, StepAdjustParams.load, robots=("nao", "wolfgang"), task="walk")

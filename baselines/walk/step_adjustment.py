@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-from upright.baselines.walk.pendulum import omega, propagate
+import math
+
+from upright.baselines.walk.pendulum import omega
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def adjust_step(w_t: float, w_prev: float, w_bar_prev: float, u_t: float, m: flo
     if t_min > t_max:
         raise ValueError(f"tolerance range must have t_min <= t_max, got ({t_min!r}, {t_max!r})")
     dw_prev = w_bar_prev - w_prev  # 1: the adjustment of the previous frame
-    decay = float(np.clip(-dw_prev, -p_max, p_max))  # 2: its decay, at most p_max per frame
+    decay = min(max(-dw_prev, -p_max), p_max)  # 2: its decay, at most p_max per frame
     dw = w_t - w_prev  # 3: the planned motion of the swing foot
     w_hat = w_bar_prev + dw + decay  # 4 (+ decay, see above)
     support = u_t - (dw_prev + decay) / 2.0  # the support foot carries minus half the adjustment
@@ -60,7 +61,7 @@ def adjust_step(w_t: float, w_prev: float, w_bar_prev: float, u_t: float, m: flo
     delta = min(m - lower, 0.0) + max(m - upper, 0.0)  # 7
     p_lo = min(0.0, -p_max - dw) - max(decay, 0.0)  # 8
     p_hi = max(0.0, p_max - dw) - min(decay, 0.0)  # 9
-    w_bar = w_hat + float(np.clip(delta, p_lo, p_hi))  # 10
+    w_bar = w_hat + min(max(delta, p_lo), p_hi)  # 10
     u_bar = u_t - (w_bar - w_t) / 2.0  # 11
     return StepAdjustment(w_bar, u_bar, delta)
 
@@ -74,10 +75,11 @@ def predict_com(x: float, v: float, support_back: float, support_front: float, h
     statically stable (no tipping torque) and the CoM moves on at its measured velocity. Beyond
     it, the closed-form pendulum of :func:`upright.baselines.walk.pendulum.propagate` with the pivot at
     the edge and the pendulum ``height`` (m, > 0)."""
-    pivot = float(np.clip(x, support_back, support_front))
+    pivot = min(max(x, support_back), support_front)
     if pivot == x:
         return x + v * horizon
-    return pivot + float(propagate(x - pivot, v, omega(height), horizon)[0])
+    k = omega(height)
+    return pivot + ((x - pivot) * math.cosh(k * horizon) + v * math.sinh(k * horizon) / k)
 
 
 def tolerance_range(support_back: float, support_front: float, foot_area: tuple[float, float]
