@@ -46,6 +46,19 @@ def tmatvec(m: Mat, v: Vec) -> Vec:
             m[0][2] * v[0] + m[1][2] * v[1] + m[2][2] * v[2])
 
 
+def matmul(a: Mat, b: Mat) -> Mat:
+    """``a b`` (rows)."""
+    (b00, b01, b02), (b10, b11, b12), (b20, b21, b22) = b
+    return tuple((x * b00 + y * b10 + z * b20, x * b01 + y * b11 + z * b21, x * b02 + y * b12 + z * b22)
+                 for x, y, z in a)  # type: ignore[return-value]
+
+
+def tmatmul(a: Mat, b: Mat) -> Mat:
+    """``aᵀ b`` (rows)."""
+    (a00, a01, a02), (a10, a11, a12), (a20, a21, a22) = a
+    return matmul(((a00, a10, a20), (a01, a11, a21), (a02, a12, a22)), b)
+
+
 def rotate(axis: Vec, angle: float, v: Vec) -> Vec:
     """``R(axis, angle) v`` for a unit ``axis`` (Rodrigues; written out: the leg IK's inner loop)."""
     c, s = math.cos(angle), math.sin(angle)
@@ -143,5 +156,5 @@ def vec(v) -> Vec:
 
 
 
-__all__ = ["Mat", "Vec", "add", "angle_about", "cross", "dot", "matvec", "pose_error_floats", "quat_matrix", "rotate", "solve_cos_sin",
-           "tmatvec", "vec", "wrap", "zyx_matrix"]
+__all__ = ["Mat", "Vec", "add", "angle_about", "cross", "dot", "matmul", "matvec", "pose_error_floats", "quat_matrix", "rotate", "solve_cos_sin",
+           "tmatmul", "tmatvec", "vec", "wrap", "zyx_matrix"]

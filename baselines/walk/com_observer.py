@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-_C = np.array([[1.0, 0.0]])
-
-
 class ComObserver:
     """Per-axis Kalman filters on (position, velocity).
 
@@ -33,27 +30,49 @@ class ComObserver:
                              f"{process_std!r}, {measurement_std!r}")
         self.process_cov = np.stack([np.diag(np.square(p)) for p in process])
         self.measurement_var = np.square(measurement)
-        self.cov = self.process_cov.copy()
-        self.position = np.zeros(2)
-        self.velocity = np.zeros(2)
+        self.reset(np.zeros(2), np.zeros(2))
 
-    def reset(self, position: np.ndarray, velocity: np.ndarray) -> None:
+    def reset(self, position, velocity) -> None:
         """Start from a known state (m, m/s) with the process covariance as uncertainty."""
-        self.position = np.asarray(position, dtype=float).copy()
-        self.velocity = np.asarray(velocity, dtype=float).copy()
-        self.cov = self.process_cov.copy()
+        self._position = np.asarray(position, dtype=float).tolist()
+        self._velocity = np.asarray(velocity, dtype=float).tolist()
+        self._cov = self.process_cov.tolist()
+        self._q = [(q[0][0], q[0][1], q[1][0], q[1][1]) for q in self.process_cov.tolist()]
+        self._r = self.measurement_var.tolist()
 
-    def update(self, expected_pos: np.ndarray, expected_vel: np.ndarray, measured_pos: np.ndarray,
-               dt: float) -> tuple[np.ndarray, np.ndarray]:
+    def update(self, expected_pos, expected_vel, measured_pos, dt: float) -> tuple[list[float], list[float]]:
         """One filter cycle: predict with the pendulum's expected state, correct with the measured
-        CoM position. Returns the filtered position and velocity (each (2,), x and y)."""
-        a = np.array([[1.0, dt], [0.0, 1.0]])
-        innovation = np.asarray(measured_pos, dtype=float) - np.asarray(expected_pos, dtype=float)
+        CoM position. Returns the filtered position and velocity (each [x, y]). Written out in
+        floats for the 2 x 2 matrices (a cycle of the walk)."""
+        position, velocity = [0.0, 0.0], [0.0, 0.0]
         for axis in range(2):
-            mean = np.array([expected_pos[axis], expected_vel[axis]])
-            cov = a @ self.cov[axis] @ a.T + self.process_cov[axis]
-            gain = cov @ _C.T / ((_C @ cov @ _C.T)[0, 0] + self.measurement_var[axis])
-            mean = mean + gain[:, 0] * innovation[axis]
-            self.cov[axis] = cov - gain @ _C @ cov
-            self.position[axis], self.velocity[axis] = mean
-        return self.position.copy(), self.velocity.copy()
+            (c00, c01), (c10, c11) = self._cov[axis]
+            q00, q01, q10, q11 = self._q[axis]
+            # predicted covariance A P Aᵀ + Q with A = [[1, dt], [0, 1]]
+            a00, a01 = c00 + dt * c10, c01 + dt * c11
+            p00, p01 = a00 + a01 * dt + q00, a01 + q01
+            p10, p11 = c10 + c11 * dt + q10, c11 + q11
+            # gain P Cᵀ / (C P Cᵀ + R) with C = [1, 0]
+            denominator = p00 + self._r[axis]
+            g0, g1 = p00 / denominator, p10 / denominator
+            innovation = float(measured_pos[axis]) - float(expected_pos[axis])
+            position[axis] = float(expected_pos[axis]) + g0 * innovation
+            velocity[axis] = float(expected_vel[axis]) + g1 * innovation
+            self._cov[axis] = [[p00 - g0 * p00, p01 - g0 * p01], [p10 - g1 * p00, p11 - g1 * p01]]
+        self._position, self._velocity = position, velocity
+        return position[:], velocity[:]
+
+    @property
+    def position(self) -> np.ndarray:
+        """The filtered CoM position (m), x and y."""
+        return np.array(self._position)
+
+    @property
+    def velocity(self) -> np.ndarray:
+        """The filtered CoM velocity (m/s), x and y."""
+        return np.array(self._velocity)
+
+    @property
+    def cov(self) -> np.ndarray:
+        """The covariance (2, 2, 2) per axis of (position, velocity)."""
+        return np.array(self._cov)

@@ -20,6 +20,7 @@ robot live in ``baselines/data/lipm_<robot>.yaml`` (each value with its source).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -28,8 +29,8 @@ import numpy as np
 from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.walk.com_observer import ComObserver
-from upright.baselines.common.rotations import rot_x, rot_y, rot_z, yaw_removed
 from upright.baselines.kinematics import Kinematics
+from upright.baselines.kinematics.vectors import dot, matmul, matvec, quat_matrix, tmatmul, tmatvec, zyx_matrix
 from upright.baselines.walk.lipm_player import GaitTarget, PendulumPlayer, PlayerParams
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensors import Sensors
@@ -97,6 +98,8 @@ class LipmWalk:
         self.robot = get_robot(robot) if isinstance(robot, str) else robot
         self.params = params or LipmParams.load(self.robot.name)
         self.kin = Kinematics(self.robot)
+        self._sole_ids = [self.kin.site_id(site) for site in self.robot.sole_sites]
+        self._actuated = np.array(self.robot.actuated_joint_index)
         self.command = np.zeros(3)
         self.status = "waiting"
         self.diagnostics = Diagnostics()
@@ -110,7 +113,7 @@ class LipmWalk:
             raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
         self.command = command.copy()
         if self._player is not None:
-            self._player.command = self.command.copy()
+            self._player.command = tuple(self.command.tolist())
 
     # ------------------------------------------------------------------ episode
     def reset(self, sensors: Sensors, rng: np.random.Generator) -> None:
@@ -122,12 +125,11 @@ class LipmWalk:
         self._joints = np.asarray(sensors.joint_pos, dtype=float).copy()
         self._joints[list(self.robot.actuated_joint_index)] = self._start_targets  # arms, head: as commanded
         w = p.player.foot_y
-        stand = GaitTarget(0, np.array([p.player.ref_x, 0.0]), 0.0, np.array([0.0, w, 0.0, 0.0]),
-                        np.array([0.0, -w, 0.0, 0.0]), 0.0)
+        stand = GaitTarget(0, [p.player.ref_x, 0.0], 0.0, (0.0, w, 0.0, 0.0), (0.0, -w, 0.0, 0.0), 0.0)
         for _ in range(6):  # settle the torso-to-CoM offset of the walking posture
             self._stand_targets = self._targets(stand)
         self._player = PendulumPlayer(p.player)
-        self._player.command = self.command.copy()
+        self._player.command = tuple(self.command.tolist())
         self._observer = ComObserver(p.observer_process_std, p.observer_measurement_std)
         self._walking = False
         self.diagnostics = Diagnostics()
@@ -163,36 +165,50 @@ class LipmWalk:
         return self._targets(target_player.target(p.lift_height))
 
     # ------------------------------------------------------------------ measurement
-    def _measure(self, sensors: Sensors, support: int) -> tuple[np.ndarray, np.ndarray]:
+    def _measure(self, sensors: Sensors, support: int) -> tuple[list[float], list[float]]:
         """Support foot (x, y) in ``Q`` and the measured CoM (x, y) in ``Q``: the CoM relative to the
         support foot from the joint angles, rotated by the IMU's pitch and roll into the gravity
         frame and expressed along the foot's heading (start phase: the left foot)."""
-        side = "left" if support >= 0 else "right"
-        tilt = yaw_removed(sensors.quat, float(sensors.fused[2]))
-        foot_pos, foot_rot = self.kin.foot_pose(side, sensors.joint_pos)
-        com = self.kin.com(sensors.joint_pos)
-        v = tilt @ (com - foot_pos)
-        heading = tilt @ foot_rot[:, 0]
-        v = rot_z(-np.arctan2(heading[1], heading[0])) @ v
-        foot_q = np.array([0.0, (1.0 if support >= 0 else -1.0) * self.params.player.foot_y])
-        return foot_q, foot_q + v[:2]
+        kin = self.kin
+        kin.fk(sensors.joint_pos)
+        d = kin.data
+        sole = self._sole_ids[0 if support >= 0 else 1]
+        fx, fy, fz = d.site_xpos[sole].tolist()
+        m = d.site_xmat[sole].tolist()
+        cx, cy, cz = d.subtree_com[kin.torso_id].tolist()
+        (r00, r01, r02), (r10, r11, r12), _ = quat_matrix(sensors.quat)
+        yaw = float(sensors.fused[2])
+        c, s = math.cos(-yaw), math.sin(-yaw)  # tilt = Rz(−fused yaw) R(quat)
+        t0 = (c * r00 - s * r10, c * r01 - s * r11, c * r02 - s * r12)
+        t1 = (s * r00 + c * r10, s * r01 + c * r11, s * r02 + c * r12)
+        u = (cx - fx, cy - fy, cz - fz)
+        v = (dot(t0, u), dot(t1, u))
+        foot_x = (m[0], m[3], m[6])  # the sole's x axis
+        yaw_f = math.atan2(dot(t1, foot_x), dot(t0, foot_x))
+        c, s = math.cos(-yaw_f), math.sin(-yaw_f)
+        foot_q = [0.0, (1.0 if support >= 0 else -1.0) * self.params.player.foot_y]
+        return foot_q, [foot_q[0] + (c * v[0] - s * v[1]), foot_q[1] + (s * v[0] + c * v[1])]
 
     # ------------------------------------------------------------------ posture to joints
     def _targets(self, posture: GaitTarget) -> np.ndarray:
         """Leg IK for a posture in ``Q``; arms and head keep their standing targets. The torso is
         placed so that the model CoM (with the previous leg angles) is at the planned CoM."""
         p = self.params
-        roll = -posture.support * p.step_roll * np.sin(np.pi * posture.ratio)
-        torso_rot = rot_z(posture.torso_yaw) @ rot_x(roll) @ rot_y(p.body_tilt)
-        com = np.array([posture.com_xy[0], posture.com_xy[1], p.com_height])
-        torso_pos = com - torso_rot @ self.kin.com(self._joints)
-        feet = []
+        kin = self.kin
+        roll = -posture.support * p.step_roll * math.sin(math.pi * posture.ratio)
+        torso = matmul(matmul(zyx_matrix(posture.torso_yaw, 0.0, 0.0), zyx_matrix(0.0, 0.0, roll)),
+                       zyx_matrix(0.0, p.body_tilt, 0.0))
+        kin.fk(self._joints)
+        model_com = kin.data.subtree_com[kin.torso_id].tolist()
+        placed = matvec(torso, model_com)
+        torso_pos = (posture.com_xy[0] - placed[0], posture.com_xy[1] - placed[1], p.com_height - placed[2])
+        goals = []
         for foot in (posture.left, posture.right):
-            feet.append(torso_rot.T @ (foot[:3] - torso_pos))
-            feet.append(torso_rot.T @ rot_z(foot[3]))
-        angles, _ = self.kin.legs_ik(*feet)
-        self._joints = self.kin.with_joints(self._joints, angles)
-        return self.kin.targets_from_joints(self._joints)
+            goals.append(tmatvec(torso, (foot[0] - torso_pos[0], foot[1] - torso_pos[1], foot[2] - torso_pos[2])))
+            goals.append(tmatmul(torso, zyx_matrix(foot[3], 0.0, 0.0)))
+        angles, _ = kin.legs_ik_values(*goals)
+        self._joints[kin.legs_joint_index] = angles
+        return self._joints[self._actuated]
 
 
 register_controller("lipm", LipmWalk, LipmParams.load, robots=("nao", "wolfgang"), task="walk")

@@ -4,7 +4,8 @@
 A :class:`PendulumPlayer` holds the current single-support phase, the plan of the next one and the
 time within the phase; it plans each phase when it begins (step durations by the iterative method,
 the sagittal origin from the linear system (9) with the capped origin offset), advances in time,
-and re-determines the current phase from a filtered CoM state. Pure numpy; the gait target it
+and re-determines the current phase from a filtered CoM state. Plain Python floats (it runs every
+control cycle, where numpy's per-call cost on two-element vectors would dominate); the gait target it
 describes (:class:`GaitTarget`: CoM, feet, torso yaw) is in the current phase frame ``Q`` (x forward,
 y left, m, rad).
 
@@ -15,10 +16,8 @@ foot from rest.
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field, replace
-
-import numpy as np
+import math
+from dataclasses import dataclass, field
 
 from upright.baselines.walk import pendulum
 
@@ -67,35 +66,37 @@ class PlayerParams:
     @property
     def apex_y(self) -> float:
         """|x0y| (m): lateral CoM offset from the origin at the apex."""
-        return self.ref_y / float(np.cosh(self.k * self.step_duration / 4.0))
+        return self.ref_y / math.cosh(self.k * self.step_duration / 4.0)
 
 
 @dataclass
 class Phase:
-    """One single-support phase (or the start phase). Vectors are (x, y) in its frame ``Q``."""
+    """One single-support phase (or the start phase). Vectors are ``[x, y]`` lists in its frame ``Q``."""
 
     support: int
-    r: np.ndarray
-    x0: np.ndarray
-    v0: np.ndarray
+    r: list[float]
+    x0: list[float]
+    v0: list[float]
     tb: float
     te: float = 0.0
     #: Step (s̄x, s̄y, turn) from ``Q`` to the next phase's frame, as achieved after capping.
-    step: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    step: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     #: The step the command asked for (before capping the origin offset).
-    desired_step: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    desired_step: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     #: Swing foot (x, y, yaw) in ``Q`` when the phase begins.
-    swing_start: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    swing_start: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
 
     def copy(self) -> Phase:
-        """A copy with its own arrays (a correction or a prediction changes them in place)."""
-        return replace(self, r=self.r.copy(), x0=self.x0.copy(), v0=self.v0.copy(), step=self.step.copy(),
-                       desired_step=self.desired_step.copy(), swing_start=self.swing_start.copy())
+        """A copy with its own lists (a correction or a prediction changes them in place)."""
+        return Phase(self.support, self.r[:], self.x0[:], self.v0[:], self.tb, self.te, self.step[:],
+                     self.desired_step[:], self.swing_start[:])
 
-    def com(self, t: float, k: float) -> tuple[np.ndarray, np.ndarray]:
+    def com(self, t: float, k: float) -> tuple[list[float], list[float]]:
         """CoM position (in ``Q``) and velocity at phase time ``t``."""
-        x, v = pendulum.propagate(self.x0, self.v0, k, t)
-        return self.r + x, v
+        c, s = math.cosh(k * t), math.sinh(k * t)
+        x0, v0 = self.x0, self.v0
+        return ([self.r[0] + (x0[0] * c + v0[0] * s / k), self.r[1] + (x0[1] * c + v0[1] * s / k)],
+                [x0[0] * k * s + v0[0] * c, x0[1] * k * s + v0[1] * c])
 
 
 @dataclass(frozen=True)
@@ -103,23 +104,22 @@ class GaitTarget:
     """Where the walk wants the body at one instant, in the phase frame ``Q`` (m, rad)."""
 
     support: int
-    com_xy: np.ndarray
+    com_xy: list[float]
     torso_yaw: float
     #: Feet (x, y, z, yaw) of the sole frames, left and right.
-    left: np.ndarray
-    right: np.ndarray
+    left: tuple[float, float, float, float]
+    right: tuple[float, float, float, float]
     #: Phase progress in [0, 1].
     ratio: float
 
 
-def _rot(yaw: float) -> np.ndarray:
-    c, s = np.cos(yaw), np.sin(yaw)
-    return np.array([[c, -s], [s, c]])
-
-
 def _blend(ratio: float) -> float:
     """0.5 − 0.5 cos(π·ratio): smooth 0 → 1 (B-Human's swing blend)."""
-    return 0.5 - 0.5 * float(np.cos(np.pi * ratio))
+    return 0.5 - 0.5 * math.cos(math.pi * ratio)
+
+
+def _clip(x: float, lo: float, hi: float) -> float:
+    return min(max(x, lo), hi)
 
 
 class PendulumPlayer:
@@ -128,11 +128,11 @@ class PendulumPlayer:
     def __init__(self, params: PlayerParams) -> None:
         self.p = params
         self.k = params.k
-        self.command = np.zeros(3)
+        self.command = (0.0, 0.0, 0.0)
         self.phase: Phase | None = None
         self.t = 0.0
         #: Next phase: (support, r̄, x̄0, v̄0, t̄b).
-        self.next: tuple[int, np.ndarray, np.ndarray, np.ndarray, float] | None = None
+        self.next: tuple[int, list[float], list[float], list[float], float] | None = None
         self.phase_count = 0
 
     # ------------------------------------------------------------------ planning
@@ -141,10 +141,9 @@ class PendulumPlayer:
         phase stands on ``first_support`` (+1 left, −1 right)."""
         if first_support not in (1, -1):
             raise ValueError(f"first_support must be +1 (left) or -1 (right), got {first_support!r}")
-        r = np.array([self.p.ref_x, -first_support * self.p.start_origin_y])
-        x0 = np.array([com_x - r[0], -r[1]])
-        self.phase = Phase(0, r, x0, np.zeros(2), tb=0.0,
-                           swing_start=np.array([0.0, -first_support * self.p.foot_y, 0.0]))
+        r = [self.p.ref_x, -first_support * self.p.start_origin_y]
+        x0 = [com_x - r[0], -r[1]]
+        self.phase = Phase(0, r, x0, [0.0, 0.0], tb=0.0, swing_start=[0.0, -first_support * self.p.foot_y, 0.0])
         self._first_support = first_support
         self.t = 0.0
         self.phase_count = 0
@@ -153,20 +152,20 @@ class PendulumPlayer:
     def _next_support(self, phase: Phase) -> int:
         return self._first_support if phase.support == 0 else -phase.support
 
-    def _desired_step(self, phase: Phase) -> np.ndarray:
+    def _desired_step(self, phase: Phase) -> list[float]:
         """The step (s̄x, s̄y, turn) the command asks of ``phase`` (its swing foot is −support), from
         the nominal durations (the actual phase duration changes with every correction)."""
         if phase.support == 0:
-            return np.zeros(3)
-        vx, vy, wz = self.command
+            return [0.0, 0.0, 0.0]
+        vx, vy, wz = (float(c) for c in self.command)
         p = self.p
         cycle = p.step_duration
         swing = -phase.support
-        sx = float(np.clip(vx * cycle / 2.0, -p.max_step_backward, p.max_step_forward))
+        sx = _clip(vx * cycle / 2.0, -p.max_step_backward, p.max_step_forward)
         # Sideways and turning: the foot on the side of the motion leads, the other one closes up.
-        sy = float(np.clip(vy * cycle, -p.max_step_sideways, p.max_step_sideways)) if vy * swing > 0 else 0.0
-        turn = float(np.clip(wz * cycle, -p.max_turn, p.max_turn)) if wz * swing > 0 else 0.0
-        return np.array([sx, sy, turn])
+        sy = _clip(vy * cycle, -p.max_step_sideways, p.max_step_sideways) if vy * swing > 0 else 0.0
+        turn = _clip(wz * cycle, -p.max_turn, p.max_turn) if wz * swing > 0 else 0.0
+        return [sx, sy, turn]
 
     def _plan(self, phase: Phase, t: float, cap: float | None = None) -> None:
         """Plan ``phase`` from time ``t`` on: its end ``te``, the next phase's begin, the sagittal
@@ -174,7 +173,7 @@ class PendulumPlayer:
         the step actually made."""
         p, k = self.p, self.k
         support_next = self._next_support(phase)
-        r_next = np.array([p.ref_x, support_next * p.ref_y])
+        r_next = [p.ref_x, support_next * p.ref_y]
         x0y_next = -support_next * p.apex_y
         desired = self._desired_step(phase)
         te, tb_next = pendulum.switch_times(phase.x0[1], phase.r[1], k, x0y_next, r_next[1], k, desired[1], t)
@@ -183,24 +182,27 @@ class PendulumPlayer:
         step_x = desired[0]
         cap = p.origin_x_cap if cap is None else cap
         if abs(r - p.ref_x) > cap:
-            r = p.ref_x + np.sign(r - p.ref_x) * cap
+            r = p.ref_x + math.copysign(cap, r - p.ref_x)
             step_x, x0, v0, v0_next = pendulum.connect_with_origin(k, t, pos[0], vel[0], r, te, k, tb_next, r_next[0])
         phase.r[0], phase.x0[0], phase.v0[0] = r, x0, v0
         phase.te = te
         phase.desired_step = desired
-        phase.step = np.array([step_x, desired[1], desired[2]])
-        self.next = (support_next, r_next, np.array([0.0, x0y_next]), np.array([v0_next, 0.0]), tb_next)
+        phase.step = [step_x, desired[1], desired[2]]
+        self.next = (support_next, r_next, [0.0, x0y_next], [v0_next, 0.0], tb_next)
 
     def _switch(self) -> None:
         """Begin the planned next phase; the old support foot becomes the swing foot."""
         old = self.phase
         support, r, x0, v0, tb = self.next
         s = old.step
-        back = _rot(-s[2])
-        old_support_foot = back @ (np.array([0.0, old.support * self.p.foot_y]) - s[:2])
-        swing_start = (np.array([*old_support_foot, -s[2]]) if old.support != 0
-                       else np.array([0.0, -support * self.p.foot_y, 0.0]))
-        self.phase = Phase(support, r.copy(), x0.copy(), v0.copy(), tb, swing_start=swing_start)
+        if old.support != 0:
+            # the old support foot (0, ±foot_y) in the new frame: turned back by the turn, after the step
+            c, sn = math.cos(-s[2]), math.sin(-s[2])
+            dx, dy = 0.0 - s[0], old.support * self.p.foot_y - s[1]
+            swing_start = [c * dx + -sn * dy, sn * dx + c * dy, -s[2]]
+        else:
+            swing_start = [0.0, -support * self.p.foot_y, 0.0]
+        self.phase = Phase(support, r[:], x0[:], v0[:], tb, swing_start=swing_start)
         self.t = tb + (self.t - old.te)
         self.phase_count += 1
         self._plan(self.phase, self.phase.tb)
@@ -213,21 +215,21 @@ class PendulumPlayer:
 
     def advanced(self, dt: float) -> "PendulumPlayer":
         """A copy moved on by ``dt`` (s): the prediction over the actuation delay (equation 21)."""
-        other = copy.copy(self)  # the parameters are shared, the state is copied
-        other.command = self.command.copy()
+        other = PendulumPlayer.__new__(PendulumPlayer)  # the parameters are shared, the state is copied
+        other.__dict__.update(self.__dict__)
         other.phase = self.phase.copy()
         if self.next is not None:
             support, r, x0, v0, tb = self.next
-            other.next = (support, r.copy(), x0.copy(), v0.copy(), tb)
+            other.next = (support, r[:], x0[:], v0[:], tb)
         other.advance(dt)
         return other
 
     # ------------------------------------------------------------------ state and correction
-    def expected(self) -> tuple[np.ndarray, np.ndarray]:
+    def expected(self) -> tuple[list[float], list[float]]:
         """Expected CoM position (in ``Q``) and velocity now (equation 10 and ẋ(tᵢ))."""
         return self.phase.com(self.t, self.k)
 
-    def correct(self, position: np.ndarray, velocity: np.ndarray) -> bool:
+    def correct(self, position, velocity) -> bool:
         """Re-determine the current phase so that it passes through the filtered CoM ``position``
         (in ``Q``) with ``velocity`` (equations 15–20), then re-plan its end and the sagittal
         origin. Returns False (and changes nothing) in the start phase or when the corrected
@@ -235,19 +237,20 @@ class PendulumPlayer:
         phase = self.phase
         if phase.support == 0:
             return False
-        x_rel = position[1] - phase.r[1]
-        if x_rel * x_rel - (velocity[1] / self.k) ** 2 < self.p.min_apex**2:
+        px, py = float(position[0]), float(position[1])
+        vx, vy = float(velocity[0]), float(velocity[1])
+        x_rel = py - phase.r[1]
+        if x_rel * x_rel - (vy / self.k) ** 2 < self.p.min_apex**2:
             return False
-        x0y, t = pendulum.lateral_apex(x_rel, velocity[1], self.k, self.p.min_apex)
-        if np.sign(x0y) != np.sign(phase.x0[1]):
+        x0y, t = pendulum.lateral_apex(x_rel, vy, self.k, self.p.min_apex)
+        if (x0y > 0.0) != (phase.x0[1] > 0.0) or x0y == 0.0 or phase.x0[1] == 0.0:
             return False
         trial = phase.copy()
-        trial.x0 = np.array([position[0] - phase.r[0], x0y])
-        trial.v0 = np.array([velocity[0], 0.0])
         # Shift the phase clock so that its begin keeps its distance from the corrected time.
         trial.tb = phase.tb + (t - self.t)
         # Sagittal state at time t: the system (9) is solved from (position, velocity) at t.
-        trial.x0[0], trial.v0[0] = self._sagittal_at_zero(position[0] - phase.r[0], velocity[0], t)
+        x0x, v0x = self._sagittal_at_zero(px - phase.r[0], vx, t)
+        trial.x0, trial.v0 = [x0x, x0y], [v0x, 0.0]
         planned_next = self.next
         try:
             self._plan(trial, t, self.p.correction_origin_x_cap)
@@ -262,8 +265,7 @@ class PendulumPlayer:
 
     def _sagittal_at_zero(self, x_rel: float, v: float, t: float) -> tuple[float, float]:
         """The sagittal state at t = 0 of a pendulum that is at ``x_rel`` with ``v`` at time ``t``."""
-        x0, v0 = pendulum.propagate(x_rel, v, self.k, -t)
-        return float(x0), float(v0)
+        return pendulum.propagate_scalar(x_rel, v, self.k, -t)
 
     # ------------------------------------------------------------------ gait target
     def target(self, lift_height: float) -> GaitTarget:
@@ -271,18 +273,19 @@ class PendulumPlayer:
         cosine blend and lifts by ``lift_height`` (m) at mid-phase."""
         phase = self.phase
         com, _ = self.expected()
-        ratio = float(np.clip((self.t - phase.tb) / max(phase.te - phase.tb, 1e-6), 0.0, 1.0))
+        ratio = _clip((self.t - phase.tb) / max(phase.te - phase.tb, 1e-6), 0.0, 1.0)
         w = self.p.foot_y
         if phase.support == 0:
-            left, right = np.array([0.0, w, 0.0, 0.0]), np.array([0.0, -w, 0.0, 0.0])
-            return GaitTarget(0, com, 0.0, left, right, ratio)
+            return GaitTarget(0, com, 0.0, (0.0, w, 0.0, 0.0), (0.0, -w, 0.0, 0.0), ratio)
         s = phase.step
-        target = np.array([*(s[:2] + _rot(s[2]) @ np.array([0.0, -phase.support * w])), s[2]])
+        c, sn = math.cos(s[2]), math.sin(s[2])
+        wy = -phase.support * w
+        target = (s[0] + -sn * wy, s[1] + c * wy, s[2])  # the swing foot's end: s̄ + R(turn) (0, −support·w)
         b = _blend(ratio)
-        xy_yaw = phase.swing_start + b * (target - phase.swing_start)
-        lift = lift_height * _blend(2.0 * ratio)
-        swing = np.array([xy_yaw[0], xy_yaw[1], lift, xy_yaw[2]])
-        support = np.array([0.0, phase.support * w, 0.0, 0.0])
-        torso_yaw = 0.5 * (phase.swing_start[2] + b * (s[2] - phase.swing_start[2]))
+        a = phase.swing_start
+        x, y, yaw = a[0] + b * (target[0] - a[0]), a[1] + b * (target[1] - a[1]), a[2] + b * (target[2] - a[2])
+        swing = (x, y, lift_height * _blend(2.0 * ratio), yaw)
+        support = (0.0, phase.support * w, 0.0, 0.0)
+        torso_yaw = 0.5 * (a[2] + b * (s[2] - a[2]))
         left, right = (support, swing) if phase.support == 1 else (swing, support)
         return GaitTarget(phase.support, com, torso_yaw, left, right, ratio)

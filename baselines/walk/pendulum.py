@@ -1,6 +1,6 @@
 """Closed-form pieces of the 3D linear inverted pendulum (Graf & Röfer 2011, equations 1–9, 17–20).
 
-Pure numpy/SciPy, shared by the walks that plan the centre of mass (CoM) with a linear inverted
+Python floats (per-axis scalars; :func:`propagate` also on arrays) and SciPy's root finder, shared by the walks that plan the centre of mass (CoM) with a linear inverted
 pendulum (``lipm``, ``step_adjust``). Units: m, s, m/s. Positions are relative to the pendulum
 origin (pivot) unless a name says otherwise; ``k = sqrt(g / h)`` (1/s) for the pendulum height ``h``.
 
@@ -11,6 +11,8 @@ the apex of the lateral swing (lateral velocity zero); a phase runs from ``tb < 
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from scipy.optimize import brentq
@@ -23,7 +25,7 @@ def omega(height: float, gravity: float = GRAVITY) -> float:
     """The pendulum constant ``k = sqrt(g / h)`` (1/s) for a CoM height ``h`` (m) above the pivot."""
     if not height > 0.0:
         raise ValueError(f"pendulum height must be > 0 m, got {height!r}")
-    return float(np.sqrt(gravity / height))
+    return math.sqrt(gravity / height)
 
 
 def propagate(x0: np.ndarray | float, v0: np.ndarray | float, k: float, t: float) -> tuple[np.ndarray, np.ndarray]:
@@ -34,10 +36,16 @@ def propagate(x0: np.ndarray | float, v0: np.ndarray | float, k: float, t: float
     return x0 * c + v0 * s / k, x0 * k * s + v0 * c
 
 
+def propagate_scalar(x0: float, v0: float, k: float, t: float) -> tuple[float, float]:
+    """:func:`propagate` on one axis in Python floats (the walks' per-cycle path)."""
+    c, s = math.cosh(k * t), math.sinh(k * t)
+    return x0 * c + v0 * s / k, x0 * k * s + v0 * c
+
+
 def next_begin_time(x0y: float, k: float, te: float, x0y_next: float, k_next: float) -> float:
     """The next phase's begin time ``t̄b`` at which its lateral velocity equals the current phase's
     lateral velocity at ``te`` (equation 6)."""
-    return float(np.arcsinh(x0y * k * np.sinh(k * te) / (x0y_next * k_next)) / k_next)
+    return math.asinh(x0y * k * math.sinh(k * te) / (x0y_next * k_next)) / k_next
 
 
 def switch_times(x0y: float, ry: float, k: float, x0y_next: float, ry_next: float, k_next: float,
@@ -55,11 +63,11 @@ def switch_times(x0y: float, ry: float, k: float, x0y_next: float, ry_next: floa
 
     def mismatch(te: float) -> float:
         tb_next = next_begin_time(x0y, k, te, x0y_next, k_next)
-        return x0y * np.cosh(k * te) - x0y_next * np.cosh(k_next * tb_next) - gap
+        return x0y * math.cosh(k * te) - x0y_next * math.cosh(k_next * tb_next) - gap
 
     lo = max(t_now, 0.0)
     f_lo, f_hi = mismatch(lo), mismatch(t_max)
-    if np.sign(f_lo) == np.sign(f_hi):
+    if (f_lo > 0.0) == (f_hi > 0.0) and (f_lo < 0.0) == (f_hi < 0.0):  # the same sign (or both zero)
         raise ValueError(
             f"no support switch in ({lo:.3f}, {t_max:.3f}] s for x0y={x0y:.4f}, x0y_next={x0y_next:.4f}, "
             f"lateral gap {gap:.4f} m"
@@ -68,17 +76,42 @@ def switch_times(x0y: float, ry: float, k: float, x0y_next: float, ry_next: floa
     return te, next_begin_time(x0y, k, te, x0y_next, k_next)
 
 
-def _connection_rows(k: float, t: float, te: float, k_next: float, tb_next: float) -> np.ndarray:
+def _connection_rows(k: float, t: float, te: float, k_next: float, tb_next: float) -> list[list[float]]:
     """Coefficients of equations (9) for the unknowns (r, x0, v0, v̄0) of one axis."""
-    c, s = np.cosh(k * t), np.sinh(k * t)
-    ce, se = np.cosh(k * te), np.sinh(k * te)
-    cn, sn = np.cosh(k_next * tb_next), np.sinh(k_next * tb_next)
-    return np.array([
+    c, s = math.cosh(k * t), math.sinh(k * t)
+    ce, se = math.cosh(k * te), math.sinh(k * te)
+    cn, sn = math.cosh(k_next * tb_next), math.sinh(k_next * tb_next)
+    return [
         [1.0, c, s / k, 0.0],  # r + x(t) = x_t
         [0.0, k * s, c, 0.0],  # ẋ(t) = ẋ_t
         [0.0, k * se, ce, -cn],  # ẋ(te) − x̄̇(t̄b) = x̄0·k̄·sinh(k̄ t̄b)
         [1.0, ce, se / k, -sn / k_next],  # r + x(te) − x̄(t̄b) = s̄ + r̄ + x̄0·cosh(k̄ t̄b)
-    ])
+    ]
+
+
+def _solve4(a: list[list[float]], b: list[float]) -> list[float]:
+    """``x`` with ``a x = b`` for a 4 x 4 system (Gaussian elimination with partial pivoting, in
+    floats: ~10x cheaper than ``np.linalg.solve`` on this size). ``a`` and ``b`` are overwritten."""
+    n = 4
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda i: abs(a[i][col]))
+        if a[pivot][col] == 0.0:
+            raise np.linalg.LinAlgError("Singular matrix")
+        if pivot != col:
+            a[col], a[pivot] = a[pivot], a[col]
+            b[col], b[pivot] = b[pivot], b[col]
+        row = a[col]
+        for i in range(col + 1, n):
+            f = a[i][col] / row[col]
+            if f != 0.0:
+                other = a[i]
+                for j in range(col, n):
+                    other[j] -= f * row[j]
+                b[i] -= f * b[col]
+    x = [0.0] * n
+    for i in range(n - 1, -1, -1):
+        x[i] = (b[i] - sum(a[i][j] * x[j] for j in range(i + 1, n))) / a[i][i]
+    return x
 
 
 def connect(k: float, t: float, x_t: float, v_t: float, te: float, k_next: float, tb_next: float,
@@ -92,10 +125,10 @@ def connect(k: float, t: float, x_t: float, v_t: float, te: float, k_next: float
     over the next origin at ``t̄ = 0``). Returns ``(r, x0, v0, v̄0)``.
     """
     a = _connection_rows(k, t, te, k_next, tb_next)
-    b = np.array([x_t, v_t, x0_next * k_next * np.sinh(k_next * tb_next),
-                  step + r_next + x0_next * np.cosh(k_next * tb_next)])
-    r, x0, v0, v0_next = np.linalg.solve(a, b)
-    return float(r), float(x0), float(v0), float(v0_next)
+    b = [x_t, v_t, x0_next * k_next * math.sinh(k_next * tb_next),
+         step + r_next + x0_next * math.cosh(k_next * tb_next)]
+    r, x0, v0, v0_next = _solve4(a, b)
+    return r, x0, v0, v0_next
 
 
 def connect_with_origin(k: float, t: float, x_t: float, v_t: float, r: float, te: float, k_next: float,
@@ -104,11 +137,12 @@ def connect_with_origin(k: float, t: float, x_t: float, v_t: float, r: float, te
     unknown instead: returns ``(s̄, x0, v0, v̄0)``."""
     a = _connection_rows(k, t, te, k_next, tb_next)
     # Move r to the right-hand side and s̄ (coefficient -1 in the last row) to the left.
-    a[:, 0] = [0.0, 0.0, 0.0, -1.0]
-    b = np.array([x_t - r, v_t, x0_next * k_next * np.sinh(k_next * tb_next),
-                  r_next + x0_next * np.cosh(k_next * tb_next) - r])
-    step, x0, v0, v0_next = np.linalg.solve(a, b)
-    return float(step), float(x0), float(v0), float(v0_next)
+    for row, value in zip(a, (0.0, 0.0, 0.0, -1.0)):
+        row[0] = value
+    b = [x_t - r, v_t, x0_next * k_next * math.sinh(k_next * tb_next),
+         r_next + x0_next * math.cosh(k_next * tb_next) - r]
+    step, x0, v0, v0_next = _solve4(a, b)
+    return step, x0, v0, v0_next
 
 
 def lateral_apex(x_rel: float, v: float, k: float, min_offset: float) -> tuple[float, float]:
@@ -120,5 +154,5 @@ def lateral_apex(x_rel: float, v: float, k: float, min_offset: float) -> tuple[f
     """
     side = 1.0 if x_rel >= 0.0 else -1.0
     radicand = x_rel * x_rel - (v / k) ** 2
-    x0y = side * max(np.sqrt(max(radicand, 0.0)), min_offset)
-    return float(x0y), float(np.arcsinh(v / (k * x0y)) / k)
+    x0y = side * max(math.sqrt(max(radicand, 0.0)), min_offset)
+    return x0y, math.asinh(v / (k * x0y)) / k
