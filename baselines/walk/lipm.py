@@ -206,7 +206,7 @@ class LipmWalk:
         for foot in (posture.left, posture.right):
             goals.append(tmatvec(torso, (foot[0] - torso_pos[0], foot[1] - torso_pos[1], foot[2] - torso_pos[2])))
             goals.append(tmatmul(torso, zyx_matrix(foot[3], 0.0, 0.0)))
-        angles, _ = kin.legs_ik_values(*goals)
+        angles, _ = kin.legs_ik_values(*goals, polish=False)  # Wolfgang: < 0.5 µm without the polish
         self._joints[kin.legs_joint_index] = angles
         return self._joints[self._actuated]
 

@@ -439,7 +439,7 @@ class StepAdjustWalk:
             goals.append((ct * x - st * z, y, st * x + ct * z))
             goals.append(((ct * a - st * g, ct * b - st * h, ct * e - st * i), row,
                           (st * a + ct * g, st * b + ct * h, st * e + ct * i)))
-        angles, _ = self.kin.legs_ik_values(*goals)
+        angles, _ = self.kin.legs_ik_values(*goals, polish=False)  # Wolfgang: < 0.5 µm without the polish
         joints = self._standing.copy()
         joints[self.kin.legs_joint_index] = angles
         return joints
