@@ -66,6 +66,14 @@ def switch_times(x0y: float, ry: float, k: float, x0y_next: float, ry_next: floa
         return x0y * math.cosh(k * te) - x0y_next * math.cosh(k_next * tb_next) - gap
 
     lo = max(t_now, 0.0)
+    if k == k_next:
+        te = _switch_time_closed(x0y, x0y_next, gap, k)
+        if te is None or not lo <= te <= t_max:
+            raise ValueError(
+                f"no support switch in ({lo:.3f}, {t_max:.3f}] s for x0y={x0y:.4f}, x0y_next={x0y_next:.4f}, "
+                f"lateral gap {gap:.4f} m"
+            )
+        return te, next_begin_time(x0y, k, te, x0y_next, k_next)
     f_lo, f_hi = mismatch(lo), mismatch(t_max)
     if (f_lo > 0.0) == (f_hi > 0.0) and (f_lo < 0.0) == (f_hi < 0.0):  # the same sign (or both zero)
         raise ValueError(
@@ -76,42 +84,21 @@ def switch_times(x0y: float, ry: float, k: float, x0y_next: float, ry_next: floa
     return te, next_begin_time(x0y, k, te, x0y_next, k_next)
 
 
-def _connection_rows(k: float, t: float, te: float, k_next: float, tb_next: float) -> list[list[float]]:
-    """Coefficients of equations (9) for the unknowns (r, x0, v0, v̄0) of one axis."""
-    c, s = math.cosh(k * t), math.sinh(k * t)
-    ce, se = math.cosh(k * te), math.sinh(k * te)
-    cn, sn = math.cosh(k_next * tb_next), math.sinh(k_next * tb_next)
-    return [
-        [1.0, c, s / k, 0.0],  # r + x(t) = x_t
-        [0.0, k * s, c, 0.0],  # ẋ(t) = ẋ_t
-        [0.0, k * se, ce, -cn],  # ẋ(te) − x̄̇(t̄b) = x̄0·k̄·sinh(k̄ t̄b)
-        [1.0, ce, se / k, -sn / k_next],  # r + x(te) − x̄(t̄b) = s̄ + r̄ + x̄0·cosh(k̄ t̄b)
-    ]
-
-
-def _solve4(a: list[list[float]], b: list[float]) -> list[float]:
-    """``x`` with ``a x = b`` for a 4 x 4 system (Gaussian elimination with partial pivoting, in
-    floats: ~10x cheaper than ``np.linalg.solve`` on this size). ``a`` and ``b`` are overwritten."""
-    n = 4
-    for col in range(n):
-        pivot = max(range(col, n), key=lambda i: abs(a[i][col]))
-        if a[pivot][col] == 0.0:
-            raise np.linalg.LinAlgError("Singular matrix")
-        if pivot != col:
-            a[col], a[pivot] = a[pivot], a[col]
-            b[col], b[pivot] = b[pivot], b[col]
-        row = a[col]
-        for i in range(col + 1, n):
-            f = a[i][col] / row[col]
-            if f != 0.0:
-                other = a[i]
-                for j in range(col, n):
-                    other[j] -= f * row[j]
-                b[i] -= f * b[col]
-    x = [0.0] * n
-    for i in range(n - 1, -1, -1):
-        x[i] = (b[i] - sum(a[i][j] * x[j] for j in range(i + 1, n))) / a[i][i]
-    return x
+def _switch_time_closed(a: float, b: float, gap: float, k: float) -> float | None:
+    """The switch time ``te >= 0`` of :func:`switch_times` in closed form for equal pendulum
+    constants: with ``S = sinh(k te)``, ``C = cosh(k te)`` the next phase's ``x̄0 cosh(k t̄b)`` is
+    ``sgn(x̄0) sqrt(x̄0² + x0² S²)`` (equation 6), and ``x0 C − gap = sgn(x̄0) sqrt(x̄0² + x0² S²)``
+    squared gives ``C = (gap² + x0² − x̄0²) / (2 x0 gap)``: one root for ``te >= 0`` at most
+    (``a = x0y``, ``b = x̄0y``). None when there is none."""
+    if gap == 0.0:
+        return None
+    c = (gap * gap + a * a - b * b) / (2.0 * a * gap)
+    if not c >= 1.0:
+        return None
+    rest = a * c - gap  # must have the sign of b (the squared equation's other root has the other)
+    if rest == 0.0 or (rest > 0.0) != (b > 0.0):
+        return None
+    return math.acosh(c) / k
 
 
 def connect(k: float, t: float, x_t: float, v_t: float, te: float, k_next: float, tb_next: float,
@@ -122,26 +109,36 @@ def connect(k: float, t: float, x_t: float, v_t: float, te: float, k_next: float
     Given: the CoM position ``x_t`` (in ``Q``) and velocity ``v_t`` at time ``t`` of the current
     phase, its end ``te``, the next phase's begin ``t̄b``, the step ``s̄``, the next origin ``r̄``
     (in ``Q̄``) and the next phase's position at its apex ``x̄0`` (the paper plans ``x̄0 = 0``: CoM
-    over the next origin at ``t̄ = 0``). Returns ``(r, x0, v0, v̄0)``.
+    over the next origin at ``t̄ = 0``). Returns ``(r, x0, v0, v̄0)``. Solved by elimination:
+    ``v̄0`` from the velocity row at the switch, ``r`` from the position rows' difference, leaving
+    two equations in ``(x0, v0)``.
     """
-    a = _connection_rows(k, t, te, k_next, tb_next)
-    b = [x_t, v_t, x0_next * k_next * math.sinh(k_next * tb_next),
-         step + r_next + x0_next * math.cosh(k_next * tb_next)]
-    r, x0, v0, v0_next = _solve4(a, b)
-    return r, x0, v0, v0_next
+    c, s = math.cosh(k * t), math.sinh(k * t)
+    ce, se = math.cosh(k * te), math.sinh(k * te)
+    cn, sn = math.cosh(k_next * tb_next), math.sinh(k_next * tb_next)
+    b3 = x0_next * k_next * sn  # k se x0 + ce v0 − cn v̄0 = b3
+    b4 = step + r_next + x0_next * cn  # r + ce x0 + (se/k) v0 − (sn/k̄) v̄0 = b4
+    f = sn / (k_next * cn)
+    a11, a12 = ce - c - f * k * se, (se - s) / k - f * ce
+    b1 = b4 - x_t - f * b3
+    det = a11 * c - a12 * k * s
+    if det == 0.0:
+        raise ValueError("the connection system (9) is singular")
+    x0 = (b1 * c - a12 * v_t) / det
+    v0 = (a11 * v_t - k * s * b1) / det
+    return x_t - c * x0 - s / k * v0, x0, v0, (k * se * x0 + ce * v0 - b3) / cn
 
 
 def connect_with_origin(k: float, t: float, x_t: float, v_t: float, r: float, te: float, k_next: float,
                         tb_next: float, r_next: float, x0_next: float = 0.0) -> tuple[float, float, float, float]:
     """The same system (9) with the current origin ``r`` given (e.g. capped) and the step ``s̄``
-    unknown instead: returns ``(s̄, x0, v0, v̄0)``."""
-    a = _connection_rows(k, t, te, k_next, tb_next)
-    # Move r to the right-hand side and s̄ (coefficient -1 in the last row) to the left.
-    for row, value in zip(a, (0.0, 0.0, 0.0, -1.0)):
-        row[0] = value
-    b = [x_t - r, v_t, x0_next * k_next * math.sinh(k_next * tb_next),
-         r_next + x0_next * math.cosh(k_next * tb_next) - r]
-    step, x0, v0, v0_next = _solve4(a, b)
+    unknown instead: returns ``(s̄, x0, v0, v̄0)``. The state at ``t = 0`` is the given state
+    propagated back; ``v̄0`` and ``s̄`` follow from the rows at the switch."""
+    x0, v0 = propagate_scalar(x_t - r, v_t, k, -t)
+    ce, se = math.cosh(k * te), math.sinh(k * te)
+    cn, sn = math.cosh(k_next * tb_next), math.sinh(k_next * tb_next)
+    v0_next = (k * se * x0 + ce * v0 - x0_next * k_next * sn) / cn
+    step = r + ce * x0 + se / k * v0 - sn / k_next * v0_next - r_next - x0_next * cn
     return step, x0, v0, v0_next
 
 
