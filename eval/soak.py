@@ -436,13 +436,14 @@ def _cell_json(c: CellResult) -> dict[str, Any]:
             "seconds": c.seconds}
 
 
-def write(result: SoakResult, out: Path, command: str | None = None) -> list[Path]:
-    """``out/results.json`` (tables, every cell's counts and the problem episodes) and ``results.md``."""
+def write(result: SoakResult, out: Path, command: str | None = None, docs: Path | None = None) -> list[Path]:
+    """``out/results.json`` (tables, every cell's counts and the problem episodes) and ``results.md``
+    (and ``docs/soak.md``, the same page, with ``docs``)."""
     data = {"interrupted": result.interrupted, "steps_per_environment": result.steps, "seed": result.seed,
             "workers": result.workers,
             "cells": [_cell_json(c) for c in result.cells],
             "problems": [p for c in result.cells for p in c.problems]}
-    return write_tables(tables(result), out, "soak", command=command, data=jsonable(data))
+    return write_tables(tables(result), out, "soak", command=command, data=jsonable(data), docs=docs)
 
 
 def print_result(result: SoakResult) -> None:

@@ -212,8 +212,8 @@ def _cmd_soak(args: argparse.Namespace) -> int:
     result = soak(args.steps, workers=args.workers, seed=args.seed, envs=args.env, conditions=args.conditions,
                   starts=args.start, priors=args.prior, progress=args.progress, log=out / "cells.jsonl")
     print_result(result)
-    write(result, out, command=args.command_line)
-    print(f"wrote {out / 'results.json'} and {out / 'results.md'}")
+    write(result, out, command=args.command_line, docs=Path("docs", "results") if args.docs else None)
+    print(f"wrote {out / 'results.json'} and {out / 'results.md'}" + (" and docs/results/soak.md" if args.docs else ""))
     if result.interrupted:
         return 130
     return 1 if result.failed else 0
@@ -367,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="output directory (default: results/soak); OUT/cells.jsonl grows "
                                                "by one line per finished cell")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar")
+    p.add_argument("--docs", action="store_true", help="also write docs/results/soak.md")
     p.set_defaults(func=_cmd_soak)
 
     p = sub.add_parser("ship", help="copy a trained model of a run folder into the zoo (policies/zoo/NAME)")
