@@ -32,6 +32,7 @@ from upright.baselines.walk.com_observer import ComObserver
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import dot, matmul, matvec, quat_matrix, tmatmul, tmatvec, zyx_matrix
 from upright.baselines.walk.lipm_player import GaitTarget, PendulumPlayer, PlayerParams
+from upright.baselines.walk.odometry import FeedbackParams, SpeedFeedback
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensors import Sensors
 
@@ -68,6 +69,13 @@ class LipmParams(Params):
     predict_delay: bool = True
     #: First support foot: +1 left, −1 right; the sideways command's sign overrides it.
     first_support: int = 1
+    #: Speed feedback from the robot's odometry (ours, :mod:`~upright.baselines.walk.odometry`).
+    feedback: FeedbackParams = FeedbackParams()
+    #: Sagittal gyro balance: the support sole's pitch (rad) per rad/s of the low-passed torso
+    #: pitch rate (B-Human 2013 rotates the feet by the torso's rate error, gyroStateGain), and
+    #: the low-pass ratio (old share per cycle). 0: off.
+    gyro_balance: float = 0.0
+    gyro_lowpass: float = 0.6
 
 
 def _smoothstep(x: float) -> float:
@@ -119,6 +127,7 @@ class LipmWalk:
     def reset(self, sensors: Sensors, rng: np.random.Generator) -> None:
         """Start from the measured standing pose."""
         p = self.params
+        self._walking = False
         self._t0 = sensors.time
         self._last_time = sensors.time
         self._start_targets = np.asarray(sensors.joint_target, dtype=float).copy()
@@ -131,6 +140,8 @@ class LipmWalk:
         self._player = PendulumPlayer(p.player)
         self._player.command = tuple(self.command.tolist())
         self._observer = ComObserver(p.observer_process_std, p.observer_measurement_std)
+        self.feedback = SpeedFeedback(p.feedback)
+        self._gyro_y = 0.0
         self._walking = False
         self.diagnostics = Diagnostics()
         self.status = "working"
@@ -140,6 +151,7 @@ class LipmWalk:
         p = self.params
         t = sensors.time - self._t0
         dt = sensors.time - self._last_time
+        self._gyro_y = p.gyro_lowpass * self._gyro_y + (1.0 - p.gyro_lowpass) * float(sensors.gyro[1])
         self._last_time = sensors.time
         if t < p.posture_time:
             a = _smoothstep(t / p.posture_time)
@@ -157,6 +169,8 @@ class LipmWalk:
             player.advance(dt)
         expected, expected_vel = player.expected()
         foot_q, measured = self._measure(sensors, player.phase.support)
+        self.feedback.observe(sensors.time, player.phase.support, *self._com_heading, float(sensors.fused[2]))
+        player.command = self.feedback.planned(self.command)
         filtered, filtered_vel = self._observer.update(expected, expected_vel, measured, dt)
         corrected = player.correct(filtered, filtered_vel) if p.correction else False
         self.diagnostics = Diagnostics(sensors.time, player.phase.support, player.phase_count, foot_q,
@@ -173,7 +187,9 @@ class LipmWalk:
         kin.fk(sensors.joint_pos)
         d = kin.data
         sole = self._sole_ids[0 if support >= 0 else 1]
+        other = self._sole_ids[1 if support >= 0 else 0]
         fx, fy, fz = d.site_xpos[sole].tolist()
+        ox, oy, oz = d.site_xpos[other].tolist()
         m = d.site_xmat[sole].tolist()
         cx, cy, cz = d.subtree_com[kin.torso_id].tolist()
         (r00, r01, r02), (r10, r11, r12), _ = quat_matrix(sensors.quat)
@@ -183,6 +199,10 @@ class LipmWalk:
         t1 = (s * r00 + c * r10, s * r01 + c * r11, s * r02 + c * r12)
         u = (cx - fx, cy - fy, cz - fz)
         v = (dot(t0, u), dot(t1, u))
+        w = (cx - ox, cy - oy, cz - oz)
+        o = (dot(t0, w), dot(t1, w))
+        # the CoM relative to the left and the right sole in the torso's (fused) heading frame
+        self._com_heading = (v, o) if support >= 0 else (o, v)
         foot_x = (m[0], m[3], m[6])  # the sole's x axis
         yaw_f = math.atan2(dot(t1, foot_x), dot(t0, foot_x))
         c, s = math.cos(-yaw_f), math.sin(-yaw_f)
@@ -203,9 +223,10 @@ class LipmWalk:
         placed = matvec(torso, model_com)
         torso_pos = (posture.com_xy[0] - placed[0], posture.com_xy[1] - placed[1], p.com_height - placed[2])
         goals = []
-        for foot in (posture.left, posture.right):
+        balance = p.gyro_balance * self._gyro_y if self._walking else 0.0
+        for side, foot in ((1, posture.left), (-1, posture.right)):
             goals.append(tmatvec(torso, (foot[0] - torso_pos[0], foot[1] - torso_pos[1], foot[2] - torso_pos[2])))
-            goals.append(tmatmul(torso, zyx_matrix(foot[3], 0.0, 0.0)))
+            goals.append(tmatmul(torso, zyx_matrix(foot[3], balance if side == posture.support else 0.0, 0.0)))
         angles, _ = kin.legs_ik_values(*goals, polish=False)  # Wolfgang: < 0.5 µm without the polish
         self._joints[kin.legs_joint_index] = angles
         return self._joints[self._actuated]

@@ -154,7 +154,8 @@ class PendulumPlayer:
 
     def _desired_step(self, phase: Phase) -> list[float]:
         """The step (s̄x, s̄y, turn) the command asks of ``phase`` (its swing foot is −support), from
-        the nominal durations (the actual phase duration changes with every correction)."""
+        the nominal durations; :meth:`_plan` replaces s̄x by the command times the phase's actual
+        duration (which changes with every correction)."""
         if phase.support == 0:
             return [0.0, 0.0, 0.0]
         vx, vy, wz = (float(c) for c in self.command)
@@ -177,6 +178,8 @@ class PendulumPlayer:
         x0y_next = -support_next * p.apex_y
         desired = self._desired_step(phase)
         te, tb_next = pendulum.switch_times(phase.x0[1], phase.r[1], k, x0y_next, r_next[1], k, desired[1], t)
+        if phase.support != 0:  # the CoM covers the sagittal step in this phase's duration
+            desired[0] = _clip(float(self.command[0]) * (te - phase.tb), -p.max_step_backward, p.max_step_forward)
         pos, vel = phase.com(t, k)
         r, x0, v0, v0_next = pendulum.connect(k, t, pos[0], vel[0], te, k, tb_next, desired[0], r_next[0])
         step_x = desired[0]

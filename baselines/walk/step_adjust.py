@@ -46,6 +46,7 @@ from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import quat_matrix, zyx_matrix
+from upright.baselines.walk.odometry import FeedbackParams, SpeedFeedback
 from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
 from upright.baselines.walk.swing_leveling import LevelingParams, SwingFootLeveling
 from upright.envs.robots import RobotSpec
@@ -146,6 +147,8 @@ class StepAdjustParams(Params):
     #: Fraction of the weight (of the summed pressure) below which a foot counts as unloaded.
     unloaded_fraction: float
     leveling: LevelingParams
+    #: Speed feedback from the robot's odometry (ours, :mod:`~upright.baselines.walk.odometry`).
+    feedback: FeedbackParams = FeedbackParams()
 
     def with_configuration(self, name: str) -> "StepAdjustParams":
         """A copy with the stabilisations of the paper's configuration ``name`` (Old/WSA/SFL/New)."""
@@ -196,6 +199,7 @@ class StepAdjustWalk:
         self._sole_ids = {side: self.kin.site_id(site) for side, site in zip(SIDES, robot.sole_sites)}
         self._actuated = np.array(robot.actuated_joint_index)
         self.leveling = SwingFootLeveling(self.params.leveling)
+        self.feedback = SpeedFeedback(self.params.feedback)
         #: Last frame's diagnostics (m, rad) for plots and tests.
         self.log: dict[str, float] = {}
 
@@ -218,6 +222,7 @@ class StepAdjustWalk:
         """Start from the measured pose: first move into the walking posture, then walk."""
         p = self.params
         self.leveling = SwingFootLeveling(p.leveling)
+        self.feedback = SpeedFeedback(p.feedback)
         self._time = 0.0
         self._start_joints = np.asarray(sensors.joint_pos, dtype=float).copy()
         self._walk_joints = self._joints_for({s: _Foot() for s in SIDES}, {s: 0.0 for s in SIDES}, {s: 0.0 for s in SIDES})
@@ -284,10 +289,11 @@ class StepAdjustWalk:
     def _begin_step(self, first: bool) -> None:
         """Fix the new step: speed ramped towards the command, step sizes, period, lift."""
         p = self.params
+        command = self.feedback.planned(self.command)
         target = np.array([
-            np.clip(self.command[0], -p.max_backward, p.max_forward),
-            np.clip(self.command[1], -p.max_side, p.max_side),
-            np.clip(self.command[2], -p.max_turn, p.max_turn),
+            np.clip(command[0], -p.max_backward, p.max_forward),
+            np.clip(command[1], -p.max_side, p.max_side),
+            np.clip(command[2], -p.max_turn, p.max_turn),
         ])
         acc = np.asarray(p.max_acceleration)
         self._speed = self._speed + np.clip(target - self._speed, -acc, acc)
@@ -325,6 +331,8 @@ class StepAdjustWalk:
         kin = self.kin
         kin.fk(sensors.joint_pos)  # the measured posture: CoM and support sole below
         com_x = self._measured_com(sensors)
+        self.feedback.observe(self._time, 1 if su == "left" else -1, self._com_heading["left"],
+                              self._com_heading["right"], self._heading)
         if p.swing_leveling:
             # the measured support-sole pitch, read before the private model moves on
             measured = _pitch_of_flat(kin.data.site_xmat[self._sole_ids[su]])
@@ -366,7 +374,7 @@ class StepAdjustWalk:
         v = (cx - sx, cy - sy, cz - sz)
         (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = quat_matrix(sensors.quat)
         # the torso's x axis in the world gives the heading (the yaw of the ZYX Euler angles)
-        yaw = math.atan2(r10, r00)
+        yaw = self._heading = math.atan2(r10, r00)
         c, s = math.cos(yaw), math.sin(yaw)
         wx = r00 * v[0] + r01 * v[1] + r02 * v[2]
         wy = r10 * v[0] + r11 * v[1] + r12 * v[2]
@@ -384,6 +392,8 @@ class StepAdjustWalk:
         private model), predicted over the actuation delay."""
         p = self.params
         x, _, height = self._com_offset(sensors, self._support)
+        other = self._com_offset(sensors, self._swing)
+        self._com_heading = {self._support: (x, _), self._swing: (other[0], other[1])}
         if self._com_prev is not None:
             v = (x - self._com_prev) / self.robot.control_period
             self._com_velocity = p.com_velocity_lowpass * self._com_velocity + (1 - p.com_velocity_lowpass) * v
