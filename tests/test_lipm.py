@@ -205,3 +205,125 @@ def test_controller_rejects_bad_command():
     walk = LipmWalk("nao")
     with pytest.raises(ValueError, match="nan"):
         walk.set_command(np.array([np.nan, 0.0, 0.0]))
+
+
+# ------------------------------------------------------------------ the walks' fast paths (issue 16)
+
+
+def test_closed_form_switch_time_is_the_root_of_the_continuity_equations():
+    """The closed-form te makes the lateral CoM continuous (eq. 4, 5) and agrees with a tight
+    root search of the same equation; without a root in the interval it raises like the search."""
+    from scipy.optimize import brentq
+
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(500):
+        a = rng.uniform(0.005, 0.06) * rng.choice([-1.0, 1.0])
+        b = -np.sign(a) * rng.uniform(0.005, 0.06)
+        ry, ry_next, step_y, t_now = rng.uniform(-0.08, 0.08), rng.uniform(-0.08, 0.08), rng.uniform(-0.1, 0.1), -0.1
+        gap = ry_next + step_y - ry
+
+        def mismatch(te):
+            tb = pendulum.next_begin_time(a, K, te, b, K)
+            return a * np.cosh(K * te) - b * np.cosh(K * tb) - gap
+
+        has_root = np.sign(mismatch(0.0)) != np.sign(mismatch(2.0))
+        if not has_root:
+            with pytest.raises(ValueError, match="no support switch"):
+                pendulum.switch_times(a, ry, K, b, ry_next, K, step_y, t_now)
+            continue
+        te, tb_next = pendulum.switch_times(a, ry, K, b, ry_next, K, step_y, t_now)
+        assert te == pytest.approx(brentq(mismatch, 0.0, 2.0, xtol=1e-13), abs=1e-9)
+        pos, vel = pendulum.propagate(a, 0.0, K, te)
+        pos_next, vel_next = pendulum.propagate(b, 0.0, K, tb_next)
+        assert ry + pos == pytest.approx(step_y + ry_next + pos_next, abs=1e-9)
+        assert vel == pytest.approx(vel_next, abs=1e-9)
+        checked += 1
+    assert checked > 100
+
+
+def test_connection_by_elimination_matches_the_linear_system():
+    """connect / connect_with_origin give the solution of the 4 x 4 system (9) (np.linalg.solve)."""
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        t, x_t, v_t = rng.uniform(-0.2, 0.0), rng.normal(0, 0.02), rng.normal(0, 0.3)
+        te, tb, step, r_next, x0n = rng.uniform(0.05, 0.2), rng.uniform(-0.2, -0.05), rng.normal(0, 0.05), 0.016, \
+            rng.normal(0, 0.01)
+        c, s, ce, se, cn, sn = (np.cosh(K * t), np.sinh(K * t), np.cosh(K * te), np.sinh(K * te), np.cosh(K * tb),
+                                np.sinh(K * tb))
+        a = np.array([[1, c, s / K, 0], [0, K * s, c, 0], [0, K * se, ce, -cn], [1, ce, se / K, -sn / K]])
+        b = np.array([x_t, v_t, x0n * K * sn, step + r_next + x0n * cn])
+        np.testing.assert_allclose(pendulum.connect(K, t, x_t, v_t, te, K, tb, step, r_next, x0n),
+                                   np.linalg.solve(a, b), atol=1e-12)
+        r = 0.01
+        a[:, 0] = [0, 0, 0, -1]
+        b = np.array([x_t - r, v_t, x0n * K * sn, r_next + x0n * cn - r])
+        np.testing.assert_allclose(pendulum.connect_with_origin(K, t, x_t, v_t, r, te, K, tb, r_next, x0n),
+                                   np.linalg.solve(a, b), atol=1e-12)
+
+
+@pytest.mark.parametrize("robot", ["nao", "wolfgang"])
+def test_written_out_leg_ik_gives_the_same_angles_as_the_generators(robot):
+    """LegSolver.first / first_given_first (the walks' hot path) are the first candidates of the
+    generic generators, bit for bit, reachable goals and unreachable ones."""
+    from upright.baselines.kinematics import Kinematics
+
+    kin = Kinematics(robot)
+    rng = np.random.default_rng(5)
+    base = kin.keyframe_joints()
+    for side in ("left", "right"):
+        leg = kin.legs[side]
+        idx = kin.joint_index(leg.joint_names)
+        for i in range(300):
+            q = base.copy()
+            q[idx] = rng.uniform(leg.lower, leg.upper) if i % 2 else q[idx] + rng.normal(0.0, 0.3, 6)
+            pos, rot = kin.foot_pose(side, q)
+            if i % 3 == 0:
+                pos = pos + rng.normal(0.0, 0.2, 3)  # mostly out of reach
+            pos, rot = pos.tolist(), rot.tolist()
+            assert leg.solver.first(pos, rot) == next(leg.solver.candidates(pos, rot))
+            first = float(rng.uniform(-0.5, 0.5))
+            assert leg.solver.first_given_first(pos, rot, first) == next(leg.solver.candidates_given_first(pos, rot, first))
+
+
+def test_unchecked_newton_step_is_the_one_the_check_would_accept(monkeypatch):
+    """A polish step below TINY_STEP is taken without another FK; with the shortcut switched off
+    (every step checked) the Wolfgang legs come out the same."""
+    import upright.baselines.kinematics.leg_ik as leg_ik
+    from upright.baselines.kinematics import Kinematics
+
+    kin = Kinematics("wolfgang")
+    rng = np.random.default_rng(6)
+    base = kin.keyframe_joints()
+    goals = []
+    for _ in range(100):
+        q = base.copy()
+        q[kin.legs_joint_index] += rng.normal(0.0, 0.15, 12)
+        goals.append([v.tolist() for side in ("left", "right") for v in kin.foot_pose(side, q)])
+    fast = [kin.legs_ik_values(*g)[0] for g in goals]
+    monkeypatch.setattr(leg_ik, "TINY_STEP", 0.0)
+    checked = [kin.legs_ik_values(*g)[0] for g in goals]
+    assert fast == checked
+
+
+def test_wolfgang_without_polish_misses_its_sole_goals_by_under_a_micrometre():
+    """legs_ik_values(polish=False), as the walks call it: the closed form alone on Wolfgang's
+    model (whose ankle axes miss by 0.36 µm) reaches walking foot goals within 1 µm."""
+    from upright.baselines.kinematics import Kinematics
+
+    kin = Kinematics("wolfgang")
+    rng = np.random.default_rng(7)
+    base = kin.keyframe_joints()
+    worst = 0.0
+    for _ in range(100):
+        q = base.copy()
+        q[kin.legs_joint_index] += rng.normal(0.0, 0.1, 12)
+        goal = [kin.foot_pose(side, q) for side in ("left", "right")]
+        angles, reachable = kin.legs_ik_values(*(v.tolist() for g in goal for v in g), polish=False)
+        assert reachable
+        solved = base.copy()
+        solved[kin.legs_joint_index] = angles
+        for side, (pos, rot) in zip(("left", "right"), goal):
+            p, r = kin.foot_pose(side, solved)
+            worst = max(worst, float(np.abs(p - pos).max()), float(np.abs(r - rot).max()))
+    assert worst < 1e-6

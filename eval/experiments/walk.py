@@ -1,4 +1,4 @@
-"""The walk papers' experiments for any walk baseline (``lipm``, ``step_adjust``, ...): four
+"""The walk papers' experiments for any walk baseline (``lipm``, ``step_adjust``, ...): six
 registered protocols, their ladders and cells in ``walk.yaml``.
 
     upright experiment walk-speeds --set policy=lipm params.player.max_step_forward=0.15 --out results/walk/lipm-nao
@@ -29,6 +29,14 @@ registered protocols, their ladders and cells in ``walk.yaml``.
   fall. Run it once as configured and once with the stabilisation switched off (lipm:
   ``params.correction=false``; step_adjust: ``params.step_adjustment=false
   params.swing_leveling=false``).
+
+* ``walk-tracking``: every walk (``policies``) on every robot (``robots``) under ``lab`` and ``turf``
+  (``conditions``) at the commands of ``walk.yaml`` (up to 0.25 m/s forward, 0.1 m/s sideways,
+  0.5 rad/s yaw), ``--episodes`` (default 1) of ``seconds`` each: the velocity measured over the
+  second half (:class:`LateVelocity`, mean over the episodes) against the command, per axis
+  (:func:`tracked`), and how many cells passed per walk, robot and condition.
+* ``walk-speed-table``: the four ladders of ``walk-speeds`` for every walk and robot with the walks'
+  speed caps raised (``walk.yaml``), in one table beside the LIPM paper's NAO figures.
 
 ``--set params.KEY=VALUE`` changes the controller's parameters (dotted into nested ones,
 ``params.player.max_step_forward=0.14``); it raises the walks' own speed caps so that a ladder
@@ -170,16 +178,18 @@ class ObserverErrors(Observer):
 # ---------------------------------------------------------------------------------------- ladders
 
 
-def run_ladder(ctx: ExperimentContext, policy: str, robot: str, ladder: Ladder, conditions: str, seconds: float,
-               episodes: int) -> dict[str, Any]:
+def run_ladder(ctx: ExperimentContext, policy: str | Policy, robot: str, ladder: Ladder, conditions: str,
+               seconds: float, episodes: int) -> dict[str, Any]:
     """One direction's ladder, rising until the first command with a fall in any episode: its
     ``rows`` (speed, command, fell, end_times, late_velocity per command), ``highest_command``,
-    ``highest_measured`` (the velocity measured at it along the direction) and ``fell_at``."""
+    ``highest_measured`` (the velocity measured at it along the direction) and ``fell_at``.
+    ``policy``: a name (resolved with the ``--set params.*``) or a resolved policy."""
     rows = []
+    resolved = ctx.policy(policy) if isinstance(policy, str) else policy
     for speed in ladder.speeds:
         command = ladder.command(speed)
-        run = ctx.run(env_id(robot, "walk"), ctx.policy(policy), {"command": command, "max_episode_seconds": seconds,
-                                                                  "conditions": conditions},
+        run = ctx.run(env_id(robot, "walk"), resolved, {"command": command, "max_episode_seconds": seconds,
+                                                        "conditions": conditions},
                       episodes, observers=[LateVelocity(seconds / 2)])
         fell = any(r["falls"] for r in run.records)
         measured = [r["late_velocity"] for r in run.records if r["late_velocity"] is not None]
@@ -384,3 +394,127 @@ def walk_push(ctx: ExperimentContext) -> list[Table]:
                           lambda v: below if v is None else f"{v:g} N·s"),
                    Column("first impulse with a fall", "first_fall",
                           lambda v: "none up to the last tried" if v is None else f"{v:g} N·s")], [row])]
+
+
+# ---------------------------------------------------------------------------------------- tracking
+
+
+def tracked(command: Sequence[float], measured: Sequence[float] | None, fell: bool,
+            relative: float, floor: Sequence[float], drift: Sequence[float]) -> list[bool]:
+    """Per axis (vx, vy, wz) whether ``measured`` follows ``command``: a commanded axis within
+    ``max(relative · |command|, floor)``, an axis not commanded (zero) within ``drift``; every axis
+    fails after a fall or without a measurement."""
+    if fell or measured is None:
+        return [False, False, False]
+    return [abs(m - c) <= (max(relative * abs(c), f) if c != 0.0 else d)
+            for c, m, f, d in zip(command, measured, floor, drift)]
+
+
+def _velocity_cell(value: Sequence[float] | None) -> str:
+    if value is None:
+        return "fell"
+    return f"{value[0]:+.3f}, {value[1]:+.3f}, {value[2]:+.2f}"
+
+
+def _errors_cell(row: dict[str, Any]) -> str:
+    if row["measured"] is None:
+        return "—"
+    marks = ["" if ok else "✗" for ok in row["axes_ok"]]
+    errors = [m - c for m, c in zip(row["measured"], row["command"])]
+    return f"{errors[0]:+.3f}{marks[0]}, {errors[1]:+.3f}{marks[1]}, {errors[2]:+.2f}{marks[2]}"
+
+
+@register_experiment("walk-tracking", "each walk's measured velocity against its command (lab and turf, both robots)",
+                     options={"policies": ("lipm", "step_adjust"), "robots": ("nao", "wolfgang"),
+                              "conditions": ("lab", "turf"), "seconds": DEFAULTS["seconds"]})
+def walk_tracking(ctx: ExperimentContext) -> list[Table]:
+    """``--set policies=lipm robots=nao conditions=turf seconds=20``; ``--episodes N`` per cell."""
+    o = ctx.options
+    cells = DATA["tracking"]
+    relative, floor, drift = float(cells["relative"]), cells["floor"], cells["drift"]
+    commands = [tuple(float(v) for v in c) for c in cells["commands"]]
+    seconds, episodes = float(o["seconds"]), ctx.episodes_or(1)
+    rows, summary = [], []
+    for policy in ctx.option_names("policies"):
+        for robot in ctx.option_names("robots", DATA["ladders"]):
+            for conditions in ctx.option_names("conditions"):
+                passed = 0
+                for command in commands:
+                    run = ctx.run(env_id(robot, "walk"), ctx.policy(policy),
+                                  {"command": command, "max_episode_seconds": seconds, "conditions": conditions},
+                                  episodes, observers=[LateVelocity(seconds / 2)])
+                    fell = any(r["falls"] for r in run.records)
+                    late = [r["late_velocity"] for r in run.records if r["late_velocity"] is not None]
+                    measured = None if fell or not late else [round(float(v), 4) for v in np.mean(late, axis=0)]
+                    axes = tracked(command, measured, fell, relative, floor, drift)
+                    passed += all(axes)
+                    rows.append({"policy": policy, "robot": robot, "conditions": conditions, "command": list(command),
+                                 "measured": measured, "falls": [sum(bool(r["falls"]) for r in run.records), episodes],
+                                 "axes_ok": axes, "ok": all(axes)})
+                summary.append({"policy": policy, "robot": robot, "conditions": conditions,
+                                "passed": [passed, len(commands)]})
+    ctx.data.update({"policies": list(ctx.option_names("policies")), "params": split_settings(ctx.settings)[1],
+                     "seconds": seconds, "episodes": episodes, "relative": relative, "floor": floor, "drift": drift,
+                     "rows": rows, "summary": summary})
+    rule = (f"A commanded axis passes within max({relative:.0%} of the command, {floor[0]:g} m/s | {floor[2]:g} rad/s); "
+            f"an axis not commanded within {drift[0]:g} m/s | {drift[2]:g} rad/s (✗: outside). Velocity: the torso's, "
+            f"in its heading frame, mean over the second half of {episodes} episode(s) of {seconds:g} s per command.")
+    return [Table(f"Tracking: cells passed per walk, robot and conditions ({_params_text(ctx)})",
+                  [Column("walk", "policy"), Column("robot", "robot"), Column("conditions", "conditions"),
+                   Column("commands tracked", "passed", count)], summary, notes=rule),
+            Table("Tracking: measured velocity per command (vx m/s, vy m/s, wz rad/s)",
+                  [Column("walk", "policy"), Column("robot", "robot"), Column("conditions", "conditions"),
+                   Column("command", "command", lambda c: f"{c[0]:g}, {c[1]:g}, {c[2]:g}"),
+                   Column("measured", "measured", _velocity_cell), Column("error (✗: outside)", "row", _errors_cell),
+                   Column("falls", "falls", count), Column("tracked", "ok", lambda v: "yes" if v else "no")],
+                  [{**r, "row": r} for r in rows], notes=rule)]
+
+
+# ---------------------------------------------------------------------------------------- speed table
+
+
+@register_experiment("walk-speed-table", "the LIPM paper's speed ladders for every walk and robot, caps raised",
+                     options={"policies": tuple(DATA["speed_table"]["policies"]),
+                              "robots": tuple(DATA["speed_table"]["robots"]),
+                              "directions": (), "conditions": DEFAULTS["conditions"], "seconds": DEFAULTS["seconds"]})
+def walk_speed_table(ctx: ExperimentContext) -> list[Table]:
+    """``--set policies=lipm robots=nao directions=forward,turning``; ``--episodes N`` per command."""
+    o = ctx.options
+    conditions, seconds, episodes = str(o["conditions"]), float(o["seconds"]), ctx.episodes_or(1)
+    caps = DATA["speed_table"]["params"]
+    rows, results = [], {}
+    for policy in ctx.option_names("policies"):
+        for robot in ctx.option_names("robots", DATA["ladders"]):
+            known = ladders(robot)
+            directions = ctx.option_names("directions", known) or tuple(known)
+            params = caps.get(policy, {}).get(robot, {})
+            paper = DATA["paper"].get(robot, {}) if conditions == "lab" else {}
+            for direction in directions:
+                ladder = known[direction]
+                r = run_ladder(ctx, ctx.policy(policy, params), robot, ladder, conditions, seconds, episodes)
+                results[f"{policy}/{robot}/{direction}"] = {**r, "params": params}
+                reference = paper.get(direction)
+                if ladder.turning and f"{direction}_deg" in paper:
+                    reference = float(np.deg2rad(paper[f"{direction}_deg"]))
+                sustained = [row for row in r["rows"]
+                             if r["highest_command"] is not None and row["speed"] <= r["highest_command"]]
+                fastest = max((ladder.sign * row["late_velocity"][ladder.axis] for row in sustained), default=None)
+                rows.append({"policy": policy, "robot": robot, "direction": direction,
+                             "highest_command": _speed(r["highest_command"], ladder.turning),
+                             "highest_measured": _speed(r["highest_measured"], ladder.turning),
+                             "fastest_measured": _speed(fastest, ladder.turning),
+                             "paper": _speed(reference, ladder.turning),
+                             "fell_at": [_speed(v, ladder.turning) for v in r["fell_at"]]})
+    ctx.data.update({"conditions": conditions, "seconds": seconds, "episodes": episodes, "ladders": results,
+                     "params": split_settings(ctx.settings)[1]})
+    caps_text = "; ".join(f"{p} {r}: " + " ".join(f"{k}={v}" for k, v in caps.get(p, {}).get(r, {}).items())
+                          for p in ctx.option_names("policies") for r in ctx.option_names("robots"))
+    return [Table(f"Speed ladders on {conditions}, {seconds:g} s episodes, {episodes} per command",
+                  [Column("walk", "policy"), Column("robot", "robot"), Column("direction", "direction"),
+                   Column("highest command sustained", "highest_command", _speed_cell),
+                   Column("velocity measured (2nd half)", "highest_measured", _speed_cell),
+                   Column("fastest measured up to it", "fastest_measured", _speed_cell),
+                   Column("paper (NAO)", "paper", _paper_cell),
+                   Column("first command that fell", "fell_at", _speeds_cell)], rows,
+                  notes=f"Speed caps raised: {caps_text}. The highest command sustained: it and every lower command "
+                        "of the ladder ran without a fall.")]
