@@ -99,6 +99,9 @@ class ForwardKinematics:
         self.data = mujoco.MjData(self.model)
         m = self.model
         self._qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in robot.joint_names])
+        #: The joints' qpos addresses as a slice where they are consecutive (both robots), else the array.
+        self._qslice = (slice(int(self._qadr[0]), int(self._qadr[-1]) + 1) if np.all(np.diff(self._qadr) == 1)
+                        else self._qadr)
         self._index = {name: i for i, name in enumerate(robot.joint_names)}
         self._site_ids: dict[str, int] = {}  # site name -> id, filled by site_pose
         self._actuated = np.array(robot.actuated_joint_index)
@@ -173,7 +176,7 @@ class ForwardKinematics:
     def fk(self, joint_pos: np.ndarray) -> None:
         """:meth:`set_joints` without the checks, for controllers that pass their own or the
         sensors' finite joint vectors every cycle (the checks cost more than the kinematics)."""
-        self.data.qpos[self._qadr] = joint_pos
+        self.data.qpos[self._qslice] = joint_pos
         mujoco.mj_kinematics(self.model, self.data)
         mujoco.mj_comPos(self.model, self.data)
 

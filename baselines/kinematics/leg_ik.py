@@ -167,6 +167,12 @@ class LegGeometry:
         """The angles ``q`` clipped to the joint ranges, as an array (6,)."""
         return np.array([min(max(x, lo), hi) for x, lo, hi in zip(q, self._lower, self._upper)])
 
+    def inside(self, q: Sequence[float]) -> bool:
+        """Whether the six angles ``q`` lie inside the joint ranges."""
+        lo, hi = self._lower, self._upper
+        return (lo[0] <= q[0] <= hi[0] and lo[1] <= q[1] <= hi[1] and lo[2] <= q[2] <= hi[2]
+                and lo[3] <= q[3] <= hi[3] and lo[4] <= q[4] <= hi[4] and lo[5] <= q[5] <= hi[5])
+
     @cached_property
     def _lower(self) -> tuple[float, ...]:
         return tuple(self.lower.tolist())
@@ -235,6 +241,24 @@ class LegSolver:
         hip = add(self.yaw_hip, rotate(self.e0, q0, self.e1), self.hip_forward)
         return rotate(self.e0, -q0, add(ankle, hip, -1.0))
 
+    def _hip_to_ankle_floats(self, x: float, y: float, z: float, q0: float) -> Vec:
+        """:meth:`_hip_to_ankle` written out (the same operations)."""
+        a0, a1, a2 = self.e0
+        c, s = math.cos(q0), math.sin(q0)
+        k = self._d01 * (1.0 - c)
+        b0, b1, b2 = self.e1
+        w0, w1, w2 = self._c01
+        f = self.hip_forward
+        h0, h1, h2 = self.yaw_hip
+        # hip = yaw_hip + hip_forward · rotate(e0, q0, e1); d = ankle − hip
+        d0 = x + -1.0 * (h0 + f * (b0 * c + w0 * s + a0 * k))
+        d1 = y + -1.0 * (h1 + f * (b1 * c + w1 * s + a1 * k))
+        d2 = z + -1.0 * (h2 + f * (b2 * c + w2 * s + a2 * k))
+        c, s = math.cos(-q0), math.sin(-q0)
+        k = (a0 * d0 + a1 * d1 + a2 * d2) * (1.0 - c)
+        return (d0 * c + (a1 * d2 - a2 * d1) * s + a0 * k, d1 * c + (a2 * d0 - a0 * d2) * s + a1 * k,
+                d2 * c + (a0 * d1 - a1 * d0) * s + a2 * k)
+
     def _sagittal(self, v0: Vec, q0: float, q1: float) -> Iterator[tuple[list[float], bool]]:
         """Given joint 0 and hip roll, hip pitch and knee that bring the ankle point to where
         ``v0`` (:meth:`_hip_to_ankle` at ``q0``) points.
@@ -301,6 +325,13 @@ class LegSolver:
         """The first of :meth:`candidates` (the one a walk almost always takes), written out: the
         same operations as the generator (so the same floats) with the products of constant
         vectors computed once; ~2x faster."""
+        return self._first(pos, rot, False)  # type: ignore[return-value]
+
+    def first_yaw(self, pos: Vec, rot: Mat) -> float:
+        """Joint 0 (rad) of :meth:`first`, without the rest of that candidate."""
+        return self._first(pos, rot, True)  # type: ignore[return-value]
+
+    def _first(self, pos: Vec, rot: Mat, yaw_only: bool) -> tuple[list[float], bool] | float:
         n0, n1, n2 = self.n
         a0, a1, a2 = self.e0
         b0, b1, b2 = self.e1
@@ -353,6 +384,8 @@ class LegSolver:
             v0, v1, v2 = rc0 + dv * a0, rc1 + dv * a1, rc2 + dv * a2
             q0 = math.atan2(a0 * (p1 * v2 - p2 * v1) + a1 * (p2 * v0 - p0 * v2) + a2 * (p0 * v1 - p1 * v0),
                             p0 * v0 + p1 * v1 + p2 * v2)
+        if yaw_only:
+            return q0
         # rest = rotate(e1, -y, rotate(e0, -q0, rest_b)); theta = angle_about(n, e1, rest)
         c, s = math.cos(-q0), math.sin(-q0)
         k = (a0 * rb0 + a1 * rb1 + a2 * rb2) * (1.0 - c)
@@ -369,7 +402,7 @@ class LegSolver:
         p0, p1, p2 = self._e1_in_n
         theta = math.atan2(n0 * (p1 * v2 - p2 * v1) + n1 * (p2 * v0 - p0 * v2) + n2 * (p0 * v1 - p1 * v0),
                            p0 * v0 + p1 * v1 + p2 * v2)
-        q, ok_leg = self._sagittal_first(self._hip_to_ankle((an0, an1, an2), q0), q0, y)
+        q, ok_leg = self._sagittal_first(self._hip_to_ankle_floats(an0, an1, an2, q0), q0, y)
         q[4] = self.s4 * ((theta - self.s2 * q[2] - self.s3 * q[3] + math.pi) % TWO_PI - math.pi)
         q[5] = q5
         return q, ok_roll and ok_leg
@@ -381,7 +414,7 @@ class LegSolver:
         k0, k1, k2 = self.ankle_in_sole
         ankle = (pos[0] + 1.0 * (r00 * k0 + r01 * k1 + r02 * k2), pos[1] + 1.0 * (r10 * k0 + r11 * k1 + r12 * k2),
                  pos[2] + 1.0 * (r20 * k0 + r21 * k1 + r22 * k2))
-        v0 = self._hip_to_ankle(ankle, first)
+        v0 = self._hip_to_ankle_floats(*ankle, first)
         m0, m1, m2 = self.e1_x_n
         q1, ok_roll = _first_root(v0[0] * n0 + v0[1] * n1 + v0[2] * n2, v0[0] * m0 + v0[1] * m1 + v0[2] * m2,
                                   -self.lateral)
@@ -604,7 +637,7 @@ class LegIK(ForwardKinematics):
         q, ok = leg.solver.first(pos, rot)
         lower, upper = leg._lower, leg._upper
         if leg.exact or not polish:
-            if ok and all(lo <= x <= hi for x, lo, hi in zip(q, lower, upper)):
+            if ok and leg.inside(q):
                 return q, True
             best, reachable = pick(leg, leg.solver.candidates(pos, rot))
             return best.tolist(), reachable
@@ -731,7 +764,7 @@ class LegIK(ForwardKinematics):
         """:meth:`leg_ik_given_first` for a goal as nested lists; the first candidate directly (as
         :meth:`_solve_leg`)."""
         q, ok = leg.solver.first_given_first(pos, rot, first)
-        if ok and all(lo <= x <= hi for x, lo, hi in zip(q, leg._lower, leg._upper)):
+        if ok and leg.inside(q):
             return q, True
         best, reachable = pick(leg, leg.solver.candidates_given_first(pos, rot, first))
         return best.tolist(), reachable
@@ -766,19 +799,33 @@ class LegIK(ForwardKinematics):
         return self.legs["left"].joint_names + self.legs["right"].joint_names
 
     @cached_property
-    def legs_joint_index(self) -> np.ndarray:
-        """Indices of :attr:`legs_joint_names` in the robot's joint order."""
-        return self.joint_index(self.legs_joint_names)
+    def legs_joint_index(self) -> np.ndarray | slice:
+        """Indices of :attr:`legs_joint_names` in the robot's joint order (a slice where they are
+        consecutive, as in both robots: cheaper to assign)."""
+        index = self.joint_index(self.legs_joint_names)
+        return slice(int(index[0]), int(index[-1]) + 1) if np.all(np.diff(index) == 1) else index
 
     def legs_ik_values(self, left_pos, left_R, right_pos, right_R, hip_yaw_pitch: str = "mean",
-                       polish: bool = True) -> tuple[list[float], bool]:
+                       polish: bool = True, quick_mean: bool = False) -> tuple[list[float], bool]:
         """:meth:`legs_ik` for unchecked goals given as (nested) lists or tuples of floats, the hot
         path of the walks: the twelve angles as a list in the order of :attr:`legs_joint_names`
         (put them into a joint vector with :attr:`legs_joint_index`) and whether both legs reached.
 
         ``polish=False`` skips the Newton polish of legs whose model geometry is not exact
         (Wolfgang: the closed form alone misses the sole goal by < 0.5 µm, because the model's
-        ankle axes miss each other by 0.36 µm; the polish costs more than the closed form)."""
+        ankle axes miss each other by 0.36 µm; the polish costs more than the closed form).
+
+        ``quick_mean=True`` (NAO's ``"mean"``): the shared joint is the mean of the two legs'
+        *first* candidates' joint 0 (:meth:`LegSolver.first_yaw`), without solving the rest of
+        those free legs or checking them against the joint ranges; the legs are then solved for it
+        as always. The same as without it unless a free leg's first candidate leaves its ranges or
+        reach (then ``legs_ik`` takes another candidate's joint 0)."""
+        if quick_mean and self.shared_hip and hip_yaw_pitch == "mean":
+            legs = self.legs
+            first = 0.5 * (legs["left"].solver.first_yaw(left_pos, left_R) + legs["right"].solver.first_yaw(right_pos, right_R))
+            left, ok_left = self._solve_leg_given_first(legs["left"], left_pos, left_R, first)
+            right, ok_right = self._solve_leg_given_first(legs["right"], right_pos, right_R, first)
+            return left + right, ok_left and ok_right
         left, ok_left = self._solve_leg(self.legs["left"], left_pos, left_R, polish)
         right, ok_right = self._solve_leg(self.legs["right"], right_pos, right_R, polish)
         if self.shared_hip:

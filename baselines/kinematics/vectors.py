@@ -106,14 +106,27 @@ def zyx_matrix(yaw: float, pitch: float, roll: float) -> Mat:
             (-sy, cy * sx, cy * cx))
 
 
+def zxy_matrix(yaw: float, roll: float, pitch: float) -> Mat:
+    """``Rz(yaw) Rx(roll) Ry(pitch)`` (rows), the LIPM walk's torso orientation."""
+    cz, sz = math.cos(yaw), math.sin(yaw)
+    cx, sx = math.cos(roll), math.sin(roll)
+    cy, sy = math.cos(pitch), math.sin(pitch)
+    return ((cz * cy - sz * sx * sy, -sz * cx, cz * sy + sz * sx * cy),
+            (sz * cy + cz * sx * sy, cz * cx, sz * sy - cz * sx * cy),
+            (-cx * sy, sx, cx * cy))
+
+
 def quat_matrix(quat) -> Mat:
-    """The rotation matrix (rows) of a quaternion ``(w, x, y, z)``, normalised first (MuJoCo's
-    ``mju_quat2Mat``)."""
-    q = np.asarray(quat, dtype=float)
-    rot = np.empty(9)
-    mujoco.mju_quat2Mat(rot, q / math.sqrt(float(q @ q)))
-    r = rot.tolist()
-    return (r[0], r[1], r[2]), (r[3], r[4], r[5]), (r[6], r[7], r[8])  # type: ignore[return-value]
+    """The rotation matrix (rows) of a quaternion ``(w, x, y, z)``, normalised first (the formula
+    of MuJoCo's ``mju_quat2Mat``, in floats)."""
+    w, x, y, z = quat.tolist() if hasattr(quat, "tolist") else quat
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / norm, x / norm, y / norm, z / norm
+    ww, xx, yy, zz = w * w, x * x, y * y, z * z
+    xy, zw, xz, yw, yz, xw = x * y, z * w, x * z, y * w, y * z, x * w
+    return ((ww + xx - yy - zz, 2.0 * (xy - zw), 2.0 * (xz + yw)),
+            (2.0 * (xy + zw), ww - xx + yy - zz, 2.0 * (yz - xw)),
+            (2.0 * (xz - yw), 2.0 * (yz + xw), ww - xx - yy + zz))
 
 
 def pose_error_floats(pos: list[float], rot: list[list[float]], pos0: list[float], mat0: list[float]) -> list[float]:
@@ -157,4 +170,4 @@ def vec(v) -> Vec:
 
 
 __all__ = ["Mat", "Vec", "add", "angle_about", "cross", "dot", "matmul", "matvec", "pose_error_floats", "quat_matrix", "rotate", "solve_cos_sin",
-           "tmatmul", "tmatvec", "vec", "wrap", "zyx_matrix"]
+           "tmatmul", "tmatvec", "vec", "wrap", "zxy_matrix", "zyx_matrix"]

@@ -30,7 +30,7 @@ from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.walk.com_observer import ComObserver
 from upright.baselines.kinematics import Kinematics
-from upright.baselines.kinematics.vectors import dot, matmul, matvec, quat_matrix, tmatmul, tmatvec, zyx_matrix
+from upright.baselines.kinematics.vectors import dot, matvec, quat_matrix, tmatvec, zxy_matrix, zyx_matrix
 from upright.baselines.walk.lipm_player import GaitTarget, PendulumPlayer, PlayerParams
 from upright.baselines.walk.odometry import FeedbackParams, SpeedFeedback
 from upright.envs.robots import RobotSpec, get_robot
@@ -169,14 +169,13 @@ class LipmWalk:
             player.advance(dt)
         expected, expected_vel = player.expected()
         foot_q, measured = self._measure(sensors, player.phase.support)
-        self.feedback.observe(sensors.time, player.phase.support, *self._com_heading, float(sensors.fused[2]))
+        self.feedback.observe(sensors.time, player.phase.support, *self._torso_heading, float(sensors.fused[2]))
         player.command = self.feedback.planned(self.command)
         filtered, filtered_vel = self._observer.update(expected, expected_vel, measured, dt)
         corrected = player.correct(filtered, filtered_vel) if p.correction else False
         self.diagnostics = Diagnostics(sensors.time, player.phase.support, player.phase_count, foot_q,
                                        expected, measured, filtered, filtered_vel, corrected)
-        target_player = player.advanced(p.delay) if p.predict_delay else player
-        return self._targets(target_player.target(p.lift_height))
+        return self._targets(player.target(p.lift_height, p.delay if p.predict_delay else 0.0))
 
     # ------------------------------------------------------------------ measurement
     def _measure(self, sensors: Sensors, support: int) -> tuple[list[float], list[float]]:
@@ -199,10 +198,11 @@ class LipmWalk:
         t1 = (s * r00 + c * r10, s * r01 + c * r11, s * r02 + c * r12)
         u = (cx - fx, cy - fy, cz - fz)
         v = (dot(t0, u), dot(t1, u))
-        w = (cx - ox, cy - oy, cz - oz)
-        o = (dot(t0, w), dot(t1, w))
-        # the CoM relative to the left and the right sole in the torso's (fused) heading frame
-        self._com_heading = (v, o) if support >= 0 else (o, v)
+        # for the odometry: the torso origin relative to the left and the right sole in the torso's
+        # (fused) heading frame
+        a, b = (-fx, -fy, -fz), (-ox, -oy, -oz)
+        a, b = (dot(t0, a), dot(t1, a)), (dot(t0, b), dot(t1, b))
+        self._torso_heading = (a, b) if support >= 0 else (b, a)
         foot_x = (m[0], m[3], m[6])  # the sole's x axis
         yaw_f = math.atan2(dot(t1, foot_x), dot(t0, foot_x))
         c, s = math.cos(-yaw_f), math.sin(-yaw_f)
@@ -216,18 +216,22 @@ class LipmWalk:
         p = self.params
         kin = self.kin
         roll = -posture.support * p.step_roll * math.sin(math.pi * posture.ratio)
-        torso = matmul(matmul(zyx_matrix(posture.torso_yaw, 0.0, 0.0), zyx_matrix(0.0, 0.0, roll)),
-                       zyx_matrix(0.0, p.body_tilt, 0.0))
+        torso = zxy_matrix(posture.torso_yaw, roll, p.body_tilt)
         kin.fk(self._joints)
         model_com = kin.data.subtree_com[kin.torso_id].tolist()
         placed = matvec(torso, model_com)
         torso_pos = (posture.com_xy[0] - placed[0], posture.com_xy[1] - placed[1], p.com_height - placed[2])
         goals = []
         balance = p.gyro_balance * self._gyro_y if self._walking else 0.0
+        (t00, t01, t02), (t10, t11, t12), (t20, t21, t22) = torso
         for side, foot in ((1, posture.left), (-1, posture.right)):
             goals.append(tmatvec(torso, (foot[0] - torso_pos[0], foot[1] - torso_pos[1], foot[2] - torso_pos[2])))
-            goals.append(tmatmul(torso, zyx_matrix(foot[3], balance if side == posture.support else 0.0, 0.0)))
-        angles, _ = kin.legs_ik_values(*goals, polish=False)  # Wolfgang: < 0.5 µm without the polish
+            # torsoᵀ Rz(yaw) Ry(pitch)
+            (a, b, c), (d, e, f), (g, h, i) = zyx_matrix(foot[3], balance if side == posture.support else 0.0, 0.0)
+            goals.append(((t00 * a + t10 * d + t20 * g, t00 * b + t10 * e + t20 * h, t00 * c + t10 * f + t20 * i),
+                          (t01 * a + t11 * d + t21 * g, t01 * b + t11 * e + t21 * h, t01 * c + t11 * f + t21 * i),
+                          (t02 * a + t12 * d + t22 * g, t02 * b + t12 * e + t22 * h, t02 * c + t12 * f + t22 * i)))
+        angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True)  # Wolfgang: < 0.5 µm without the polish
         self._joints[kin.legs_joint_index] = angles
         return self._joints[self._actuated]
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from upright.baselines.walk import pendulum
 
@@ -57,6 +58,10 @@ class PlayerParams:
     #: A correction that would make the phase last longer than this multiple of the nominal phase
     #: (step_duration / 2) is not adopted.
     max_phase_scale: float = 1.5
+    #: Largest change of the velocity the steps are planned for, per phase (m/s, m/s, rad/s): the
+    #: walk ramps up to a new command (B-Human 2013 limits the step size change, speedMaxChange).
+    #: None: no ramp.
+    max_acceleration: tuple[float, float, float] | None = None
 
     @property
     def k(self) -> float:
@@ -99,8 +104,7 @@ class Phase:
                 [x0[0] * k * s + v0[0] * c, x0[1] * k * s + v0[1] * c])
 
 
-@dataclass(frozen=True)
-class GaitTarget:
+class GaitTarget(NamedTuple):
     """Where the walk wants the body at one instant, in the phase frame ``Q`` (m, rad)."""
 
     support: int
@@ -129,6 +133,8 @@ class PendulumPlayer:
         self.p = params
         self.k = params.k
         self.command = (0.0, 0.0, 0.0)
+        #: The velocity the steps are planned for: the command, ramped per phase (``max_acceleration``).
+        self.speed = (0.0, 0.0, 0.0)
         self.phase: Phase | None = None
         self.t = 0.0
         #: Next phase: (support, r̄, x̄0, v̄0, t̄b).
@@ -147,6 +153,8 @@ class PendulumPlayer:
         self._first_support = first_support
         self.t = 0.0
         self.phase_count = 0
+        self.speed = (0.0, 0.0, 0.0)
+        self._ramp()
         self._plan(self.phase, 0.0)
 
     def _next_support(self, phase: Phase) -> int:
@@ -158,7 +166,7 @@ class PendulumPlayer:
         duration (which changes with every correction)."""
         if phase.support == 0:
             return [0.0, 0.0, 0.0]
-        vx, vy, wz = (float(c) for c in self.command)
+        vx, vy, wz = self.speed
         p = self.p
         cycle = p.step_duration
         swing = -phase.support
@@ -179,7 +187,7 @@ class PendulumPlayer:
         desired = self._desired_step(phase)
         te, tb_next = pendulum.switch_times(phase.x0[1], phase.r[1], k, x0y_next, r_next[1], k, desired[1], t)
         if phase.support != 0:  # the CoM covers the sagittal step in this phase's duration
-            desired[0] = _clip(float(self.command[0]) * (te - phase.tb), -p.max_step_backward, p.max_step_forward)
+            desired[0] = _clip(self.speed[0] * (te - phase.tb), -p.max_step_backward, p.max_step_forward)
         pos, vel = phase.com(t, k)
         r, x0, v0, v0_next = pendulum.connect(k, t, pos[0], vel[0], te, k, tb_next, desired[0], r_next[0])
         step_x = desired[0]
@@ -208,7 +216,17 @@ class PendulumPlayer:
         self.phase = Phase(support, r[:], x0[:], v0[:], tb, swing_start=swing_start)
         self.t = tb + (self.t - old.te)
         self.phase_count += 1
+        self._ramp()
         self._plan(self.phase, self.phase.tb)
+
+    def _ramp(self) -> None:
+        """A new phase: the planned velocity moves towards the command by at most ``max_acceleration``."""
+        command = tuple(float(c) for c in self.command)
+        limit = self.p.max_acceleration
+        if limit is None:
+            self.speed = command
+        else:
+            self.speed = tuple(s + _clip(c - s, -a, a) for s, c, a in zip(self.speed, command, limit))
 
     def advance(self, dt: float) -> None:
         """Move on by ``dt`` (s), switching the support leg when the phase ends."""
@@ -271,12 +289,19 @@ class PendulumPlayer:
         return pendulum.propagate_scalar(x_rel, v, self.k, -t)
 
     # ------------------------------------------------------------------ gait target
-    def target(self, lift_height: float) -> GaitTarget:
-        """The gait target now: CoM (x, y), feet and torso yaw in ``Q``; the swing foot moves along a
-        cosine blend and lifts by ``lift_height`` (m) at mid-phase."""
+    def target(self, lift_height: float, ahead: float = 0.0) -> GaitTarget:
+        """The gait target now, or ``ahead`` s from now (the prediction over the delay, equation 21:
+        in the phase frame of that time, :meth:`advanced`): CoM (x, y), feet and torso yaw in ``Q``;
+        the swing foot moves along a cosine blend and lifts by ``lift_height`` (m) at mid-phase."""
+        if ahead > 0.0:
+            t = self.t + ahead
+            if t >= self.phase.te:  # into the next phase: the player has to switch
+                return self.advanced(ahead).target(lift_height)
+        else:
+            t = self.t
         phase = self.phase
-        com, _ = self.expected()
-        ratio = _clip((self.t - phase.tb) / max(phase.te - phase.tb, 1e-6), 0.0, 1.0)
+        com, _ = phase.com(t, self.k)
+        ratio = _clip((t - phase.tb) / max(phase.te - phase.tb, 1e-6), 0.0, 1.0)
         w = self.p.foot_y
         if phase.support == 0:
             return GaitTarget(0, com, 0.0, (0.0, w, 0.0, 0.0), (0.0, -w, 0.0, 0.0), ratio)

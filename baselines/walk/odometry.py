@@ -8,10 +8,11 @@ velocity follows the command (per axis: forward, sideways, turning).
 
 What a step made is measured from the robot's own sensors, the way a robot's odometry does (legged
 odometry, e.g. B-Human's from the leg kinematics): during a step the support foot stands still on
-the ground, so the motion of the CoM relative to the support foot — joint angles through the
-robot's model, turned into the gravity frame by the IMU — is the robot's motion over the ground.
-Per step: the displacement of the CoM relative to the support foot's position from the step's
-first cycle to its last, in the IMU's yaw frame (not the foot's: a foot spins a little on the
+the ground, so the motion of the torso relative to the support foot — joint angles through the
+robot's model, turned into the gravity frame by the IMU — is the robot's motion over the ground
+(the torso's, as the walk environments measure the velocity: a torso a few cm from the turning
+centre moves sideways while the robot turns, its CoM less). Per step: the displacement of the
+torso relative to the support foot's position from the step's first cycle to its last, in the IMU's yaw frame (not the foot's: a foot spins a little on the
 ground when the robot turns), turned into the torso's heading at mid-step and scaled by ``scale``
 (the support foot slips back a little as it pushes: B-Human's odometryScale, calibrated per
 robot), and the turn of the IMU's yaw over the step (B-Human, too, takes odometry rotation from
@@ -84,7 +85,7 @@ class SpeedFeedback:
 
     def observe(self, time: float, support: int, left: tuple[float, float], right: tuple[float, float],
                 yaw: float) -> None:
-        """One cycle: ``support`` the current support foot (+1 left, −1 right, 0 both), the CoM
+        """One cycle: ``support`` the current support foot (+1 left, −1 right, 0 both), the torso
         (m, x and y) relative to the ``left`` and to the ``right`` sole in the torso's heading frame
         (gravity-aligned, turned by the torso's yaw) and that yaw (rad, from the IMU). A change of
         ``support`` ends a step, measured up to this cycle against the old support foot (so the

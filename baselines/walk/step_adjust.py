@@ -331,8 +331,8 @@ class StepAdjustWalk:
         kin = self.kin
         kin.fk(sensors.joint_pos)  # the measured posture: CoM and support sole below
         com_x = self._measured_com(sensors)
-        self.feedback.observe(self._time, 1 if su == "left" else -1, self._com_heading["left"],
-                              self._com_heading["right"], self._heading)
+        self.feedback.observe(self._time, 1 if su == "left" else -1, self._torso_heading["left"],
+                              self._torso_heading["right"], self._heading)
         if p.swing_leveling:
             # the measured support-sole pitch, read before the private model moves on
             measured = _pitch_of_flat(kin.data.site_xmat[self._sole_ids[su]])
@@ -368,17 +368,30 @@ class StepAdjustWalk:
 
     def _com_offset(self, sensors: Sensors, side: str) -> tuple[float, float, float]:
         """:meth:`com_offset` for the posture already in the private model (:meth:`Kinematics.fk`)."""
+        return self._com_offsets(sensors)[side]
+
+    def _com_offsets(self, sensors: Sensors) -> dict[str, tuple[float, float, float]]:
+        """:meth:`com_offset` of both soles for the posture already in the private model; sets
+        ``_heading``, the torso's yaw (rad) that was removed."""
         d = self.kin.data
-        sx, sy, sz = d.site_xpos[self._sole_ids[side]].tolist()
         cx, cy, cz = d.subtree_com[self.kin.torso_id].tolist()
-        v = (cx - sx, cy - sy, cz - sz)
         (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = quat_matrix(sensors.quat)
         # the torso's x axis in the world gives the heading (the yaw of the ZYX Euler angles)
         yaw = self._heading = math.atan2(r10, r00)
         c, s = math.cos(yaw), math.sin(yaw)
-        wx = r00 * v[0] + r01 * v[1] + r02 * v[2]
-        wy = r10 * v[0] + r11 * v[1] + r12 * v[2]
-        return (c * wx + s * wy, -s * wx + c * wy, r20 * v[0] + r21 * v[1] + r22 * v[2])
+        out, torso = {}, {}
+        for side in SIDES:
+            sx, sy, sz = d.site_xpos[self._sole_ids[side]].tolist()
+            v = (cx - sx, cy - sy, cz - sz)
+            wx = r00 * v[0] + r01 * v[1] + r02 * v[2]
+            wy = r10 * v[0] + r11 * v[1] + r12 * v[2]
+            out[side] = (c * wx + s * wy, -s * wx + c * wy, r20 * v[0] + r21 * v[1] + r22 * v[2])
+            # the torso origin relative to the sole in the heading frame, for the odometry
+            wx = -(r00 * sx + r01 * sy + r02 * sz)
+            wy = -(r10 * sx + r11 * sy + r12 * sz)
+            torso[side] = (c * wx + s * wy, -s * wx + c * wy)
+        self._torso_heading = torso
+        return out
 
     def stance_targets(self, shift: np.ndarray) -> np.ndarray:
         """Joint targets (actuator order) of the walking posture with both feet standing and
@@ -391,9 +404,8 @@ class StepAdjustWalk:
         """CoM x (m) relative to the support sole origin (:meth:`com_offset`, of the posture in the
         private model), predicted over the actuation delay."""
         p = self.params
-        x, _, height = self._com_offset(sensors, self._support)
-        other = self._com_offset(sensors, self._swing)
-        self._com_heading = {self._support: (x, _), self._swing: (other[0], other[1])}
+        offsets = self._com_offsets(sensors)
+        x, _, height = offsets[self._support]
         if self._com_prev is not None:
             v = (x - self._com_prev) / self.robot.control_period
             self._com_velocity = p.com_velocity_lowpass * self._com_velocity + (1 - p.com_velocity_lowpass) * v
@@ -449,7 +461,7 @@ class StepAdjustWalk:
             goals.append((ct * x - st * z, y, st * x + ct * z))
             goals.append(((ct * a - st * g, ct * b - st * h, ct * e - st * i), row,
                           (st * a + ct * g, st * b + ct * h, st * e + ct * i)))
-        angles, _ = self.kin.legs_ik_values(*goals, polish=False)  # Wolfgang: < 0.5 µm without the polish
+        angles, _ = self.kin.legs_ik_values(*goals, polish=False, quick_mean=True)  # Wolfgang: < 0.5 µm without the polish
         joints = self._standing.copy()
         joints[self.kin.legs_joint_index] = angles
         return joints
