@@ -83,7 +83,7 @@ def _smoothstep(x: float) -> float:
     return x * x * (3.0 - 2.0 * x)
 
 
-@dataclass
+@dataclass(slots=True)
 class Diagnostics:
     """The observer's view of the last cycle, in the phase frame ``Q`` (m, m/s)."""
 
@@ -108,11 +108,17 @@ class LipmWalk:
         self.kin = Kinematics(self.robot)
         self._sole_ids = [self.kin.site_id(site) for site in self.robot.sole_sites]
         self._actuated = np.array(self.robot.actuated_joint_index)
+        self._all_actuated = bool(np.array_equal(self._actuated, np.arange(len(self.robot.joint_names))))
         self.command = np.zeros(3)
         self.status = "waiting"
-        self.diagnostics = Diagnostics()
+        self._diagnostics: tuple | None = None
         self._player: PendulumPlayer | None = None
         self._observer: ComObserver | None = None
+
+    @property
+    def diagnostics(self) -> Diagnostics:
+        """The observer's view of the last cycle (built when asked for)."""
+        return Diagnostics(*self._diagnostics) if self._diagnostics is not None else Diagnostics()
 
     def set_command(self, command: np.ndarray) -> None:
         """Velocity command (vx m/s, vy m/s, yaw rate rad/s); applied from the next phase on."""
@@ -143,7 +149,7 @@ class LipmWalk:
         self.feedback = SpeedFeedback(p.feedback)
         self._gyro_y = 0.0
         self._walking = False
-        self.diagnostics = Diagnostics()
+        self._diagnostics: tuple | None = None
         self.status = "working"
 
     def step(self, sensors: Sensors) -> np.ndarray:
@@ -173,8 +179,8 @@ class LipmWalk:
         player.command = self.feedback.planned(self.command)
         filtered, filtered_vel = self._observer.update(expected, expected_vel, measured, dt)
         corrected = player.correct(filtered, filtered_vel) if p.correction else False
-        self.diagnostics = Diagnostics(sensors.time, player.phase.support, player.phase_count, foot_q,
-                                       expected, measured, filtered, filtered_vel, corrected)
+        self._diagnostics = (sensors.time, player.phase.support, player.phase_count, foot_q, expected, measured,
+                             filtered, filtered_vel, corrected)
         return self._targets(player.target(p.lift_height, p.delay if p.predict_delay else 0.0))
 
     # ------------------------------------------------------------------ measurement
@@ -233,7 +239,7 @@ class LipmWalk:
                           (t02 * a + t12 * d + t22 * g, t02 * b + t12 * e + t22 * h, t02 * c + t12 * f + t22 * i)))
         angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True)  # Wolfgang: < 0.5 µm without the polish
         self._joints[kin.legs_joint_index] = angles
-        return self._joints[self._actuated]
+        return self._joints.copy() if self._all_actuated else self._joints[self._actuated]
 
 
 register_controller("lipm", LipmWalk, LipmParams.load, robots=("nao", "wolfgang"), task="walk")

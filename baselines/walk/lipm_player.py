@@ -74,7 +74,7 @@ class PlayerParams:
         return self.ref_y / math.cosh(self.k * self.step_duration / 4.0)
 
 
-@dataclass
+@dataclass(slots=True)
 class Phase:
     """One single-support phase (or the start phase). Vectors are ``[x, y]`` lists in its frame ``Q``."""
 
@@ -132,6 +132,7 @@ class PendulumPlayer:
     def __init__(self, params: PlayerParams) -> None:
         self.p = params
         self.k = params.k
+        self._apex_y = params.apex_y
         self.command = (0.0, 0.0, 0.0)
         #: The velocity the steps are planned for: the command, ramped per phase (``max_acceleration``).
         self.speed = (0.0, 0.0, 0.0)
@@ -170,10 +171,10 @@ class PendulumPlayer:
         p = self.p
         cycle = p.step_duration
         swing = -phase.support
-        sx = _clip(vx * cycle / 2.0, -p.max_step_backward, p.max_step_forward)
+        sx = min(max(vx * cycle / 2.0, -p.max_step_backward), p.max_step_forward)
         # Sideways and turning: the foot on the side of the motion leads, the other one closes up.
-        sy = _clip(vy * cycle, -p.max_step_sideways, p.max_step_sideways) if vy * swing > 0 else 0.0
-        turn = _clip(wz * cycle, -p.max_turn, p.max_turn) if wz * swing > 0 else 0.0
+        sy = min(max(vy * cycle, -p.max_step_sideways), p.max_step_sideways) if vy * swing > 0 else 0.0
+        turn = min(max(wz * cycle, -p.max_turn), p.max_turn) if wz * swing > 0 else 0.0
         return [sx, sy, turn]
 
     def _plan(self, phase: Phase, t: float, cap: float | None = None) -> None:
@@ -183,11 +184,11 @@ class PendulumPlayer:
         p, k = self.p, self.k
         support_next = self._next_support(phase)
         r_next = [p.ref_x, support_next * p.ref_y]
-        x0y_next = -support_next * p.apex_y
+        x0y_next = -support_next * self._apex_y
         desired = self._desired_step(phase)
         te, tb_next = pendulum.switch_times(phase.x0[1], phase.r[1], k, x0y_next, r_next[1], k, desired[1], t)
         if phase.support != 0:  # the CoM covers the sagittal step in this phase's duration
-            desired[0] = _clip(self.speed[0] * (te - phase.tb), -p.max_step_backward, p.max_step_forward)
+            desired[0] = min(max(self.speed[0] * (te - phase.tb), -p.max_step_backward), p.max_step_forward)
         pos, vel = phase.com(t, k)
         r, x0, v0, v0_next = pendulum.connect(k, t, pos[0], vel[0], te, k, tb_next, desired[0], r_next[0])
         step_x = desired[0]
