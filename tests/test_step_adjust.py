@@ -279,3 +279,11 @@ def test_step_adjust_tracks_its_command_with_the_feedback_and_not_without(robot)
     assert abs(on[axis] - command[axis]) <= 0.1 * abs(command[axis])
     assert np.abs(on[:2] - command[:2]).max() < 0.02
     assert np.abs(off - command).max() > np.abs(on - command).max()
+
+
+def test_com_prediction_copes_with_a_com_below_the_sole():
+    """Found by the soak: a residual tipped Wolfgang over its raised support leg, the CoM came out
+    below the sole and the prediction raised; now it carries the CoM on at its velocity."""
+    assert predict_com(0.2, 0.1, -0.05, 0.1, -0.006, 0.036) == pytest.approx(0.2 + 0.1 * 0.036)
+    assert predict_com(0.2, 0.1, -0.05, 0.1, 0.0, 0.036) == pytest.approx(0.2 + 0.1 * 0.036)
+    assert predict_com(0.2, 0.1, -0.05, 0.1, 0.26, 0.036) > 0.2 + 0.1 * 0.036  # beyond the edge: it tips

@@ -76,3 +76,40 @@ def test_calibration_measures_the_support_rectangle_in_the_parameters(tmp_path):
     assert round(data["support_back"], 4) == params.support_back
     assert round(data["support_front"], 4) == params.support_front
     assert data["support_left"] > 0.0 > data["support_right"]
+
+
+def test_tracked_axes_follow_the_rule():
+    from upright.eval.experiments.walk import tracked
+
+    floor, drift = (0.01, 0.01, 0.02), (0.02, 0.02, 0.05)
+    # 10 % of a commanded axis, the floor for a slow one, the drift bound for one not commanded
+    assert tracked((0.25, 0.0, 0.0), (0.23, 0.015, -0.04), False, 0.1, floor, drift) == [True, True, True]
+    assert tracked((0.25, 0.0, 0.0), (0.22, 0.025, 0.06), False, 0.1, floor, drift) == [False, False, False]
+    assert tracked((0.05, 0.0, 0.0), (0.041, 0.0, 0.0), False, 0.1, floor, drift) == [True, True, True]
+    assert tracked((0.0, 0.0, 0.5), (0.0, 0.0, 0.44), False, 0.1, floor, drift) == [True, True, False]
+    # a fall or no measurement fails every axis
+    assert tracked((0.1, 0.0, 0.0), (0.1, 0.0, 0.0), True, 0.1, floor, drift) == [False, False, False]
+    assert tracked((0.1, 0.0, 0.0), None, False, 0.1, floor, drift) == [False, False, False]
+
+
+def test_tracking_protocol_measures_every_cell_and_counts_the_passes(tmp_path):
+    run_experiment("walk-tracking", tmp_path, episodes=1, progress=False,
+                   settings={"policies": "step_adjust", "robots": "nao", "conditions": "lab", "seconds": 1.0})
+    data = _data(tmp_path)
+    from upright.eval.experiments.walk import DATA
+
+    assert len(data["rows"]) == len(DATA["tracking"]["commands"])
+    assert data["summary"] == [{"policy": "step_adjust", "robot": "nao", "conditions": "lab",
+                                "passed": [sum(r["ok"] for r in data["rows"]), len(data["rows"])]}]
+    # 1 s: the walk is still in its start posture, nothing is tracked yet
+    assert not any(r["ok"] for r in data["rows"])
+    assert "| step_adjust | nao | lab |" in (tmp_path / "results.md").read_text()
+
+
+def test_speed_table_runs_each_walk_with_its_raised_caps(tmp_path):
+    run_experiment("walk-speed-table", tmp_path, episodes=1, progress=False,
+                   settings={"policies": "lipm", "robots": "nao", "directions": "backward", "seconds": 1.0})
+    ladder = _data(tmp_path)["ladders"]["lipm/nao/backward"]
+    assert ladder["params"]["player.max_step_backward"] == 0.16
+    assert ladder["highest_command"] == 0.6 and ladder["fell_at"] == []  # 1 s: no fall yet
+    assert "| lipm | nao | backward | 0.600 m/s |" in (tmp_path / "results.md").read_text()

@@ -45,7 +45,7 @@ import mujoco
 import numpy as np
 
 from upright.baselines.kinematics.forward import (GEOMETRY_TOL, LIMIT_TOL, SIDES, ForwardKinematics, chain_data,
-                                                  check_side, closest_points, pose_error, solve_spd)
+                                                  check_side, closest_points, solve_spd)
 from upright.baselines.kinematics.vectors import (Mat, Vec, add, angle_about, cross, dot, matvec, pose_error_floats, rotate,
                                                   solve_cos_sin, tmatvec, vec, wrap)
 from upright.envs.robots import RobotSpec

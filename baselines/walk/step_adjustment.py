@@ -74,9 +74,12 @@ def predict_com(x: float, v: float, support_back: float, support_front: float, h
     ``[support_back, support_front]`` (m) that the CoM is beyond; inside the rectangle it is
     statically stable (no tipping torque) and the CoM moves on at its measured velocity. Beyond
     it, the closed-form pendulum of :func:`upright.baselines.walk.pendulum.propagate` with the pivot at
-    the edge and the pendulum ``height`` (m, > 0)."""
+    the edge and the pendulum ``height`` (m); with ``height <= 0`` (CoM not above the sole) the
+    velocity alone."""
     pivot = min(max(x, support_back), support_front)
-    if pivot == x:
+    if pivot == x or not height > 0.0:
+        # inside the rectangle; or the CoM is not above the sole (the robot lies tipped over its
+        # raised support leg, e.g. pushed by a residual): no pendulum to tip about, the CoM moves on
         return x + v * horizon
     k = omega(height)
     return pivot + ((x - pivot) * math.cosh(k * horizon) + v * math.sinh(k * horizon) / k)
