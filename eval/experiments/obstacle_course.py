@@ -204,7 +204,8 @@ class FallsPerObstacle(Observer):
 
 def run_column(ctx: ExperimentContext, configuration: str, speed: float, runs: int) -> list[dict[str, Any]]:
     """``runs`` robots (seeds ``ctx.seed`` + i) crossing the course at ``speed`` (m/s) with the
-    walk in ``configuration``; the ``--set params.*`` overrides apply under the configuration's
+    walk in ``configuration``; the protocol's ``params`` (``obstacle_course.yaml``: the paper's walk,
+    without our speed feedback) and the ``--set params.*`` overrides apply under the configuration's
     switches. One dict per run: configuration, speed, seed, params, falls (the fall log),
     reached_end, seconds."""
     try:
@@ -212,7 +213,8 @@ def run_column(ctx: ExperimentContext, configuration: str, speed: float, runs: i
     except KeyError:
         raise ValueError(f"unknown configuration {configuration!r}; valid: {', '.join(CONFIGURATIONS)}") from None
     overrides = split_settings(ctx.settings)[1]
-    policy = CourseWalker(DATA["controller"], params={**overrides, "step_adjustment": wsa, "swing_leveling": sfl},
+    params = {**DATA.get("params", {}), **overrides, "step_adjustment": wsa, "swing_leveling": sfl}
+    policy = CourseWalker(DATA["controller"], params=params,
                           label=f"{DATA['controller']} {configuration}")
     env_kwargs = {"command": (speed, 0.0, 0.0), "conditions": course_conditions(), "max_episode_seconds": math.inf}
     run = ctx.run(env_id(DATA["robot"], "walk"), policy, env_kwargs, runs, observers=[FallsPerObstacle()],
