@@ -1,8 +1,11 @@
-"""The main job's report: a short evaluation of every available policy on the four environments,
-model summaries, pictures, standing/lying checks and the benchmark.
+"""The main job's report: it opens with one comparison table, every available policy (baselines,
+shipped residuals, ``zero``/``random``/``hold``) on the four environments and each shipped policy
+beside its prior where it was trained (:mod:`upright.eval.comparison`), then the success-rate,
+learning-curve and walk-tracking PNGs, model summaries, pictures, standing/lying checks and the
+benchmark.
 
 Writes ``OUT/report.md`` (human-readable), ``OUT/report.json`` (numbers), ``OUT/*.png`` and one
-``OUT/eval/<env>-<policy>/results.json`` per evaluation. Baselines appear here as they register.
+``OUT/eval/<nn>-<env>-<policy>/results.json`` per evaluation.
 """
 
 from __future__ import annotations
@@ -22,37 +25,33 @@ from upright.eval.pictures import render_pose
 from upright.eval.robot_info import robot_info
 from upright.envs.registration import ENVIRONMENTS
 
-#: Episodes per (environment, policy) in the main job's short evaluation, and their settings.
+#: Episodes per cell of the main job's short evaluation (the full numbers: ``upright experiment``).
 REPORT_EPISODES = 8
-GETUP_SETTINGS = {"start": "random", "conditions": "lab"}
-WALK_SETTINGS = {"command": (0.2, 0.0, 0.0), "conditions": "lab", "max_episode_seconds": 10.0}
 
 
 def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2) -> list[dict[str, object]]:
-    """Evaluate every policy that applies to each environment; write one results folder each."""
-    from upright.eval.results import aggregate, markdown_table, write_results
+    """Run every cell of :func:`~upright.eval.comparison.comparison_cells` (seeds 0..episodes-1),
+    writing ``out/eval/<nn>-<env>-<policy>/results.json`` each; return the aggregates. A baseline
+    that does not fit an environment's robot or task is skipped with a line saying so."""
+    from upright.eval.comparison import comparison_cells
+    from upright.eval.results import aggregate, write_results
     from upright.eval.runner import run_episodes
     from upright.policies.registry import policy_names
-    from upright.policies.run import run_env_id, run_env_kwargs
 
-    summaries = []
-    for env_id in ENVIRONMENTS:
-        settings = WALK_SETTINGS if ENVIRONMENTS[env_id].task == "walk" else GETUP_SETTINGS
-        for policy in policy_names():
-            if run_env_id(policy) not in (None, env_id):  # a shipped policy: on its own environment only
-                continue
-            kwargs = {**run_env_kwargs(policy), **settings}  # with its prior and residual scale
-            try:
-                run = run_episodes(env_id, policy, episodes, env_kwargs=kwargs, seed=0, workers=workers)
-            except ValueError as error:  # a baseline that does not support this robot or task
-                print(f"skipped {policy} on {env_id}: {error}")
-                continue
-            result = aggregate(run)
-            write_results(result, out / "eval" / f"{env_id.split('/')[-1]}-{policy}")
-            summaries.append({"env": env_id, "policy": policy, "table": markdown_table(result), "result": result})
-            if run.interrupted:
-                return summaries
-    return summaries
+    results = []
+    tasks = {env_id: spec.task for env_id, spec in ENVIRONMENTS.items()}
+    for i, (env_id, policy, kwargs) in enumerate(comparison_cells(list(ENVIRONMENTS), tasks, policy_names())):
+        try:
+            run = run_episodes(env_id, policy, episodes, env_kwargs=kwargs, seed=0, workers=workers)
+        except ValueError as error:  # a baseline that does not support this robot or task
+            print(f"skipped {policy} on {env_id}: {error}")
+            continue
+        result = aggregate(run)
+        write_results(result, out / "eval" / f"{i:02d}-{env_id.split('/')[-1]}-{policy.replace(':', '-')}")
+        results.append(result)
+        if run.interrupted:
+            break
+    return results
 
 
 def hold_check(robot: str, pose: str, seconds: float, height_offset: float = 0.0, seed: int = 0) -> dict[str, float]:
@@ -83,14 +82,18 @@ def write_report(out: Path, bench_steps: int = 400, episodes: int = REPORT_EPISO
     """Evaluate the policies, run the checks, render the pictures and the benchmark; write the
     report files to ``out``."""
     out.mkdir(parents=True, exist_ok=True)
+    from upright.eval.comparison import comparison_table, plot_rates, plot_walk_tracking
+    from upright.eval.experiments.residuals import draw_learning_curves
+
     results: dict[str, object] = {"robots": {}}
-    md = ["# upright report", "", "## Evaluation", "",
-          f"{episodes} episodes per environment and policy, seeds 0..{episodes - 1}; get-up: {GETUP_SETTINGS}, "
-          f"walk: {WALK_SETTINGS}. Per-run files under `eval/`.", ""]
     evaluations = evaluate_all(out, episodes)
-    results["evaluations"] = [e["result"] for e in evaluations]
-    for e in evaluations:
-        md += [str(e["table"]), ""]
+    results["evaluations"] = evaluations
+    table = comparison_table(evaluations, f"{episodes} episodes per row, seeds 0..{episodes - 1}: a short look; "
+                             "the full numbers come from `upright experiment` (e.g. `trained-residuals`, 200 "
+                             "held-out episodes per row). Per-run files under `eval/`.")
+    plots = [plot_rates(evaluations, out / "rates.png"), plot_walk_tracking(evaluations, out / "walk_tracking.png"),
+             *draw_learning_curves(out)]
+    md = ["# upright report", "", table.markdown(), *[f"![{p.stem}]({p.name})" for p in plots], ""]
     pictures_note = None
     for name in ROBOT_NAMES:
         robot = get_robot(name)

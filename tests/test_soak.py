@@ -87,7 +87,6 @@ SOAK_EXCEPTION = {"env": "upright/WolfgangWalk-v0", "conditions": "lab", "start"
                   "seed": 359000012, "cap": 47620}
 
 
-@pytest.mark.xfail(reason="step_adjust raises when the CoM is below its support sole (baselines/walk, reported)")
 def test_the_soaks_step_adjust_episode_runs_without_an_exception():
     record = replay(SOAK_EXCEPTION)
     assert record["exception"] is None, record["exception"]

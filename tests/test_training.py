@@ -203,3 +203,64 @@ def test_critic_warmup_freezes_the_actor(tmp_path, warmup, frozen):
     policy = PPO.load(run_dir / "model.zip", device="cpu").policy
     assert bool((policy.action_net.weight == 0).all()) is frozen  # zero-initialised, changed only by learning
     assert bool((policy.log_std == -2.5).all()) is frozen  # log_std_init of WolfgangGetUp:spline in ppo.yml
+
+
+def test_trained_residuals_protocol_runs_residual_and_prior_on_held_out_seeds(run_dir, tmp_path, monkeypatch):
+    """``upright experiment trained-residuals`` on a shipped (tiny) Wolfgang residual: every cell
+    for the residual and for its prior alone, on seeds from 3000000000 (disjoint from training's
+    [0, 2^31) and selection's 1000000+); the prior rows are exactly the spline's own episodes; a
+    second run with --resume reads every cell back instead of running it."""
+    import json
+
+    zoo = tmp_path / "zoo"
+    name = "wolfgang-getup-residual-spline"
+    assert main(["ship", str(run_dir), "--name", name, "--zoo", str(zoo)]) == 0
+    monkeypatch.setenv("UPRIGHT_ZOO", str(zoo))
+    out = tmp_path / "residuals"
+    args = ["experiment", "trained-residuals", "--episodes", "2", "--set", f"only={name}", "--out", str(out)]
+    assert main(args) == 0
+    rows = json.loads((out / "results.json").read_text())["tables"][0]["rows"]
+    assert [(r["runs"], r["cell"]) for r in rows] == [
+        (runs, cell) for cell in ("target", "lab", "turf") for runs in ("residual", "prior (spline)")]
+    target = json.loads((out / name / "target-prior" / "results.json").read_text())
+    assert target["seed"] == 3_000_000_000 and target["episodes"] == 2 and "prior" not in target["env_kwargs"]
+    lab = json.loads((out / name / "lab-residual" / "results.json").read_text())
+    assert lab["policy"] == f"zoo:{name}" and lab["episodes"] == 1 and lab["env_kwargs"]["prior"] == "spline"
+    alone = run_episodes(ENV, "spline", 2, env_kwargs={**SHORT, "conditions": "thesis", "start": "random"},
+                         seed=3_000_000_000, progress=False)
+    assert [{k: v for k, v in r.items() if k != "episode"} for r in target["episodes_data"]] == _records(alone)
+    written = {p: p.stat().st_mtime_ns for p in out.glob(f"{name}/*/results.json")}
+    assert len(written) == 6
+    assert main([*args, "--resume"]) == 0
+    assert {p: p.stat().st_mtime_ns for p in out.glob(f"{name}/*/results.json")} == written
+    assert main([*args[:3], "3", *args[4:], "--resume"]) == 0  # another episode count: run again
+    prior_file = out / name / "target-prior" / "results.json"
+    assert prior_file.stat().st_mtime_ns != written[prior_file]
+
+
+def test_report_comparison_puts_a_shipped_residual_beside_its_prior(run_dir, tmp_path, monkeypatch):
+    """The report's cells: every policy in the standard settings (a shipped one on its own
+    environment only), then the shipped residual and its prior alone where it was trained; the
+    table rows and the two PNGs come from real runs."""
+    from upright.eval.comparison import (GETUP_SETTINGS, comparison_cells, comparison_table, plot_rates,
+                                         plot_walk_tracking)
+    from upright.eval.results import aggregate
+
+    zoo = tmp_path / "zoo"
+    assert main(["ship", str(run_dir), "--name", "tiny", "--zoo", str(zoo)]) == 0
+    monkeypatch.setenv("UPRIGHT_ZOO", str(zoo))
+    walk = "upright/NaoWalk-v0"
+    cells = comparison_cells([ENV, walk], {ENV: "getup", walk: "walk"}, ["spline", "step_adjust", "zoo:tiny"])
+    assert [(env, policy) for env, policy, _ in cells] == [
+        (ENV, "spline"), (ENV, "step_adjust"), (ENV, "zoo:tiny"), (walk, "spline"), (walk, "step_adjust"),
+        (ENV, "zoo:tiny"), (ENV, "spline")]
+    assert cells[2][2] == {**SHORT, "prior": "spline", **GETUP_SETTINGS}
+    assert cells[-2][2] == run_env_kwargs("zoo:tiny") and cells[-1][2] == SHORT  # trained in the defaults
+    results = [aggregate(run_episodes(env, policy, 2, env_kwargs={**kwargs, "max_episode_seconds": 1.0},
+                                      progress=False)) for env, policy, kwargs in (cells[0], cells[4], cells[5])]
+    table = comparison_table(results)
+    assert [row["policy"] for row in table.rows] == ["spline", "step_adjust", "zoo:tiny"]
+    assert table.rows[0]["success"] == (results[0]["successes"], 2) and "velocity" not in table.rows[0]
+    assert table.rows[1]["velocity"] == results[1]["mean_velocity"] and table.rows[1]["setting"].startswith("lab")
+    for plot in (plot_rates(results, tmp_path / "rates.png"), plot_walk_tracking(results, tmp_path / "walk.png")):
+        assert plot.read_bytes()[:4] == b"\x89PNG"

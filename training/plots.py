@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from upright.eval.tables import wilson_interval
 from upright.training.callbacks import read_learning_curve, summary_numbers
 
 
@@ -53,4 +54,63 @@ def plot_learning_curve(run_dir: str | Path) -> Path:
     return path
 
 
-__all__ = ["plot_learning_curve"]
+def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path: str | Path,
+                          metric: str = "success_rate") -> Path:
+    """Draw a held-out rate (``metric``: ``success_rate`` or ``stood_up_rate``) of several runs
+    (``groups``: a label, e.g. ``residual`` or ``scratch``, to the ``learning_curve.csv`` files of
+    its seeds) against environment steps and against wall-clock minutes into ``path``: one line per
+    run with its Wilson 95 % band, one colour per group. A ``prior.json`` beside a CSV (the run's
+    ``eval/prior/results.json``: the prior alone on the same seeds) is drawn as a dashed line with
+    its interval; its episode count also gives the stood-up bands (the CSV holds only success's)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if metric not in ("success_rate", "stood_up_rate"):
+        raise ValueError(f"metric must be success_rate or stood_up_rate, got {metric!r}")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
+    priors_drawn = set()
+    for colour, (label, files) in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], groups.items()):
+        for file in map(Path, files):
+            rows = read_learning_curve(file)
+            if not rows or rows[0][metric] is None:
+                raise ValueError(f"{file}: no get-up evaluations in this learning curve")
+            prior_file = file.with_name("prior.json")
+            prior = json.loads(prior_file.read_text()) if prior_file.is_file() else None
+            y = [r[metric] for r in rows]
+            if metric == "success_rate":
+                bands = [(r["success_ci_low"], r["success_ci_high"]) for r in rows]
+            elif prior is not None:
+                bands = [wilson_interval(round(v * prior["episodes"]), prior["episodes"]) for v in y]
+            else:
+                bands = None
+            for ax, x_key in zip(axes[0], ("steps", "wall_seconds")):
+                x = [r[x_key] / (60.0 if x_key == "wall_seconds" else 1.0) for r in rows]
+                ax.plot(x, y, "o-", ms=3, color=colour, label=f"{label} ({file.parent.name})")
+                if bands is not None:
+                    ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], color=colour, alpha=0.12)
+                key = json.dumps(prior, sort_keys=True) if prior is not None else None
+                if prior is not None and key not in priors_drawn:
+                    low, high = prior["success_ci95" if metric == "success_rate" else "stood_up_ci95"]
+                    ax.axhline(prior[metric], color="black", ls="--", lw=1,
+                               label=f"prior alone, same seeds ({prior['episodes']} episodes)")
+                    ax.axhspan(low, high, color="black", alpha=0.06)
+            if prior is not None:
+                priors_drawn.add(json.dumps(prior, sort_keys=True))
+    for ax, x_label in zip(axes[0], ("environment steps", "wall-clock (min, evaluations included)")):
+        ax.set_xlabel(x_label)
+        ax.set_ylabel("evaluation " + metric.replace("_rate", "").replace("_", " ") + " rate")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(loc="best", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["plot_curve_comparison", "plot_learning_curve"]

@@ -138,7 +138,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
         raise ValueError("give an experiment NAME (upright experiment --list names them)")
     out = Path(args.out) if args.out else Path("results", args.name)
     run_experiment(args.name, out, episodes=args.episodes, workers=args.workers, settings=parse_settings(args.set),
-                   seed=args.seed, docs=args.docs, command=args.command_line)
+                   seed=args.seed, docs=args.docs, command=args.command_line, resume=args.resume)
     print(f"wrote {out / 'results.json'} and {out / 'results.md'}")
     return 0
 
@@ -298,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the protocol's options, environment keyword arguments and params.KEY controller overrides")
     p.add_argument("--out", default=None, help="output directory (default: results/NAME)")
     p.add_argument("--docs", action="store_true", help="also write docs/results/NAME.md")
+    p.add_argument("--resume", action="store_true",
+                   help="read back the cells an earlier run into --out finished with the same settings")
     p.set_defaults(func=_cmd_experiment)
 
     p = sub.add_parser("optimize", help="optimise a controller's parameters with Optuna (the spline paper's method)")

@@ -19,6 +19,7 @@ tables and writes ``OUT/results.json`` + ``OUT/results.md`` (and ``docs/results/
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ import yaml
 from upright.eval.results import aggregate, write_results
 from upright.eval.runner import EvalRun, Observer, Wrap, resolve_policy, run_episodes
 from upright.eval.settings import split_settings
-from upright.eval.tables import Table, print_tables, write_tables
+from upright.eval.tables import Table, jsonable, print_tables, write_tables
 from upright.policies.base import Policy
 
 #: Where ``--docs`` writes a protocol's page (relative to the working directory, the repository root).
@@ -47,7 +48,10 @@ class ExperimentContext:
     environments); ``seed``: seed of episode 0; ``progress``: show progress bars; ``docs``: also
     write ``docs/results/NAME.md``; ``options``: the protocol's declared options with the values
     given by ``--set`` (else their defaults); ``data``: extra JSON-able results the protocol wants
-    in ``results.json`` next to its tables.
+    in ``results.json`` next to its tables; ``resume``: :meth:`run_cell` reads back a cell that an
+    earlier run into the same ``out`` finished with the same environment, policy name, arguments,
+    seed and episode count instead of running it again (a changed policy file under the same name
+    is not noticed).
     """
 
     out: Path
@@ -59,6 +63,7 @@ class ExperimentContext:
     docs: bool = False
     options: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
+    resume: bool = False
 
     def episodes_or(self, default: int) -> int:
         """``--episodes`` if given, else the protocol's ``default``."""
@@ -106,13 +111,30 @@ class ExperimentContext:
                  ) -> dict[str, Any]:
         """One cell: like :meth:`run`, then :func:`~upright.eval.results.aggregate`, written to
         ``out/CELL/results.json`` + ``results.md`` (like ``upright eval``); returns the aggregate.
-        An interrupted cell writes the episodes that finished, then raises KeyboardInterrupt."""
+        An interrupted cell writes the episodes that finished, then raises KeyboardInterrupt.
+        With :attr:`resume`, a finished matching ``out/CELL/results.json`` is returned instead."""
+        if self.resume:
+            done = self._finished_cell(cell, env_id, policy, env_kwargs, episodes)
+            if done is not None:
+                return done
         run = self._episodes(env_id, policy, env_kwargs, episodes, observers, wrappers)
         result = aggregate(run)
         write_results(result, self.out / cell)
         if run.interrupted:
             raise KeyboardInterrupt
         return result
+
+    def _finished_cell(self, cell: str, env_id: str, policy: str | Policy, env_kwargs: Mapping[str, Any],
+                       episodes: int) -> dict[str, Any] | None:
+        """The results of ``cell`` in :attr:`out` if a finished earlier run matches this one, else None."""
+        path = self.out / cell / "results.json"
+        if not path.is_file():
+            return None
+        done = json.loads(path.read_text())
+        wanted = {"env": env_id, "policy": policy if isinstance(policy, str) else policy.name,
+                  "env_kwargs": json.loads(json.dumps(jsonable(self.env_kwargs(env_kwargs)))), "seed": self.seed,
+                  "episodes_requested": episodes, "interrupted": False}
+        return done if all(done.get(key) == value for key, value in wanted.items()) else None
 
     def _episodes(self, env_id: str, policy: str | Policy, env_kwargs: Mapping[str, Any], episodes: int,
                   observers: Sequence[Observer], wrappers: Sequence[Wrap]) -> EvalRun:
@@ -178,14 +200,15 @@ def protocol_data(module: str) -> dict[str, Any]:
 
 def run_experiment(name: str, out: Path, *, episodes: int | None = None, workers: int = 1,
                    settings: Mapping[str, Any] | None = None, seed: int = 0, progress: bool = True,
-                   docs: bool = False, command: str | None = None) -> list[Table]:
+                   docs: bool = False, command: str | None = None, resume: bool = False) -> list[Table]:
     """Run the protocol ``name``: its options are taken out of ``settings`` (the rest reach the
     environments and controllers), its tables printed and written under ``out`` with ``command``
-    (and to ``docs/results/NAME.md`` with ``docs``). Returns the tables."""
+    (and to ``docs/results/NAME.md`` with ``docs``); with ``resume`` the cells an earlier run into
+    ``out`` finished are read back (see :class:`ExperimentContext`). Returns the tables."""
     experiment = get_experiment(name)
     settings = dict(settings or {})
     options = {key: settings.pop(key, default) for key, default in experiment.options.items()}
-    ctx = ExperimentContext(out, episodes, workers, settings, seed, progress, docs, options)
+    ctx = ExperimentContext(out, episodes, workers, settings, seed, progress, docs, options, resume=resume)
     tables = experiment.run(ctx)
     print_tables(tables)
     write_tables(tables, out, name, command=command, data=ctx.data, docs=DOCS_RESULTS if docs else None)

@@ -1,0 +1,162 @@
+"""The report's comparison: every policy (baselines, shipped residuals, ``zero``/``random``/``hold``)
+on every environment it applies to, as one table and three PNGs.
+
+Cells: each environment in its standard setting (get-up: ``lab``, random starts; walk: ``lab``, a
+fixed command), and each shipped policy with its prior alone in the setting it was trained for
+(where the priors fail and the residual has to earn its place). Rows are built from the shared
+runner's ``results.json`` aggregates, so the numbers mean what they mean everywhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from upright.eval.tables import Column, Table, mean_min_max, number, rate, text, vector, wilson_interval
+
+#: The standard setting of each task in the report (the fixed walk command is m/s, m/s, rad/s).
+GETUP_SETTINGS: dict[str, Any] = {"start": "random", "conditions": "lab"}
+WALK_SETTINGS: dict[str, Any] = {"command": (0.2, 0.0, 0.0), "conditions": "lab", "max_episode_seconds": 10.0}
+
+
+def comparison_cells(env_ids: Sequence[str], tasks: Mapping[str, str], policies: Sequence[str]
+                     ) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(env_id, policy, env_kwargs)`` of the report's evaluation: every policy of ``policies``
+    on every environment of ``env_ids`` (``tasks``: env id to ``getup``/``walk``) in the standard
+    setting, shipped policies only on their own environment; then for each shipped policy, it and
+    its prior alone in the conditions it was trained for (walk episodes cut to the standard
+    setting's length). Whether a baseline fits a robot is left to the runner (ValueError)."""
+    from upright.policies.run import run_env_id, run_env_kwargs
+
+    cells = []
+    for env_id in env_ids:
+        settings = WALK_SETTINGS if tasks[env_id] == "walk" else GETUP_SETTINGS
+        for policy in policies:
+            if run_env_id(policy) in (None, env_id):
+                cells.append((env_id, policy, {**run_env_kwargs(policy), **settings}))
+    for policy in policies:
+        env_id = run_env_id(policy)
+        if env_id is None or env_id not in env_ids:
+            continue
+        trained = dict(run_env_kwargs(policy))
+        if tasks[env_id] == "walk":
+            trained["max_episode_seconds"] = WALK_SETTINGS["max_episode_seconds"]
+        cells.append((env_id, policy, trained))
+        if "prior" in trained:
+            prior = {k: v for k, v in trained.items() if k not in ("prior", "residual_scale")}
+            cells.append((env_id, str(trained["prior"]), prior))
+    return cells
+
+
+def _setting(result: Mapping[str, Any]) -> str:
+    """The conditions and the start (get-up) or command (walk) of a result, as short text."""
+    conditions = result["conditions"] if isinstance(result["conditions"], str) else "custom"
+    kwargs = result["env_kwargs"]
+    if result["task"] == "getup":
+        return f"{conditions}, {kwargs.get('start', 'prone')} start"
+    command = kwargs.get("command")
+    return f"{conditions}, " + ("commands from ranges" if command is None else
+                                "command " + ", ".join(f"{c:g}" for c in command))
+
+
+def comparison_row(result: Mapping[str, Any]) -> dict[str, Any]:
+    """One table row from a ``results.json`` aggregate of :func:`upright.eval.results.aggregate`."""
+    n = result["episodes"]
+    row: dict[str, Any] = {"policy": result["policy"], "env": result["env"].split("/")[-1],
+                           "setting": _setting(result), "task": result["task"]}
+    if result["task"] == "getup":
+        row.update(success=(result["successes"], n), stood_up=(result["stood_up"], n),
+                   time_to_stand=result["time_to_stand"], falls_per_episode=result["falls"] / max(n, 1))
+    else:
+        row.update(velocity=result["mean_velocity"], linear_tracking_error=result["linear_tracking_error"]["mean"],
+                   yaw_tracking_error=result["yaw_tracking_error"]["mean"],
+                   falls_per_episode=result["falls"]["total"] / max(n, 1))
+    return row
+
+
+def comparison_table(results: Sequence[Mapping[str, Any]], notes: str = "") -> Table:
+    """Policy × environment: success and stood-up rates with 95 % Wilson intervals and the time to
+    stand (get-up); velocity and tracking errors (walk); falls per episode (both)."""
+    return Table("Policies × environments", [
+        Column("policy", "policy"), Column("environment", "env"), Column("setting", "setting", text),
+        Column("success", "success", rate), Column("stood up", "stood_up", rate),
+        Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max()),
+        Column("velocity vx, vy, wz", "velocity", vector(3)),
+        Column("linear tracking error (m/s)", "linear_tracking_error", number(3)),
+        Column("yaw tracking error (rad/s)", "yaw_tracking_error", number(3)),
+        Column("falls / episode", "falls_per_episode", number(2))], [comparison_row(r) for r in results], notes)
+
+
+def plot_rates(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Success and stood-up rates with 95 % Wilson interval bars, one group of bars per get-up
+    environment and setting, one bar per policy (like Figure 5.1 of the Wolfgang thesis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    getups = [r for r in results if r["task"] == "getup"]
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for r in getups:
+        groups.setdefault(f"{r['env'].split('/')[-1]}\n{_setting(r)}", []).append(r)
+    policies = sorted({r["policy"] for r in getups})
+    colours = plt.get_cmap("tab20")
+    width = 0.8 / max(len(policies), 1)
+    fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 1.6 * len(groups) + 4), 8), sharex=True)
+    for ax, (key, label) in zip(axes, (("successes", "success rate"), ("stood_up", "stood-up rate"))):
+        for j, policy in enumerate(policies):
+            xs, ys, err = [], [], [[], []]
+            for i, members in enumerate(groups.values()):
+                for r in members:
+                    if r["policy"] == policy:
+                        k, n = r[key], r["episodes"]
+                        low, high = wilson_interval(k, n)
+                        xs.append(i + (j - (len(policies) - 1) / 2) * width)
+                        ys.append(k / n)
+                        err[0].append(k / n - low)
+                        err[1].append(high - k / n)
+            if xs:
+                ax.bar(xs, ys, width, yerr=err, capsize=2, color=colours(j % 20), label=policy)
+        ax.set_ylabel(label + " (95 % interval)")
+        ax.set_ylim(0, 1.05)
+        ax.grid(axis="y", alpha=0.3)
+    axes[-1].set_xticks(range(len(groups)), list(groups), fontsize=8)
+    axes[0].legend(fontsize=7, ncol=4, loc="lower left", bbox_to_anchor=(0.0, 1.01))
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def plot_walk_tracking(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Each walk episode's measured mean velocity against its command (vx, vy in m/s, yaw rate in
+    rad/s), one colour per policy and setting; the diagonal is perfect tracking."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    walks = [r for r in results if r["task"] == "walk"]
+    for j, r in enumerate(walks):
+        label = f"{r['policy']} · {r['env'].split('/')[-1]} · {_setting(r)}"
+        for axis, ax in enumerate(axes):
+            commanded = [e["command"][axis] for e in r["episodes_data"]]
+            measured = [e["mean_velocity"][axis] for e in r["episodes_data"]]
+            ax.scatter(commanded, measured, s=14, color=plt.get_cmap("tab10")(j % 10), label=label)
+    for ax, name in zip(axes, ("vx (m/s)", "vy (m/s)", "yaw rate (rad/s)")):
+        low, high = ax.get_xlim()
+        ax.plot([low, high], [low, high], "k--", lw=1)
+        ax.set_xlabel(f"commanded {name}")
+        ax.set_ylabel(f"measured {name}")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=6, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["GETUP_SETTINGS", "WALK_SETTINGS", "comparison_cells", "comparison_row", "comparison_table",
+           "plot_rates", "plot_walk_tracking"]

@@ -1,0 +1,124 @@
+"""The shipped residual policies against their priors (``residuals.yaml``).
+
+``trained-residuals`` — for every shipped policy of ``residuals.yaml`` that is in the zoo
+(``policies/zoo/``, ``only`` picks some): each cell (the conditions it was trained for, ``target``,
+and the robustness cells: ``lab``, ``turf``, for NAO the keyframe ablation's worn hip-yaw-pitch) is
+run for the residual (``zoo:NAME``, with the environment arguments it was trained with) and for its
+prior alone, on the same held-out seeds (``episodes`` of them in the target cell, half as many in
+the others) (``seed`` in the YAML plus ``--seed``: disjoint from every
+training and model-selection seed). Get-up rows: success and the stood-up rate with 95 % Wilson
+intervals, time to stand over the successes, falls per episode; walk rows: falls per episode,
+velocity, linear and yaw tracking errors. With ``--docs`` it also stores each target cell's numbers
+in the entry's ``manifest.yml`` and draws the residual-vs-scratch learning curves of ``curves``
+into ``docs/results/training/``.
+
+    upright experiment trained-residuals --workers 2 --docs
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from upright.eval.experiments import DOCS_RESULTS, ExperimentContext, protocol_data, register_experiment
+from upright.eval.tables import Column, Table, mean_min_max, number, rate, vector
+
+DATA = protocol_data(__name__)
+
+
+def _conditions(name: str, start: str | None) -> Any:
+    """A preset name, or ``worn_hip``: the keyframe ablation's worn hip-yaw-pitch for ``start``."""
+    if name != "worn_hip":
+        return name
+    from upright.eval.experiments.keyframe import ABLATION, WornHipConditions, _pair
+
+    return WornHipConditions(closing=_pair(ABLATION["closing"][start]))
+
+
+def _row(name: str, policy: str, cell: str, result: dict[str, Any]) -> dict[str, Any]:
+    n = result["episodes"]
+    row: dict[str, Any] = {"policy": name, "runs": policy, "cell": cell}
+    if result["task"] == "getup":
+        row.update(success=(result["successes"], n), stood_up=(result["stood_up"], n),
+                   time_to_stand=result["time_to_stand"], falls_per_episode=result["falls"] / n)
+    else:
+        row.update(falls_per_episode=result["falls"]["total"] / n, velocity=result["mean_velocity"],
+                   linear_tracking_error=result["linear_tracking_error"]["mean"],
+                   yaw_tracking_error=result["yaw_tracking_error"]["mean"])
+    return row
+
+
+def draw_learning_curves(directory: Path) -> list[Path]:
+    """Draw each group of ``curves`` (residual against from scratch) into ``directory/<group>.png``
+    from the committed learning curves; return the paths."""
+    from upright.training.plots import plot_curve_comparison
+
+    paths = []
+    for name, group in DATA["curves"].items():
+        runs = {label: [Path(file) for file in files] for label, files in group["runs"].items() if files}
+        if runs:
+            paths.append(plot_curve_comparison(group["title"], runs, directory / f"{name}.png",
+                                               metric=group["metric"]))
+    return paths
+
+
+@register_experiment("trained-residuals", "the shipped residual policies against their priors (held-out seeds)",
+                     options={"only": tuple(DATA["policies"])})
+def trained_residuals(ctx: ExperimentContext) -> list[Table]:
+    """Every cell of every shipped policy of ``only``, residual and prior alone on the same seeds.
+    One results folder per run (``NAME/CELL-residual``, ``NAME/CELL-prior``)."""
+    from upright.envs.registration import ENVIRONMENTS
+    from upright.policies.run import run_env_id, run_env_kwargs, zoo_dir, zoo_names
+    from upright.training.ship import write_evaluation
+
+    episodes = ctx.episodes_or(DATA["episodes"])
+    held_out = replace(ctx, seed=int(DATA["seed"]) + ctx.seed)
+    shipped = set(zoo_names())
+    getup_rows: list[dict[str, Any]] = []
+    walk_rows: list[dict[str, Any]] = []
+    missing = []
+    for name in ctx.option_names("only", DATA["policies"]):
+        if name not in shipped:
+            missing.append(name)
+            continue
+        spec = DATA["policies"][name]
+        zoo_name = f"zoo:{name}"
+        env_id = run_env_id(zoo_name)
+        trained = run_env_kwargs(zoo_name)
+        evaluation = {}
+        for cell, settings in spec["cells"].items():
+            n = episodes if cell == "target" else max(1, episodes // 2)
+            kwargs = {**trained, **settings,
+                      "conditions": _conditions(settings["conditions"], settings.get("start"))}
+            prior_kwargs = {k: v for k, v in kwargs.items() if k not in ("prior", "residual_scale")}
+            residual = held_out.run_cell(f"{name}/{cell}-residual", env_id, zoo_name, kwargs, n)
+            prior = held_out.run_cell(f"{name}/{cell}-prior", env_id, ctx.policy(spec["prior"]), prior_kwargs, n)
+            rows = getup_rows if ENVIRONMENTS[env_id].task == "getup" else walk_rows
+            rows += [_row(name, "residual", cell, residual), _row(name, f"prior ({spec['prior']})", cell, prior)]
+            if cell == "target":
+                evaluation = {"seeds": [held_out.seed, held_out.seed + episodes - 1], "episodes": episodes,
+                              "residual": rows[-2], "prior": rows[-1]}
+        if ctx.docs:
+            write_evaluation(zoo_dir() / name, evaluation)
+    notes = (f"{episodes} episodes per `target` row, {max(1, episodes // 2)} per other row, seeds from "
+             f"{held_out.seed} (episode i: seed + i; held out from "
+             "training, whose episode seeds lie in [0, 2^31), and from model selection, seeds from 1000000); "
+             "residual and prior on the same seeds. `target`: the conditions the residual was trained for.")
+    if missing:
+        notes += f" Not shipped (no zoo entry), so not evaluated: {', '.join(missing)}."
+    tables = [Table("Shipped get-up residuals against their priors",
+                    [Column("policy", "policy"), Column("runs", "runs"), Column("cell", "cell"),
+                     Column("success", "success", rate), Column("stood up", "stood_up", rate),
+                     Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max()),
+                     Column("falls / episode", "falls_per_episode", number(2))], getup_rows, notes)]
+    if walk_rows:
+        tables.append(Table("Shipped walk residuals against their priors",
+                            [Column("policy", "policy"), Column("runs", "runs"), Column("cell", "cell"),
+                             Column("falls / episode", "falls_per_episode", number(2)),
+                             Column("velocity vx, vy, wz", "velocity", vector(3)),
+                             Column("linear tracking error (m/s)", "linear_tracking_error", number(3)),
+                             Column("yaw tracking error (rad/s)", "yaw_tracking_error", number(3))], walk_rows, notes))
+    if ctx.docs:
+        ctx.data["curves"] = [str(p) for p in draw_learning_curves(DOCS_RESULTS / "training")]
+    return tables
