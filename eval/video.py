@@ -71,4 +71,34 @@ def record_video(
     return out, run.records[0]
 
 
-__all__ = ["VIDEO_FPS", "VideoRecorder", "record_video"]
+def join_videos(parts: list[tuple[Path, str]], out: Path) -> Path:
+    """Write the MP4 file ``out``: the videos of ``parts`` (path, label) side by side, left to
+    right, each labelled in its top-left corner; a shorter one holds its last frame. The videos
+    must have the same frame size and rate (the same environment's)."""
+    import imageio.v2 as imageio
+    from PIL import Image, ImageDraw
+
+    readers = [imageio.get_reader(path) for path, _ in parts]
+    writer = imageio.get_writer(out, fps=readers[0].get_meta_data()["fps"], codec="libx264", macro_block_size=8)
+    streams = [iter(reader) for reader in readers]
+    last: list[np.ndarray | None] = [None] * len(parts)
+    while True:
+        ended = 0
+        for i, stream in enumerate(streams):  # one frame from each video at a time (not all in memory)
+            frame = next(stream, None)
+            if frame is None:
+                ended += 1
+            else:
+                tile = Image.fromarray(frame)
+                ImageDraw.Draw(tile).text((8, 8), parts[i][1], fill=(255, 255, 255))
+                last[i] = np.asarray(tile)
+        if ended == len(parts):
+            break
+        writer.append_data(np.hstack(last))
+    writer.close()
+    for reader in readers:
+        reader.close()
+    return out
+
+
+__all__ = ["VIDEO_FPS", "VideoRecorder", "join_videos", "record_video"]

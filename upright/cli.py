@@ -110,13 +110,42 @@ def _cmd_video(args: argparse.Namespace) -> int:
     from upright.eval.video import record_video
 
     env_kwargs, policy = _episode_settings(args)
+    out = Path(args.out)
     try:
-        path, record = record_video(args.env, policy, Path(args.out), env_kwargs=env_kwargs, seed=args.seed)
+        if not args.beside_prior:
+            path, record = record_video(args.env, policy, out, env_kwargs=env_kwargs, seed=args.seed)
+            print(f"wrote {path} ({record['steps']} steps, return {record['return']:.2f})")
+            return 0
+        prior, prior_kwargs = _prior_alone(args, env_kwargs)
+        parts = []
+        for run_policy, kwargs, suffix in ((policy, env_kwargs, ".residual.mp4"), (prior, prior_kwargs, ".prior.mp4")):
+            part = out.with_name(out.stem + suffix)
+            _, record = record_video(args.env, run_policy, part, env_kwargs=kwargs, seed=args.seed)
+            name = run_policy if isinstance(run_policy, str) else run_policy.name
+            parts.append((part, f"{name}: {record['steps']} steps, return {record['return']:.0f}"
+                                + (f", success {record['success']}" if "success" in record else "")))
+            print(f"wrote {part} ({parts[-1][1]})")
     except RenderingUnavailable as error:
         print(f"upright video: {error}", file=sys.stderr)
         return 3
-    print(f"wrote {path} ({record['steps']} steps, return {record['return']:.2f})")
+    from upright.eval.video import join_videos
+
+    print(f"wrote {join_videos(parts, out)} (left: {parts[0][1]}; right: {parts[1][1]})")
     return 0
+
+
+def _prior_alone(args: argparse.Namespace, env_kwargs: dict[str, Any]) -> tuple[str | Policy, dict[str, Any]]:
+    """The prior of the trained residual ``args.policy`` as a policy of its own (with its
+    ``prior_params``) and the environment arguments without the prior."""
+    from upright.envs.base import load_params_file
+    from upright.eval.runner import resolve_policy
+
+    if "prior" not in env_kwargs or env_kwargs["prior"] is None:
+        raise ValueError(f"--beside-prior needs a policy trained on a prior; {args.policy!r} has none")
+    params = env_kwargs.get("prior_params") or {}
+    params = load_params_file(params) if isinstance(params, str) else dict(params)
+    kwargs = {k: v for k, v in env_kwargs.items() if k not in ("prior", "residual_scale", "prior_params")}
+    return resolve_policy(str(env_kwargs["prior"]), params), kwargs
 
 
 def _setting_text(value: Any) -> str:
@@ -286,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("video", help="record one episode of a policy to an MP4 file")
     _add_episode_arguments(p)
     p.add_argument("--out", required=True, help="output MP4 file")
+    p.add_argument("--beside-prior", action="store_true",
+                   help="a trained residual (left) and its prior alone (right) on the same seed, side by side")
     p.set_defaults(func=_cmd_video)
 
     p = sub.add_parser("experiment", help="run a paper's protocol by name (--list names them)")
