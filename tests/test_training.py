@@ -264,3 +264,23 @@ def test_report_comparison_puts_a_shipped_residual_beside_its_prior(run_dir, tmp
     assert table.rows[1]["velocity"] == results[1]["mean_velocity"] and table.rows[1]["setting"].startswith("lab")
     for plot in (plot_rates(results, tmp_path / "rates.png"), plot_walk_tracking(results, tmp_path / "walk.png")):
         assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_video_beside_prior_joins_residual_and_prior_on_one_seed(run_dir, tmp_path, capsys):
+    """``upright video --beside-prior``: the residual (left) and its prior alone (right), same
+    seed, one frame as wide as both; the longer episode sets the length."""
+    import imageio.v2 as imageio
+    from conftest import no_gl
+
+    out = tmp_path / "both.mp4"
+    code = main(["video", "--env", ENV, "--policy", str(run_dir), "--beside-prior", "--seed", "3",
+                 "--set", "max_episode_seconds=0.4", "--out", str(out)])
+    if code == 3:
+        no_gl(capsys.readouterr().err)
+    assert code == 0
+    parts = [imageio.mimread(tmp_path / f"both.{name}.mp4") for name in ("residual", "prior")]
+    joined = imageio.mimread(out)
+    assert len(joined) == max(map(len, parts))
+    assert joined[0].shape[1] == parts[0][0].shape[1] + parts[1][0].shape[1]
+    assert "spline" in capsys.readouterr().out
+    assert main(["video", "--env", ENV, "--policy", "spline", "--beside-prior", "--out", str(out)]) == 2
