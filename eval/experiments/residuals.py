@@ -106,7 +106,7 @@ def trained_residuals(ctx: ExperimentContext) -> list[Table]:
              "training, whose episode seeds lie in [0, 2^31), and from model selection, seeds from 1000000); "
              "residual and prior on the same seeds. `target`: the conditions the residual was trained for.")
     if missing:
-        notes += f" Not shipped (no zoo entry), so not evaluated: {', '.join(missing)}."
+        notes += f" Not in the zoo, so not here: {', '.join(missing)} (their training runs: docs/results/training.md)."
     tables = [Table("Shipped get-up residuals against their priors",
                     [Column("policy", "policy"), Column("runs", "runs"), Column("cell", "cell"),
                      Column("success", "success", rate), Column("stood up", "stood_up", rate),
