@@ -19,7 +19,7 @@ from upright.envs.rewards import WalkRewardScales
 from upright.envs.sensors import Sensors
 
 DEFAULT_COMMAND_RANGES = ((-0.2, 0.3), (-0.1, 0.1), (-0.5, 0.5))
-#: Widths of the tracking rewards' Gaussians: m/s for (vx, vy), rad/s for the yaw rate.
+#: Default widths of the tracking rewards' Gaussians: m/s for (vx, vy), rad/s for the yaw rate.
 TRACKING_XY_WIDTH = 0.25
 TRACKING_YAW_WIDTH = 0.5
 
@@ -67,8 +67,12 @@ class WalkEnv(UprightEnv):
     the weights are the fields of :class:`~upright.envs.rewards.WalkRewardScales` (default in
     brackets):
 
-    * ``tracking_xy`` [1]: weight × exp(−|v_xy − command_xy|² / 0.25²) (m/s);
-    * ``tracking_yaw`` [0.5]: weight × exp(−(ω_z − command_yaw)² / 0.5²) (rad/s);
+    * ``tracking_xy`` [1]: weight × exp(−|v_xy − command_xy|² / σ_xy²) (m/s);
+    * ``tracking_yaw`` [0.5]: weight × exp(−(ω_z − command_yaw)² / σ_yaw²) (rad/s);
+
+    with (σ_xy, σ_yaw) = ``tracking_widths``, 0.25 m/s and 0.5 rad/s by default: wide enough to
+    pay a policy that learns to walk at all; a residual on a walk that already tracks within a few
+    cm/s is paid almost the maximum and needs narrower widths to see its errors.
     * ``upright`` [0.2]: weight × (1 + cos tilt) / 2, tilt = torso z axis against the vertical;
     * ``energy`` [0.001]: −weight × Σ |τ · q̇| over the actuators (W);
     * ``foot_slip`` [0.5]: −weight × Σ horizontal speed² (m²/s²) of the soles that carry more than
@@ -109,6 +113,7 @@ class WalkEnv(UprightEnv):
     | max_episode_seconds | float                          | 20.0       | episode length (s)                        |
     | start               | str                            | "standing" | the only start of a walk                  |
     | reward_scales       | WalkRewardScales, dict or None | None       | weights; a dict replaces the named ones   |
+    | tracking_widths     | (σ_xy m/s, σ_yaw rad/s)        | 0.25, 0.5  | widths of the tracking rewards            |
     | render_mode         | str or None                    | None       | "rgb_array" or "human"                    |
     | prior_params        | dict, YAML path or None        | None       | the prior's parameter overrides (dotted)  |
 
@@ -136,10 +141,16 @@ class WalkEnv(UprightEnv):
         reward_scales: WalkRewardScales | Mapping[str, float] | None = None,
         render_mode: str | None = None,
         prior_params: Mapping[str, Any] | str | None = None,
+        tracking_widths: Sequence[float] = (TRACKING_XY_WIDTH, TRACKING_YAW_WIDTH),
     ) -> None:
         if start != "standing":
             raise ValueError(f"unknown start {start!r} for a walk; valid starts: standing")
         self.reward_scales = WalkRewardScales.resolve(reward_scales)
+        widths = np.asarray(tracking_widths, dtype=float)
+        if widths.shape != (2,) or not np.all(widths > 0) or not np.all(np.isfinite(widths)):
+            raise ValueError(f"tracking_widths must be two finite widths > 0 (m/s, rad/s), got {tracking_widths!r}")
+        #: Widths of the tracking rewards' Gaussians (σ_xy in m/s, σ_yaw in rad/s).
+        self.tracking_widths = (float(widths[0]), float(widths[1]))
         if command is not None:
             command = np.asarray(command, dtype=float)
             if command.shape != (3,) or not np.all(np.isfinite(command)):
@@ -204,8 +215,8 @@ class WalkEnv(UprightEnv):
         xy_error = np.sum((velocity[:2] - self.command[:2]) ** 2)
         yaw_error = (velocity[2] - self.command[2]) ** 2
         return {
-            "tracking_xy": w.tracking_xy * float(np.exp(-xy_error / TRACKING_XY_WIDTH**2)),
-            "tracking_yaw": w.tracking_yaw * float(np.exp(-yaw_error / TRACKING_YAW_WIDTH**2)),
+            "tracking_xy": w.tracking_xy * float(np.exp(-xy_error / self.tracking_widths[0] ** 2)),
+            "tracking_yaw": w.tracking_yaw * float(np.exp(-yaw_error / self.tracking_widths[1] ** 2)),
             "upright": w.upright * float(1.0 + np.cos(self.sim.torso_tilt())) / 2.0,
             "energy": -w.energy * float(np.sum(np.abs(d.actuator_force * q_dot))),
             "foot_slip": -w.foot_slip * slip,

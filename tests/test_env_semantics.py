@@ -80,8 +80,8 @@ def test_getup_action_rate_is_the_mean_squared_change_of_the_clipped_action():
     assert env.step(c)[4]["reward_terms"]["action_rate"] == pytest.approx(-0.05 * 0.36 / 23)
 
 
-def _walk_terms(command, policy="hold", seconds=2.0, prior=None):
-    env = gym.make("upright/NaoWalk-v0", command=command, prior=prior, max_episode_seconds=seconds).unwrapped
+def _walk_terms(command, policy="hold", seconds=2.0, prior=None, **kwargs):
+    env = gym.make("upright/NaoWalk-v0", command=command, prior=prior, max_episode_seconds=seconds, **kwargs).unwrapped
     env.reset(seed=0)
     hold = env.action_from_targets(env.standing_targets) if prior is None else np.zeros(23, np.float32)
     action = hold if policy == "hold" else np.zeros(23, np.float32)
@@ -104,6 +104,11 @@ def test_walk_terms_standing_still_walking_and_falling():
     asked, _ = _walk_terms((0.25, 0.0, 0.5))
     assert asked[-1]["tracking_xy"] == pytest.approx(np.exp(-1.0), abs=0.03)
     assert asked[-1]["tracking_yaw"] == pytest.approx(0.5 * np.exp(-1.0), abs=0.02)
+    narrow, _ = _walk_terms((0.25, 0.0, 0.5), tracking_widths=(0.125, 1.0))  # half and twice the widths
+    assert narrow[-1]["tracking_xy"] == pytest.approx(np.exp(-4.0), abs=0.01)
+    assert narrow[-1]["tracking_yaw"] == pytest.approx(0.5 * np.exp(-0.25), abs=0.01)
+    with pytest.raises(ValueError, match="tracking_widths"):
+        gym.make("upright/NaoWalk-v0", tracking_widths=(0.1, 0.0))
     # walking on the command (the LIPM walk, zero residual) tracks better than standing still
     walked, info = _walk_terms((0.2, 0.0, 0.0), prior="lipm", seconds=5.0)
     stood, _ = _walk_terms((0.2, 0.0, 0.0), seconds=5.0)
