@@ -71,6 +71,9 @@ EXTRA_CONDITIONS: dict[str, Conditions] = {
 
 #: Seeds of one cell: cell ``k`` starts at ``seed + k * CELL_SEEDS``.
 CELL_SEEDS = 1_000_000
+#: An episode record's problem flags and the :class:`CellResult` counter each adds to.
+PROBLEM_COUNTS = {"exception": "exceptions", "nonfinite_obs": "nonfinite_obs",
+                  "nonfinite_reward": "nonfinite_reward", "sim_unstable": "sim_unstable"}
 
 
 def all_conditions() -> dict[str, Conditions]:
@@ -299,19 +302,10 @@ def run_cell(cell: Cell, steps: int, *, seed: int = 0, workers: int = 1) -> tupl
             result.episodes += 1
             result.steps += int(record["steps"])
             budget += max(int(record["steps"]), 1)
-            what = []
-            if record["exception"]:
-                result.exceptions += 1
-                what.append("exception")
-            if record["nonfinite_obs"]:
-                result.nonfinite_obs += 1
-                what.append("nonfinite_obs")
-            if record["nonfinite_reward"]:
-                result.nonfinite_reward += 1
-                what.append("nonfinite_reward")
-            if record["sim_unstable"]:
-                result.sim_unstable += 1
-                what.append("sim_unstable")
+            what = [problem for problem in PROBLEM_COUNTS if record[problem]]
+            for problem in what:
+                counter = PROBLEM_COUNTS[problem]
+                setattr(result, counter, getattr(result, counter) + 1)
             if what:
                 result.problems.append({"cell": cell.name, "env": cell.env, "conditions": cell.conditions,
                                         "start": cell.start, "prior": cell.prior, "seed": record["seed"], "cap": steps,
