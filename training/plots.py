@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
 from upright.eval.tables import wilson_interval
 from upright.training.callbacks import read_learning_curve, summary_numbers
 
@@ -61,7 +63,8 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path:
     its seeds) against environment steps and against wall-clock minutes into ``path``: one line per
     run with its Wilson 95 % band, one colour per group. A ``prior.json`` beside a CSV (the run's
     ``eval/prior/results.json``: the prior alone on the same seeds) is drawn as a dashed line with
-    its interval; its episode count also gives the stood-up bands (the CSV holds only success's)."""
+    its interval. The stood-up bands take the episode count from the run's ``config.yml`` beside
+    the CSV (the CSV holds only success's interval)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -81,15 +84,13 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path:
             y = [r[metric] for r in rows]
             if metric == "success_rate":
                 bands = [(r["success_ci_low"], r["success_ci_high"]) for r in rows]
-            elif prior is not None:
-                bands = [wilson_interval(round(v * prior["episodes"]), prior["episodes"]) for v in y]
             else:
-                bands = None
+                n = int(yaml.safe_load(file.with_name("config.yml").read_text())["eval_episodes"])
+                bands = [wilson_interval(round(v * n), n) for v in y]
             for ax, x_key in zip(axes[0], ("steps", "wall_seconds")):
                 x = [r[x_key] / (60.0 if x_key == "wall_seconds" else 1.0) for r in rows]
                 ax.plot(x, y, "o-", ms=3, color=colour, label=f"{label} ({file.parent.name})")
-                if bands is not None:
-                    ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], color=colour, alpha=0.12)
+                ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], color=colour, alpha=0.12)
                 key = json.dumps(prior, sort_keys=True) if prior is not None else None
                 if prior is not None and key not in priors_drawn:
                     low, high = prior["success_ci95" if metric == "success_rate" else "stood_up_ci95"]
