@@ -27,12 +27,16 @@ from upright.envs.registration import ENVIRONMENTS
 
 #: Episodes per cell of the main job's short evaluation (the full numbers: ``upright experiment``).
 REPORT_EPISODES = 8
+#: Seed of episode 0 of every cell: held out from the shipped policies' training (episode seeds in
+#: [0, 2^31)) and model selection (1000000 + i), like the ``trained-residuals`` protocol's.
+REPORT_SEED = 3_000_000_000
 
 
 def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2) -> list[dict[str, object]]:
-    """Run every cell of :func:`~upright.eval.comparison.comparison_cells` (seeds 0..episodes-1),
-    writing ``out/eval/<nn>-<env>-<policy>/results.json`` each; return the aggregates. A baseline
-    that does not fit an environment's robot or task is skipped with a line saying so."""
+    """Run every cell of :func:`~upright.eval.comparison.comparison_cells` (episode i: seed
+    :data:`REPORT_SEED` + i), writing ``out/eval/<nn>-<env>-<policy>/results.json`` each; return
+    the aggregates. A baseline that does not fit an environment's robot or task is skipped with a
+    line saying so."""
     from upright.eval.comparison import comparison_cells
     from upright.eval.results import aggregate, write_results
     from upright.eval.runner import run_episodes
@@ -42,7 +46,7 @@ def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2) -
     tasks = {env_id: spec.task for env_id, spec in ENVIRONMENTS.items()}
     for i, (env_id, policy, kwargs) in enumerate(comparison_cells(list(ENVIRONMENTS), tasks, policy_names())):
         try:
-            run = run_episodes(env_id, policy, episodes, env_kwargs=kwargs, seed=0, workers=workers)
+            run = run_episodes(env_id, policy, episodes, env_kwargs=kwargs, seed=REPORT_SEED, workers=workers)
         except ValueError as error:  # a baseline that does not support this robot or task
             print(f"skipped {policy} on {env_id}: {error}")
             continue
@@ -88,7 +92,9 @@ def write_report(out: Path, bench_steps: int = 400, episodes: int = REPORT_EPISO
     results: dict[str, object] = {"robots": {}}
     evaluations = evaluate_all(out, episodes)
     results["evaluations"] = evaluations
-    table = comparison_table(evaluations, f"{episodes} episodes per row, seeds 0..{episodes - 1}: a short look; "
+    seeds = f"{REPORT_SEED}..{REPORT_SEED + episodes - 1}"
+    table = comparison_table(evaluations, f"{episodes} episodes per row, seeds {seeds} (held out from training "
+                             "and model selection): a short look; "
                              "the full numbers come from `upright experiment` (e.g. `trained-residuals`, 200 "
                              "held-out episodes per row). Per-run files under `eval/`.")
     plots = [plot_rates(evaluations, out / "rates.png"), plot_walk_tracking(evaluations, out / "walk_tracking.png"),

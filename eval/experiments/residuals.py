@@ -51,12 +51,16 @@ def _row(name: str, policy: str, cell: str, result: dict[str, Any]) -> dict[str,
 
 def draw_learning_curves(directory: Path) -> list[Path]:
     """Draw each group of ``curves`` (residual against from scratch) into ``directory/<group>.png``
-    from the committed learning curves; return the paths."""
+    from the committed learning curves (paths relative to the source tree's root); return the
+    paths. A group none of whose files exist (an installed package without ``docs/``) is skipped."""
     from upright.training.plots import plot_curve_comparison
 
+    root = Path(__file__).resolve().parents[2]
     paths = []
     for name, group in DATA["curves"].items():
-        runs = {label: [Path(file) for file in files] for label, files in group["runs"].items() if files}
+        runs = {label: [root / file for file in files if (root / file).is_file()]
+                for label, files in group["runs"].items()}
+        runs = {label: files for label, files in runs.items() if files}
         if runs:
             paths.append(plot_curve_comparison(group["title"], runs, directory / f"{name}.png",
                                                metric=group["metric"]))
