@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from upright.eval.tables import Column, Table, mean_min_max, number, rate, text, vector, wilson_interval
 
 #: The standard setting of each task in the report (the fixed walk command is m/s, m/s, rad/s).
@@ -130,28 +132,29 @@ def plot_rates(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
 
 
 def plot_walk_tracking(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    """Each walk episode's measured mean velocity against its command (vx, vy in m/s, yaw rate in
-    rad/s), one colour per policy and setting; the diagonal is perfect tracking."""
+    """Each walk episode's measured mean velocity (dots) beside its command (black bars), per axis
+    (vx, vy in m/s, yaw rate in rad/s), one column per policy and setting. Runs in which every
+    episode fell are left out (their velocities say nothing about tracking)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
-    walks = [r for r in results if r["task"] == "walk"]
-    for j, r in enumerate(walks):
-        label = f"{r['policy']} · {r['env'].split('/')[-1]} · {_setting(r)}"
-        for axis, ax in enumerate(axes):
-            commanded = [e["command"][axis] for e in r["episodes_data"]]
-            measured = [e["mean_velocity"][axis] for e in r["episodes_data"]]
-            ax.scatter(commanded, measured, s=14, color=plt.get_cmap("tab10")(j % 10), label=label)
-    for ax, name in zip(axes, ("vx (m/s)", "vy (m/s)", "yaw rate (rad/s)")):
-        low, high = ax.get_xlim()
-        ax.plot([low, high], [low, high], "k--", lw=1)
-        ax.set_xlabel(f"commanded {name}")
+    walks = [r for r in results if r["task"] == "walk" and r["falls"]["episodes_with_fall"] < r["episodes"]]
+    fig, axes = plt.subplots(3, 1, figsize=(max(6.0, 1.2 * len(walks) + 2), 9), sharex=True)
+    for axis, (ax, name) in enumerate(zip(axes, ("vx (m/s)", "vy (m/s)", "yaw rate (rad/s)"))):
+        for j, r in enumerate(walks):
+            episodes = r["episodes_data"]
+            offsets = np.linspace(-0.25, 0.25, len(episodes)) if len(episodes) > 1 else np.zeros(1)
+            ax.scatter(j + offsets, [e["mean_velocity"][axis] for e in episodes], s=12,
+                       color=plt.get_cmap("tab10")(j % 10), zorder=3)
+            ax.scatter(j + offsets, [e["command"][axis] for e in episodes], marker="_", s=120, color="black",
+                       zorder=2, label="command" if j == 0 else None)
         ax.set_ylabel(f"measured {name}")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=6, loc="upper left")
+    axes[0].legend(fontsize=8, loc="best")
+    axes[-1].set_xticks(range(len(walks)), [f"{r['policy']}\n{r['env'].split('/')[-1]}\n{_setting(r)}" for r in walks],
+                        fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
