@@ -77,6 +77,9 @@ def test_run_folder_holds_everything(run_dir):
             "eval", "learning_curve.csv"} <= names
     config = yaml.safe_load((run_dir / "config.yml").read_text())
     assert config["prior"] == "spline" and config["env_kwargs"] == SHORT and config["hyperparams"]["n_steps"] == 64
+    head = subprocess.run(["git", "-C", str(Path(upright.__file__).resolve().parents[1]), "rev-parse", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    assert config["code"].removesuffix("-dirty") == head  # which code trained ("" outside a git checkout)
     assert (run_dir / "eval" / "prior" / "results.json").is_file()
     assert (run_dir / "checkpoints" / "model_256_steps.zip").is_file()
     if importlib.util.find_spec("matplotlib") is not None:

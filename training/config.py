@@ -65,6 +65,10 @@ class TrainConfig:
     progress: bool = True
     command: str = ""
     version: str = ""
+    #: The git commit of the source tree that trained (``-dirty`` with uncommitted changes to
+    #: tracked files); "" outside a git checkout. The package version alone does not say which
+    #: code ran: a baseline's targets can change between commits of one version.
+    code: str = ""
 
     @property
     def env_kwargs_with_prior(self) -> dict[str, Any]:

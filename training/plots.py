@@ -75,7 +75,7 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
     priors_drawn = set()
     for colour, (label, files) in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], groups.items()):
-        for file in map(Path, files):
+        for marker, file in zip("osD^v<>", map(Path, files)):  # one marker per seed of a group
             rows = read_learning_curve(file)
             if not rows or rows[0][metric] is None:
                 raise ValueError(f"{file}: no get-up evaluations in this learning curve")
@@ -89,13 +89,13 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path:
                 bands = [wilson_interval(round(v * n), n) for v in y]
             for ax, x_key in zip(axes[0], ("steps", "wall_seconds")):
                 x = [r[x_key] / (60.0 if x_key == "wall_seconds" else 1.0) for r in rows]
-                ax.plot(x, y, "o-", ms=3, color=colour, label=f"{label} ({file.parent.name})")
+                ax.plot(x, y, marker=marker, ms=4, color=colour, label=f"{label} ({file.parent.name})")
                 ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], color=colour, alpha=0.12)
                 key = json.dumps(prior, sort_keys=True) if prior is not None else None
                 if prior is not None and key not in priors_drawn:
                     low, high = prior["success_ci95" if metric == "success_rate" else "stood_up_ci95"]
                     ax.axhline(prior[metric], color="black", ls="--", lw=1,
-                               label=f"prior alone, same seeds ({prior['episodes']} episodes)")
+                               label=f"prior alone on {file.parent.name}'s seeds ({prior['episodes']} episodes)")
                     ax.axhspan(low, high, color="black", alpha=0.06)
             if prior is not None:
                 priors_drawn.add(json.dumps(prior, sort_keys=True))

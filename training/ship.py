@@ -86,6 +86,7 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
         "selection": {"seed": config.eval_seed, "episodes": config.eval_episodes,
                       "success_rate": chosen.get("success_rate") if chosen else None},
         "version": config.version,
+        "code": config.code,
         "shipped_from": str(run_dir),
         "evaluation": {},
     }

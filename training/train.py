@@ -54,7 +54,23 @@ def resolve(config: TrainConfig) -> TrainConfig:
     check_env(config.env_id, config.env_kwargs_with_prior).close()
     from importlib.metadata import version
 
-    return replace(config, hyperparams=hp, version=version("upright"))
+    return replace(config, hyperparams=hp, version=version("upright"), code=source_commit())
+
+
+def source_commit() -> str:
+    """The git commit of the tree this package runs from, ``-dirty`` if tracked files differ from
+    it; "" when it is not a git checkout (an installed wheel) or git is missing."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return commit + ("-dirty" if dirty else "")
 
 
 def zero_actor_output(model: Any, log_std_init: float | None = None) -> None:
