@@ -91,6 +91,8 @@ def test_resume_continues_steps_curve_and_tensorboard(run_dir):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     assert PPO.load(run_dir / "model.zip", device="cpu").num_timesteps == 640
+    first, resumed = (run_dir / "command.txt").read_text().splitlines()  # both commands that trained it
+    assert first == "test" and "--resume" in resumed and "# resumed on code" in resumed
     curve = (run_dir / "learning_curve.csv").read_text().splitlines()
     steps = [int(line.split(",")[0]) for line in curve[1:]]
     assert steps == [128, 256, 384, 512, 640]
@@ -140,7 +142,8 @@ def test_zoo_policy_loads_by_name(run_dir, tmp_path, monkeypatch):
     curve = list(csv.DictReader((run_dir / "learning_curve.csv").open()))
     assert manifest["env_id"] == ENV and manifest["algo"] == "ppo" and manifest["model"] == "best"
     assert manifest["total_steps"] == 640 and manifest["model_steps"] in {int(r["steps"]) for r in curve}
-    assert manifest["training_command"] == "test" and manifest["env_kwargs"]["prior"] == "spline"
+    assert manifest["training_commands"][0] == "test" and "--resume" in manifest["training_commands"][1]
+    assert manifest["env_kwargs"]["prior"] == "spline"
     monkeypatch.setenv("UPRIGHT_ZOO", str(zoo))
     policy = load_policy("zoo:tiny")
     assert policy.name == "tiny" and policy.normalizer is not None

@@ -77,7 +77,8 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
         "env_id": config.env_id,
         "env_kwargs": config.env_kwargs_with_prior,
         "algo": config.algo,
-        "training_command": (run_dir / "command.txt").read_text().strip() if (run_dir / "command.txt").is_file() else "",
+        "training_commands": ((run_dir / "command.txt").read_text().strip().splitlines()
+                              if (run_dir / "command.txt").is_file() else []),
         "seed": config.seed,
         "model": model,
         "model_steps": int(chosen["steps"]) if chosen else None,

@@ -127,11 +127,14 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
 
     torch.set_num_threads(1)
+    command = config.command or shlex.join(sys.argv)
     if resume is not None:
         run_dir = Path(resume)
         saved = load_run_config(run_dir)
         if not (run_dir / "model.zip").is_file():
             raise ValueError(f"run {str(run_dir)!r} has no model.zip to resume from")
+        with (run_dir / "command.txt").open("a") as file:  # every command that trained this run, in order
+            file.write(f"{command}  # resumed on code {source_commit() or 'unknown'}\n")
         config = replace(saved, steps=config.steps, progress=config.progress, eval_every=config.eval_every,
                          eval_episodes=config.eval_episodes, checkpoint_every=config.checkpoint_every)
         algo_class(config.algo)
@@ -139,7 +142,7 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
         config = resolve(config)
         run_dir = next_run_dir(config.out, config.env_id, config.algo, config.prior, config.name)
         run_dir.mkdir(parents=True)
-        (run_dir / "command.txt").write_text((config.command or shlex.join(sys.argv)) + "\n")
+        (run_dir / "command.txt").write_text(command + "\n")
     (run_dir / "config.yml").write_text(yaml.safe_dump(config.to_yaml(), sort_keys=False))
     hp = config.hyperparams
     on_policy = config.algo in ON_POLICY
