@@ -16,14 +16,30 @@ from typing import Any
 import numpy as np
 
 from upright.eval.tables import Column, Table, mean_min_max, number, rate, text, vector, wilson_interval
+from upright.policies.base import Policy
 
 #: The standard setting of each task in the report (the fixed walk command is m/s, m/s, rad/s).
 GETUP_SETTINGS: dict[str, Any] = {"start": "random", "conditions": "lab"}
 WALK_SETTINGS: dict[str, Any] = {"command": (0.2, 0.0, 0.0), "conditions": "lab", "max_episode_seconds": 10.0}
 
 
+def prior_alone(env_kwargs: Mapping[str, Any]) -> tuple[str | Policy, dict[str, Any]]:
+    """The prior of a residual's environment arguments ``env_kwargs`` as a policy of its own (a
+    baseline name, or a controller with the ``prior_params`` overrides) and the arguments without
+    the prior, its residual scale and its parameters; ValueError when there is no prior."""
+    from upright.envs.base import load_params_file
+    from upright.eval.runner import resolve_policy
+
+    if env_kwargs.get("prior") is None:
+        raise ValueError(f"no prior in the environment arguments {dict(env_kwargs)}")
+    params = env_kwargs.get("prior_params") or {}
+    params = load_params_file(params) if isinstance(params, str) else dict(params)
+    kwargs = {k: v for k, v in env_kwargs.items() if k not in ("prior", "residual_scale", "prior_params")}
+    return resolve_policy(str(env_kwargs["prior"]), params), kwargs
+
+
 def comparison_cells(env_ids: Sequence[str], tasks: Mapping[str, str], policies: Sequence[str]
-                     ) -> list[tuple[str, str, dict[str, Any]]]:
+                     ) -> list[tuple[str, str | Policy, dict[str, Any]]]:
     """``(env_id, policy, env_kwargs)`` of the report's evaluation: every policy of ``policies``
     on every environment of ``env_ids`` (``tasks``: env id to ``getup``/``walk``) in the standard
     setting, shipped policies only on their own environment; then for each shipped policy, it and
@@ -45,9 +61,8 @@ def comparison_cells(env_ids: Sequence[str], tasks: Mapping[str, str], policies:
         if tasks[env_id] == "walk":
             trained["max_episode_seconds"] = WALK_SETTINGS["max_episode_seconds"]
         cells.append((env_id, policy, trained))
-        if "prior" in trained:
-            prior = {k: v for k, v in trained.items() if k not in ("prior", "residual_scale")}
-            cells.append((env_id, str(trained["prior"]), prior))
+        if trained.get("prior") is not None:
+            cells.append((env_id, *prior_alone(trained)))
     return cells
 
 
@@ -60,6 +75,15 @@ def _setting(result: Mapping[str, Any]) -> str:
     command = kwargs.get("command")
     return f"{conditions}, " + ("commands from ranges" if command is None else
                                 "command " + ", ".join(f"{c:g}" for c in command))
+
+
+#: Columns of a get-up and of a walk result row (:func:`comparison_row`).
+GETUP_COLUMNS = (Column("success", "success", rate), Column("stood up", "stood_up", rate),
+                 Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max()))
+WALK_COLUMNS = (Column("velocity vx, vy, wz", "velocity", vector(3)),
+                Column("linear tracking error (m/s)", "linear_tracking_error", number(3)),
+                Column("yaw tracking error (rad/s)", "yaw_tracking_error", number(3)))
+FALLS_COLUMN = Column("falls / episode", "falls_per_episode", number(2))
 
 
 def comparison_row(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -82,12 +106,7 @@ def comparison_table(results: Sequence[Mapping[str, Any]], notes: str = "") -> T
     stand (get-up); velocity and tracking errors (walk); falls per episode (both)."""
     return Table("Policies × environments", [
         Column("policy", "policy"), Column("environment", "env"), Column("setting", "setting", text),
-        Column("success", "success", rate), Column("stood up", "stood_up", rate),
-        Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max()),
-        Column("velocity vx, vy, wz", "velocity", vector(3)),
-        Column("linear tracking error (m/s)", "linear_tracking_error", number(3)),
-        Column("yaw tracking error (rad/s)", "yaw_tracking_error", number(3)),
-        Column("falls / episode", "falls_per_episode", number(2))], [comparison_row(r) for r in results], notes)
+        *GETUP_COLUMNS, *WALK_COLUMNS, FALLS_COLUMN], [comparison_row(r) for r in results], notes)
 
 
 def plot_rates(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
@@ -161,5 +180,5 @@ def plot_walk_tracking(results: Sequence[Mapping[str, Any]], path: Path) -> Path
     return path
 
 
-__all__ = ["GETUP_SETTINGS", "WALK_SETTINGS", "comparison_cells", "comparison_row", "comparison_table",
-           "plot_rates", "plot_walk_tracking"]
+__all__ = ["FALLS_COLUMN", "GETUP_COLUMNS", "GETUP_SETTINGS", "WALK_COLUMNS", "WALK_SETTINGS", "comparison_cells", "comparison_row", "comparison_table",
+           "plot_rates", "plot_walk_tracking", "prior_alone"]

@@ -58,9 +58,9 @@ def plot_learning_curve(run_dir: str | Path) -> Path:
 
 def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path: str | Path,
                           metric: str = "success_rate") -> Path:
-    """Draw a held-out rate (``metric``: ``success_rate`` or ``stood_up_rate``) of several runs
-    (``groups``: a label, e.g. ``residual`` or ``scratch``, to the ``learning_curve.csv`` files of
-    its seeds) against environment steps and against wall-clock minutes into ``path``: one line per
+    """Draw the periodic evaluation's rate (``metric``: ``success_rate`` or ``stood_up_rate``) of
+    several runs (``groups``: a label, e.g. ``residual`` or ``scratch``, to the
+    ``learning_curve.csv`` files of its seeds) against environment steps and against wall-clock minutes into ``path``: one line per
     run with its Wilson 95 % band, one colour per group. A ``prior.json`` beside a CSV (the run's
     ``eval/prior/results.json``: the prior alone on the same seeds) is drawn as a dashed line with
     its interval. The stood-up bands take the episode count from the run's ``config.yml`` beside
@@ -81,6 +81,7 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path:
                 raise ValueError(f"{file}: no get-up evaluations in this learning curve")
             prior_file = file.with_name("prior.json")
             prior = json.loads(prior_file.read_text()) if prior_file.is_file() else None
+            new_prior = prior is not None and json.dumps(prior, sort_keys=True) not in priors_drawn
             y = [r[metric] for r in rows]
             if metric == "success_rate":
                 bands = [(r["success_ci_low"], r["success_ci_high"]) for r in rows]
@@ -91,13 +92,12 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path:
                 x = [r[x_key] / (60.0 if x_key == "wall_seconds" else 1.0) for r in rows]
                 ax.plot(x, y, marker=marker, ms=4, color=colour, label=f"{label} ({file.parent.name})")
                 ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], color=colour, alpha=0.12)
-                key = json.dumps(prior, sort_keys=True) if prior is not None else None
-                if prior is not None and key not in priors_drawn:
+                if new_prior:
                     low, high = prior["success_ci95" if metric == "success_rate" else "stood_up_ci95"]
                     ax.axhline(prior[metric], color="black", ls="--", lw=1,
                                label=f"prior alone on {file.parent.name}'s seeds ({prior['episodes']} episodes)")
                     ax.axhspan(low, high, color="black", alpha=0.06)
-            if prior is not None:
+            if new_prior:
                 priors_drawn.add(json.dumps(prior, sort_keys=True))
     for ax, x_label in zip(axes[0], ("environment steps", "wall-clock (min, evaluations included)")):
         ax.set_xlabel(x_label)

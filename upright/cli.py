@@ -116,7 +116,11 @@ def _cmd_video(args: argparse.Namespace) -> int:
             path, record = record_video(args.env, policy, out, env_kwargs=env_kwargs, seed=args.seed)
             print(f"wrote {path} ({record['steps']} steps, return {record['return']:.2f})")
             return 0
-        prior, prior_kwargs = _prior_alone(args, env_kwargs)
+        from upright.eval.comparison import prior_alone
+
+        if env_kwargs.get("prior") is None:
+            raise ValueError(f"--beside-prior needs a policy trained on a prior; {args.policy!r} has none")
+        prior, prior_kwargs = prior_alone(env_kwargs)
         parts = []
         for run_policy, kwargs, suffix in ((policy, env_kwargs, ".residual.mp4"), (prior, prior_kwargs, ".prior.mp4")):
             part = out.with_name(out.stem + suffix)
@@ -132,20 +136,6 @@ def _cmd_video(args: argparse.Namespace) -> int:
 
     print(f"wrote {join_videos(parts, out)} (left: {parts[0][1]}; right: {parts[1][1]})")
     return 0
-
-
-def _prior_alone(args: argparse.Namespace, env_kwargs: dict[str, Any]) -> tuple[str | Policy, dict[str, Any]]:
-    """The prior of the trained residual ``args.policy`` as a policy of its own (with its
-    ``prior_params``) and the environment arguments without the prior."""
-    from upright.envs.base import load_params_file
-    from upright.eval.runner import resolve_policy
-
-    if "prior" not in env_kwargs or env_kwargs["prior"] is None:
-        raise ValueError(f"--beside-prior needs a policy trained on a prior; {args.policy!r} has none")
-    params = env_kwargs.get("prior_params") or {}
-    params = load_params_file(params) if isinstance(params, str) else dict(params)
-    kwargs = {k: v for k, v in env_kwargs.items() if k not in ("prior", "residual_scale", "prior_params")}
-    return resolve_policy(str(env_kwargs["prior"]), params), kwargs
 
 
 def _setting_text(value: Any) -> str:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from upright.eval.experiments import DOCS_RESULTS, ExperimentContext, protocol_data, register_experiment
-from upright.eval.tables import Column, Table, mean_min_max, number, rate, vector
+from upright.eval.comparison import FALLS_COLUMN, GETUP_COLUMNS, WALK_COLUMNS, comparison_row, prior_alone
+from upright.eval.tables import Column, Table
 
 DATA = protocol_data(__name__)
 
@@ -34,19 +35,6 @@ def _conditions(name: str, start: str | None) -> Any:
     from upright.eval.experiments.keyframe import ABLATION, WornHipConditions, _pair
 
     return WornHipConditions(closing=_pair(ABLATION["closing"][start]))
-
-
-def _row(name: str, policy: str, cell: str, result: dict[str, Any]) -> dict[str, Any]:
-    n = result["episodes"]
-    row: dict[str, Any] = {"policy": name, "runs": policy, "cell": cell}
-    if result["task"] == "getup":
-        row.update(success=(result["successes"], n), stood_up=(result["stood_up"], n),
-                   time_to_stand=result["time_to_stand"], falls_per_episode=result["falls"] / n)
-    else:
-        row.update(falls_per_episode=result["falls"]["total"] / n, velocity=result["mean_velocity"],
-                   linear_tracking_error=result["linear_tracking_error"]["mean"],
-                   yaw_tracking_error=result["yaw_tracking_error"]["mean"])
-    return row
 
 
 def draw_learning_curves(directory: Path) -> list[Path]:
@@ -86,20 +74,19 @@ def trained_residuals(ctx: ExperimentContext) -> list[Table]:
         if name not in shipped:
             missing.append(name)
             continue
-        spec = DATA["policies"][name]
         zoo_name = f"zoo:{name}"
         env_id = run_env_id(zoo_name)
         trained = run_env_kwargs(zoo_name)
         evaluation = {}
-        for cell, settings in spec["cells"].items():
+        for cell, settings in DATA["policies"][name]["cells"].items():
             n = episodes if cell == "target" else max(1, episodes // 2)
             kwargs = {**trained, **settings,
                       "conditions": _conditions(settings["conditions"], settings.get("start"))}
-            prior_kwargs = {k: v for k, v in kwargs.items() if k not in ("prior", "residual_scale")}
             residual = held_out.run_cell(f"{name}/{cell}-residual", env_id, zoo_name, kwargs, n)
-            prior = held_out.run_cell(f"{name}/{cell}-prior", env_id, ctx.policy(spec["prior"]), prior_kwargs, n)
+            prior = held_out.run_cell(f"{name}/{cell}-prior", env_id, *prior_alone(kwargs), n)
             rows = getup_rows if ENVIRONMENTS[env_id].task == "getup" else walk_rows
-            rows += [_row(name, "residual", cell, residual), _row(name, f"prior ({spec['prior']})", cell, prior)]
+            rows += [{**comparison_row(result), "policy": name, "runs": runs, "cell": cell}
+                     for runs, result in (("residual", residual), (f"prior ({trained['prior']})", prior))]
             if cell == "target":
                 evaluation = {"seeds": [held_out.seed, held_out.seed + episodes - 1], "episodes": episodes,
                               "residual": rows[-2], "prior": rows[-1]}
@@ -111,18 +98,12 @@ def trained_residuals(ctx: ExperimentContext) -> list[Table]:
              "residual and prior on the same seeds. `target`: the conditions the residual was trained for.")
     if missing:
         notes += f" Not in the zoo, so not here: {', '.join(missing)} (their training runs: docs/results/training.md)."
-    tables = [Table("Shipped get-up residuals against their priors",
-                    [Column("policy", "policy"), Column("runs", "runs"), Column("cell", "cell"),
-                     Column("success", "success", rate), Column("stood up", "stood_up", rate),
-                     Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max()),
-                     Column("falls / episode", "falls_per_episode", number(2))], getup_rows, notes)]
+    keys = (Column("policy", "policy"), Column("runs", "runs"), Column("cell", "cell"))
+    tables = [Table("Shipped get-up residuals against their priors", [*keys, *GETUP_COLUMNS, FALLS_COLUMN],
+                    getup_rows, notes)]
     if walk_rows:
-        tables.append(Table("Shipped walk residuals against their priors",
-                            [Column("policy", "policy"), Column("runs", "runs"), Column("cell", "cell"),
-                             Column("falls / episode", "falls_per_episode", number(2)),
-                             Column("velocity vx, vy, wz", "velocity", vector(3)),
-                             Column("linear tracking error (m/s)", "linear_tracking_error", number(3)),
-                             Column("yaw tracking error (rad/s)", "yaw_tracking_error", number(3))], walk_rows, notes))
+        tables.append(Table("Shipped walk residuals against their priors", [*keys, *WALK_COLUMNS, FALLS_COLUMN],
+                            walk_rows, notes))
     if ctx.docs:
         ctx.data["curves"] = [str(p) for p in draw_learning_curves(DOCS_RESULTS / "training")]
     return tables
