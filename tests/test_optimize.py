@@ -109,6 +109,20 @@ def test_journal_trial_of_a_dead_local_worker_is_failed_and_retried(tmp_path):
     assert retried_trial(trials[2]) == 0 and trials[2].params == trials[0].params
 
 
+
+def test_trial_killed_before_its_worker_named_it_is_failed_after_the_grace_period(tmp_path):
+    # A worker killed between Optuna creating its trial and the objective naming it leaves a running
+    # trial with neither a heartbeat nor a worker name (seen in CI as a trial running forever).
+    from upright.training.optimize.storage import fail_orphans, open_storage
+
+    study = optuna.create_study(study_name="s", storage=open_storage(f"sqlite:///{tmp_path}/study.db"))
+    study.ask()
+    assert fail_orphans(study, unnamed_after=60.0) == []  # just created: maybe alive
+    time.sleep(0.3)
+    assert fail_orphans(study) == []  # without unnamed_after an unnamed trial is left alone
+    assert fail_orphans(study, unnamed_after=0.2) == [0]
+    assert [t.state for t in study.get_trials()] == [TrialState.FAIL, TrialState.WAITING]
+
 # ---------------------------------------------------------------- a study end to end (SQLite)
 def test_study_enqueues_hand_tuned_first_exports_and_resumes(tmp_path):
     summary = optimize(tiny(tmp_path))

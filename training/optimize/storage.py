@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import socket
@@ -109,16 +110,23 @@ def fail_and_retry(study: optuna.Study, trial: Any, max_retry: int = MAX_RETRY) 
         logging.getLogger(__name__).warning("trial %d failed and cannot be retried: %s", trial.number, error)
 
 
-def fail_orphans(study: optuna.Study, dead: set[str] | None = None, max_retry: int = MAX_RETRY) -> list[int]:
+def fail_orphans(study: optuna.Study, dead: set[str] | None = None, max_retry: int = MAX_RETRY,
+                 unnamed_after: float | None = None) -> list[int]:
     """Fail and retry running trials whose worker is in ``dead`` (``host:pid`` names), or, with
-    ``dead`` None, whose worker ran on this machine and no longer exists. Returns their numbers."""
+    ``dead`` None, whose worker ran on this machine and no longer exists. With ``unnamed_after``
+    (seconds), also a running trial that no worker has named that long after it started: its process
+    died between Optuna creating the trial and the objective naming it (a live worker names it within
+    milliseconds), before any heartbeat, so neither the heartbeat nor the name can catch it.
+    Returns their numbers."""
     host = socket.gethostname()
+    now = datetime.datetime.now()
     failed = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         worker = trial.user_attrs.get(WORKER_ATTR)
         if worker is None:
-            continue
-        if dead is not None:
+            orphan = (dead is None and unnamed_after is not None and trial.datetime_start is not None
+                      and (now - trial.datetime_start).total_seconds() > unnamed_after)
+        elif dead is not None:
             orphan = worker in dead
         else:
             name, _, pid = worker.rpartition(":")

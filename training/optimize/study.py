@@ -294,7 +294,7 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
     study = open_study(plan)
     # Trials left running by dead processes of this machine: failed and retried now (the heartbeat
     # would catch them later, but not one killed before its first beat, nor a journal's).
-    fail_orphans(study, None, config.max_retry)
+    fail_orphans(study, None, config.max_retry, unnamed_after=config.grace_period)
     if config.hand_tuned and not study.trials:
         study.enqueue_trial(plan.space.hand_tuned(default_params(config.controller, config.robot)),
                             user_attrs={"hand_tuned": True}, skip_if_exists=True)
