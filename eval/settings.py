@@ -65,14 +65,22 @@ def parse_settings(items: Iterable[str]) -> dict[str, Any]:
 
 def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(env_kwargs, params_overrides)``: keys starting with ``params.`` go, without the prefix,
-    to the controller's parameter overrides; all other keys are environment keyword arguments."""
+    to the controller's parameter overrides; all other keys are environment keyword arguments, a
+    dotted one nested (``reward_scales.upright=2`` → ``{"reward_scales": {"upright": 2}}``)."""
     env_kwargs: dict[str, Any] = {}
     params: dict[str, Any] = {}
     for key, value in settings.items():
         if key.startswith(PARAMS_PREFIX):
             params[key[len(PARAMS_PREFIX):]] = value
-        else:
-            env_kwargs[key] = value
+            continue
+        *parents, last = key.split(".")
+        node = env_kwargs
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ValueError(f"--set {key}: {part!r} is also set to a single value ({child!r})")
+            node = child
+        node[last] = value
     return env_kwargs, params
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import gymnasium as gym
 import pytest
 
 from conftest import no_gl
@@ -57,6 +58,16 @@ def test_dotted_settings_split_into_env_kwargs_and_params():
     for bad in (["params.=1"], ["a..b=1"], ["player.1x=2"]):
         with pytest.raises(ValueError, match="KEY=VALUE"):
             parse_settings(bad)
+
+
+def test_dotted_env_settings_nest_and_reach_the_reward():
+    env_kwargs, _ = split_settings(parse_settings(["reward_scales.head_height=2", "reward_scales.still=3", "start=prone"]))
+    assert env_kwargs == {"reward_scales": {"head_height": 2, "still": 3}, "start": "prone"}
+    env = gym.make("upright/NaoGetUp-v0", **env_kwargs)
+    assert env.unwrapped.reward_scales.head_height == 2.0 and env.unwrapped.reward_scales.still == 3.0
+    env.close()
+    with pytest.raises(ValueError, match="start"):
+        split_settings({"start": "prone", "start.x": 1})
 
 
 def _getup_record(episode: int, start: str, success: bool, tts: float | None) -> dict:
