@@ -244,6 +244,40 @@ def test_trained_residuals_protocol_runs_residual_and_prior_on_held_out_seeds(ru
     assert prior_file.stat().st_mtime_ns != written[prior_file]
 
 
+def test_checkpoint_selection_picks_by_score_on_selection_seeds_and_ships_it(run_dir, tmp_path):
+    """``upright experiment checkpoint-selection`` evaluates a run's checkpoints on the same seeds
+    (from 2500000000: disjoint from training and from the held-out 3000000000+), writes the best by
+    the training's own score to ``selection.json``, and ``upright ship --model selected`` takes it."""
+    import json
+    import shutil
+
+    from upright.training.callbacks import score, summary_numbers
+
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    out = tmp_path / "selection"
+    args = ["experiment", "checkpoint-selection", "--episodes", "2", "--out", str(out), "--set", f"runs={run}"]
+    assert main([*args, "from_steps=128"]) == 0
+    picked = json.loads((run / "selection.json").read_text())
+    assert picked["candidates"] == [128, 256] and picked["seed"] == 2_500_000_000 and picked["episodes"] == 2
+    results = {s: json.loads((out / "run" / str(s) / "results.json").read_text()) for s in picked["candidates"]}
+    assert all(r["seed"] == 2_500_000_000 and r["env_kwargs"] == {**SHORT, "prior": "spline"} for r in results.values())
+    scores = {s: score(summary_numbers(r)) for s, r in results.items()}
+    assert picked["steps"] == max(scores, key=lambda s: (scores[s], -s))  # the earliest of equal scores
+    zoo = tmp_path / "zoo"
+    assert main(["ship", str(run), "--name", "picked", "--model", "selected", "--zoo", str(zoo)]) == 0
+    entry = zoo / "picked"
+    manifest = yaml.safe_load((entry / "manifest.yml").read_text())
+    assert manifest["model"] == "selected" and manifest["model_steps"] == picked["steps"]
+    assert manifest["selection"]["seed"] == 2_500_000_000 and manifest["selection"]["episodes"] == 2
+    checkpoint = run / "checkpoints" / f"model_{picked['steps']}_steps.zip"
+    assert (entry / "model.zip").read_bytes() == checkpoint.read_bytes()
+    assert (entry / "vecnormalize.pkl").read_bytes() == (
+        run / "checkpoints" / f"model_vecnormalize_{picked['steps']}_steps.pkl").read_bytes()
+    assert main([*args, "from_steps=1000000"]) == 2  # no checkpoint that late: named, nothing run
+    (run / "selection.json").unlink()
+    assert main(["ship", str(run), "--name", "again", "--model", "selected", "--zoo", str(zoo)]) == 2
+
 def test_report_comparison_puts_a_shipped_residual_beside_its_prior(run_dir, tmp_path, monkeypatch):
     """The report's cells: every policy in the standard settings (a shipped one on its own
     environment only), then the shipped residual and its prior alone where it was trained; the

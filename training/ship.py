@@ -6,7 +6,8 @@ A zoo entry is a run folder with one model: ``config.yml`` (environment id and k
 prior, algorithm, hyperparameters, seed), ``command.txt``, ``model.zip``, ``vecnormalize.pkl`` when
 the run normalised observations, ``learning_curve.csv`` and ``manifest.yml``: the name, environment,
 algorithm, training command, which model was taken (``best``: the best held-out evaluation during
-training, or ``final``) with its environment steps, the run's total steps and wall-clock, the
+training; ``final``; or ``selected``: the checkpoint that ``upright experiment checkpoint-selection``
+chose on more selection episodes, named in the run's ``selection.json``) with its environment steps, the run's total steps and wall-clock, the
 model-selection seeds, and ``evaluation`` (written later by ``upright experiment trained-residuals
 --docs``, on seeds disjoint from training and selection). ``zoo:NAME`` then loads it everywhere.
 """
@@ -25,7 +26,7 @@ from upright.training.config import load_run_config
 
 #: Largest model file that ships (bytes).
 MAX_MODEL_BYTES = 5 * 1024 * 1024
-MODELS = ("best", "final")
+MODELS = ("best", "final", "selected")
 
 
 def _chosen_row(rows: list[dict[str, float | None]], model: str) -> dict[str, float | None] | None:
@@ -44,7 +45,7 @@ def _chosen_row(rows: list[dict[str, float | None]], model: str) -> dict[str, fl
 
 def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path | None = None,
          overwrite: bool = False) -> Path:
-    """Copy ``model`` (``best`` or ``final``) of ``run_dir`` into the zoo as ``name``; return the
+    """Copy ``model`` (``best``, ``final`` or ``selected``) of ``run_dir`` into the zoo as ``name``; return the
     entry's folder. ValueError names a bad run, model, name or a model over 5 MB."""
     run_dir = Path(run_dir)
     if model not in MODELS:
@@ -52,7 +53,21 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
     if not name or not name.replace("-", "").replace("_", "").isalnum():
         raise ValueError(f"zoo name {name!r} must be letters, digits, '-' and '_'")
     config = load_run_config(run_dir)
-    source = run_dir / ("best_model.zip" if model == "best" else "model.zip")
+    rows = read_learning_curve(run_dir / "learning_curve.csv")
+    if model == "selected":
+        from upright.eval.experiments.selection import read_selection
+
+        picked = read_selection(run_dir)
+        source = run_dir / picked["model"]
+        steps = int(picked["steps"])
+        selection = {key: picked[key] for key in ("seed", "episodes", "success_rate", "stood_up_rate")}
+        selection["by"] = "upright experiment checkpoint-selection"
+    else:
+        source = run_dir / ("best_model.zip" if model == "best" else "model.zip")
+        chosen = _chosen_row(rows, model)
+        steps = int(chosen["steps"]) if chosen else None
+        selection = {"seed": config.eval_seed, "episodes": config.eval_episodes,
+                     "success_rate": chosen.get("success_rate") if chosen else None}
     if not source.is_file():
         raise ValueError(f"run {str(run_dir)!r} has no {source.name}")
     if source.stat().st_size > MAX_MODEL_BYTES:
@@ -70,8 +85,6 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
     for extra in ("config.yml", "command.txt", "learning_curve.csv"):
         if (run_dir / extra).is_file():
             shutil.copyfile(run_dir / extra, entry / extra)
-    rows = read_learning_curve(run_dir / "learning_curve.csv")
-    chosen = _chosen_row(rows, model)
     manifest: dict[str, Any] = {
         "name": name,
         "env_id": config.env_id,
@@ -81,11 +94,10 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
                               if (run_dir / "command.txt").is_file() else []),
         "seed": config.seed,
         "model": model,
-        "model_steps": int(chosen["steps"]) if chosen else None,
+        "model_steps": steps,
         "total_steps": int(rows[-1]["steps"]) if rows else None,
         "wall_seconds": round(float(rows[-1]["wall_seconds"]), 1) if rows else None,
-        "selection": {"seed": config.eval_seed, "episodes": config.eval_episodes,
-                      "success_rate": chosen.get("success_rate") if chosen else None},
+        "selection": selection,
         "version": config.version,
         "code": config.code,
         "shipped_from": str(run_dir),

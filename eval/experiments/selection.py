@@ -1,0 +1,105 @@
+"""Model selection on more episodes than a training run's periodic evaluation (``selection.yaml``).
+
+``checkpoint-selection`` — for each run folder of ``runs`` (``upright train``'s), its checkpoints
+(``checkpoints/model_N_steps.zip``) from ``from_steps`` on, every ``every`` steps (0: all of them),
+evaluated deterministically with the environment arguments the run was trained with, all on the
+same selection seeds (``seed`` in the YAML plus ``--seed``: disjoint from the training episodes'
+seeds, which lie in [0, 2^31), and from the held-out seeds of ``trained-residuals``). The periodic
+evaluation during training uses 30 episodes, whose 95 % interval is about ±0.15 wide: which
+checkpoint looks best there is mostly noise between neighbours of a plateau. The best checkpoint
+here (the training's own score: success rate, then stood-up rate, then return; walks: fewest
+falls, then tracking error) is written to the run's ``selection.json``, which ``upright ship RUN
+--model selected`` takes.
+
+    upright experiment checkpoint-selection --set runs=runs/NaoGetUp-v0/ppo-keyframe-1 from_steps=500000 \\
+        --episodes 100 --workers 2
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from upright.eval.comparison import FALLS_COLUMN, GETUP_COLUMNS, WALK_COLUMNS, comparison_row
+from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
+from upright.eval.tables import Column, Table, text
+
+DATA = protocol_data(__name__)
+#: The file in a run folder that names its selected checkpoint.
+SELECTION_FILE = "selection.json"
+_CHECKPOINT = re.compile(r"model_(\d+)_steps\.zip")
+
+
+def run_checkpoints(run_dir: Path, from_steps: int = 0, every: int = 0) -> list[tuple[int, Path]]:
+    """``(steps, path)`` of the run's checkpoints from ``from_steps`` on whose steps are a multiple
+    of ``every`` (0: all), in step order. ValueError when none is left."""
+    if from_steps < 0 or every < 0:
+        raise ValueError(f"from_steps and every must be >= 0, got {from_steps!r} and {every!r}")
+    found = sorted((int(m.group(1)), path) for path in (run_dir / "checkpoints").glob("model_*_steps.zip")
+                   if (m := _CHECKPOINT.fullmatch(path.name)))
+    chosen = [(steps, path) for steps, path in found if steps >= from_steps and (every == 0 or steps % every == 0)]
+    if not chosen:
+        raise ValueError(f"run {str(run_dir)!r} has no checkpoint from {from_steps} steps on"
+                         + (f" every {every} steps" if every else "")
+                         + f" (it has: {', '.join(str(s) for s, _ in found) or 'none'})")
+    return chosen
+
+
+def read_selection(run_dir: Path) -> dict[str, Any]:
+    """The run's ``selection.json`` (written by ``checkpoint-selection``); ValueError without it."""
+    path = Path(run_dir) / SELECTION_FILE
+    if not path.is_file():
+        raise ValueError(f"run {str(run_dir)!r} has no {SELECTION_FILE}: run `upright experiment "
+                         f"checkpoint-selection --set runs={run_dir}` first")
+    return json.loads(path.read_text())
+
+
+@register_experiment("checkpoint-selection", "a training run's checkpoints on more selection episodes; "
+                     "the best is what `upright ship --model selected` takes",
+                     options={"runs": (), "from_steps": 0, "every": 0})
+def checkpoint_selection(ctx: ExperimentContext) -> list[Table]:
+    """Every chosen checkpoint of every run on the same selection seeds; one results folder per
+    checkpoint (``RUN/STEPS``), the choice in each run's ``selection.json``."""
+    from upright.envs.registration import ENVIRONMENTS
+    from upright.policies.run import run_env_id, run_env_kwargs
+    from upright.training.callbacks import score, summary_numbers
+
+    runs = ctx.option_names("runs")
+    if not runs:
+        raise ValueError("checkpoint-selection needs --set runs=RUN_DIR[,RUN_DIR ...] (run folders of upright train)")
+    episodes = ctx.episodes_or(DATA["episodes"])
+    selection = replace(ctx, seed=int(DATA["seed"]) + ctx.seed)
+    getup_rows: list[dict[str, Any]] = []
+    walk_rows: list[dict[str, Any]] = []
+    for run in runs:
+        run_dir = Path(run)
+        candidates = run_checkpoints(run_dir, int(ctx.options["from_steps"]), int(ctx.options["every"]))
+        env_id, kwargs = run_env_id(str(run_dir)), run_env_kwargs(str(run_dir))
+        scored = []
+        for steps, path in candidates:
+            result = selection.run_cell(f"{run_dir.name}/{steps}", env_id, str(path), kwargs, episodes)
+            scored.append((score(summary_numbers(result)), steps, path, result))
+        best = max(scored, key=lambda item: item[0])  # the first of equal scores: the earlier checkpoint
+        _, steps, path, result = best
+        (run_dir / SELECTION_FILE).write_text(json.dumps({
+            "model": str(path.relative_to(run_dir)), "steps": steps, "seed": selection.seed, "episodes": episodes,
+            "success_rate": result.get("success_rate"), "stood_up_rate": result.get("stood_up_rate"),
+            "candidates": [s for _, s, _, _ in scored]}, indent=1))
+        rows = getup_rows if ENVIRONMENTS[env_id].task == "getup" else walk_rows
+        rows += [{**comparison_row(r), "run": str(run_dir), "steps": s, "chosen": "←" if s == steps else ""}
+                 for _, s, _, r in scored]
+    notes = (f"{episodes} episodes per checkpoint, seeds from {selection.seed} (episode i: seed + i), the same for "
+             "every checkpoint; disjoint from training (seeds in [0, 2^31)) and from the held-out evaluation of "
+             "trained-residuals (seeds from 3000000000). ←: the checkpoint written to the run's selection.json.")
+    keys = (Column("run", "run", text), Column("steps", "steps"), Column("chosen", "chosen", text))
+    tables = []
+    if getup_rows:
+        tables.append(Table("Get-up checkpoints on the selection seeds", [*keys, *GETUP_COLUMNS, FALLS_COLUMN],
+                            getup_rows, notes))
+    if walk_rows:
+        tables.append(Table("Walk checkpoints on the selection seeds", [*keys, *WALK_COLUMNS, FALLS_COLUMN],
+                            walk_rows, notes))
+    return tables
