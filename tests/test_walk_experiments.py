@@ -113,3 +113,28 @@ def test_speed_table_runs_each_walk_with_its_raised_caps(tmp_path):
     assert ladder["params"]["player.max_step_backward"] == 0.16
     assert ladder["highest_command"] == 0.6 and ladder["fell_at"] == []  # 1 s: no fall yet
     assert "| lipm | nao | backward | 0.600 m/s |" in (tmp_path / "results.md").read_text()
+
+
+def test_error_parts_recompute_the_environment_metric_and_split_it(tmp_path):
+    """With nothing skipped and the metric's own window, the recomputed error is the environment's
+    (the same WalkTracker); the bias is the distance of the mean velocity from the command."""
+    import numpy as np
+
+    from upright.eval.experiments.walk_error import ErrorParts
+    from upright.eval.runner import run_episodes
+
+    run = run_episodes("upright/NaoWalk-v0", "step_adjust", 2, env_kwargs={"max_episode_seconds": 3.0}, seed=4,
+                       observers=[ErrorParts(0.0, 1.0)], progress=False)
+    for record in run.records:
+        parts = record["error_parts"]
+        assert parts["after_start"] == pytest.approx([record["linear_tracking_error"], record["yaw_tracking_error"]],
+                                                     abs=1e-12)
+        assert parts["long_window"] == parts["after_start"]  # 1 s: the metric's window
+        mean = np.array(record["mean_velocity"]) - np.array(record["command"])
+        assert parts["bias"] == pytest.approx([np.linalg.norm(mean[:2]), abs(mean[2])], abs=1e-12)
+    tables = run_experiment("walk-error-parts", tmp_path, episodes=1, settings={"max_episode_seconds": 4.5,
+                                                                                 "conditions": "lab"}, progress=False)
+    row = tables[0].rows[0]
+    assert row["conditions"] == "lab" and row["counted"] == 1 and row["long_window"] is not None
+    with pytest.raises(ValueError, match="long_seconds"):
+        ErrorParts(1.0, 0.0)

@@ -89,18 +89,19 @@ class SpeedFeedback:
         (m, x and y) relative to the ``left`` and to the ``right`` sole in the torso's heading frame
         (gravity-aligned, turned by the torso's yaw) and that yaw (rad, from the IMU). A change of
         ``support`` ends a step, measured up to this cycle against the old support foot (so the
-        steps tile the time)."""
+        steps tile the time; a cycle without a change costs nothing)."""
+        if support == self._support:
+            return
         c, s = math.cos(yaw), math.sin(yaw)
 
         def sample(rel: tuple[float, float]) -> tuple[float, float, float]:  # the relative CoM in the yaw frame
             return c * rel[0] - s * rel[1], s * rel[0] + c * rel[1], yaw
 
-        if support != self._support:
-            if self._support in (1, -1) and self._first is not None:
-                end = sample(left if self._support == 1 else right)
-                self._step_done(self._first, end, time - self._start_time)
-            self._support, self._start_time = support, time
-            self._first = sample(left if support == 1 else right) if support in (1, -1) else None
+        if self._support in (1, -1) and self._first is not None:
+            end = sample(left if self._support == 1 else right)
+            self._step_done(self._first, end, time - self._start_time)
+        self._support, self._start_time = support, time
+        self._first = sample(left if support == 1 else right) if support in (1, -1) else None
 
     def _step_done(self, first: tuple[float, float, float], last: tuple[float, float, float],
                    duration: float) -> None:
