@@ -94,7 +94,8 @@ def trained_residuals(ctx: ExperimentContext) -> list[Table]:
             write_evaluation(zoo_dir() / name, evaluation)
     notes = (f"{episodes} episodes per `target` row, {max(1, episodes // 2)} per other row, seeds from "
              f"{held_out.seed} (episode i: seed + i; held out from "
-             "training, whose episode seeds lie in [0, 2^31), and from model selection, seeds from 1000000); "
+             "training, whose episode seeds lie in [0, 2^31), and from model selection, seeds from 1000000 during training "
+             "and from 2500000000 in checkpoint-selection); "
              "residual and prior on the same seeds. `target`: the conditions the residual was trained for.")
     if missing:
         notes += f" Not in the zoo, so not here: {', '.join(missing)} (their training runs: docs/results/training.md)."
