@@ -67,21 +67,24 @@ def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
     """``(env_kwargs, params_overrides)``: keys starting with ``params.`` go, without the prefix,
     to the controller's parameter overrides; all other keys are environment keyword arguments, a
     dotted one nested (``reward_scales.upright=2`` → ``{"reward_scales": {"upright": 2}}``)."""
-    env_kwargs: dict[str, Any] = {}
-    params: dict[str, Any] = {}
+    params = {key[len(PARAMS_PREFIX):]: value for key, value in settings.items() if key.startswith(PARAMS_PREFIX)}
+    return nested({k: v for k, v in settings.items() if not k.startswith(PARAMS_PREFIX)}), params
+
+
+def nested(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Dotted keys as nested mappings (``{"a.b": 1, "c": 2}`` → ``{"a": {"b": 1}, "c": 2}``);
+    ValueError when a key is set both to a value and to a mapping (``a=1`` and ``a.b=2``)."""
+    tree: dict[str, Any] = {}
     for key, value in settings.items():
-        if key.startswith(PARAMS_PREFIX):
-            params[key[len(PARAMS_PREFIX):]] = value
-            continue
         *parents, last = key.split(".")
-        node = env_kwargs
+        node = tree
         for part in parents:
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
                 raise ValueError(f"--set {key}: {part!r} is also set to a single value ({child!r})")
             node = child
         node[last] = value
-    return env_kwargs, params
+    return tree
 
 
-__all__ = ["PARAMS_PREFIX", "parse_settings", "parse_value", "split_settings"]
+__all__ = ["PARAMS_PREFIX", "nested", "parse_settings", "parse_value", "split_settings"]

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from upright.eval.settings import split_settings
+from upright.eval.settings import nested, split_settings
 
 #: ``--set`` keys with this prefix are hyperparameters.
 HP_PREFIX = "hp."
@@ -118,18 +118,6 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _dotted(overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Dotted keys (``policy_kwargs.log_std_init``) as nested mappings."""
-    nested: dict[str, Any] = {}
-    for key, value in overrides.items():
-        *parents, last = key.split(".")
-        node = nested
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return nested
-
-
 def load_hyperparams(algo: str, env_id: str, prior: str | None, path: str | Path | None = None,
                      overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The hyperparameters of ``algo`` for ``env_id`` and ``prior`` from ``path`` (default: the
@@ -145,7 +133,7 @@ def load_hyperparams(algo: str, env_id: str, prior: str | None, path: str | Path
     hp: dict[str, Any] = {}
     for key in ("default", env_id, f"{env_id}:{prior or 'scratch'}"):
         hp = _merge(hp, table.get(key) or {})
-    hp = _merge(hp, _dotted(overrides or {}))
+    hp = _merge(hp, nested(overrides or {}))
     check_hyperparams(algo, hp)
     return hp
 

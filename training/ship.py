@@ -14,6 +14,7 @@ model-selection seeds, and ``evaluation`` (written later by ``upright experiment
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from upright.policies.run import normalizer_path, zoo_dir
 from upright.training.callbacks import read_learning_curve, score
 from upright.training.config import load_run_config
 
+#: The file in a run folder that names its selected checkpoint (``upright experiment checkpoint-selection``).
+SELECTION_FILE = "selection.json"
 #: Largest model file that ships (bytes).
 MAX_MODEL_BYTES = 5 * 1024 * 1024
 MODELS = ("best", "final", "selected")
@@ -55,8 +58,6 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
     config = load_run_config(run_dir)
     rows = read_learning_curve(run_dir / "learning_curve.csv")
     if model == "selected":
-        from upright.eval.experiments.selection import read_selection
-
         picked = read_selection(run_dir)
         source = run_dir / picked["model"]
         steps = int(picked["steps"])
@@ -107,6 +108,21 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
     return entry
 
 
+def write_selection(run_dir: str | Path, selection: dict[str, Any]) -> None:
+    """Name the run's selected checkpoint: ``selection`` holds ``model`` (its path in the run
+    folder), ``steps``, the selection ``seed`` and ``episodes`` and its rates."""
+    (Path(run_dir) / SELECTION_FILE).write_text(json.dumps(selection, indent=1))
+
+
+def read_selection(run_dir: str | Path) -> dict[str, Any]:
+    """The run's :data:`SELECTION_FILE`; ValueError without it."""
+    path = Path(run_dir) / SELECTION_FILE
+    if not path.is_file():
+        raise ValueError(f"run {str(run_dir)!r} has no {SELECTION_FILE}: run `upright experiment "
+                         f"checkpoint-selection --set runs={run_dir}` first")
+    return json.loads(path.read_text())
+
+
 def read_manifest(entry: str | Path) -> dict[str, Any]:
     """The ``manifest.yml`` of a zoo entry folder."""
     return yaml.safe_load((Path(entry) / "manifest.yml").read_text())
@@ -119,4 +135,5 @@ def write_evaluation(entry: str | Path, evaluation: dict[str, Any]) -> None:
     (Path(entry) / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
 
 
-__all__ = ["MAX_MODEL_BYTES", "read_manifest", "ship", "write_evaluation"]
+__all__ = ["MAX_MODEL_BYTES", "MODELS", "SELECTION_FILE", "read_manifest", "read_selection", "ship", "write_evaluation",
+           "write_selection"]

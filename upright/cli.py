@@ -396,9 +396,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ship", help="copy a trained model of a run folder into the zoo (policies/zoo/NAME)")
     p.add_argument("run", help="run folder of upright train")
     p.add_argument("--name", required=True, help="zoo name, e.g. nao-getup-residual-keyframe")
-    p.add_argument("--model", default="best", choices=("best", "final", "selected"),
-                   help="best held-out evaluation during training (default), the final model, or the checkpoint "
-                        "named in the run's selection.json (upright experiment checkpoint-selection)")
+    p.add_argument("--model", default="best",
+                   help="best: the best held-out evaluation during training (default); final: the final model; "
+                        "selected: the checkpoint named in the run's selection.json (upright experiment "
+                        "checkpoint-selection)")
     p.add_argument("--zoo", default=None, help="zoo folder (default: $UPRIGHT_ZOO or the package's policies/zoo)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing entry of that name")
     p.set_defaults(func=_cmd_ship)

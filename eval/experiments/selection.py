@@ -17,7 +17,6 @@ falls, then tracking error) is written to the run's ``selection.json``, which ``
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -28,8 +27,6 @@ from upright.eval.experiments import ExperimentContext, protocol_data, register_
 from upright.eval.tables import Column, Table, text
 
 DATA = protocol_data(__name__)
-#: The file in a run folder that names its selected checkpoint.
-SELECTION_FILE = "selection.json"
 _CHECKPOINT = re.compile(r"model_(\d+)_steps\.zip")
 
 
@@ -48,15 +45,6 @@ def run_checkpoints(run_dir: Path, from_steps: int = 0, every: int = 0) -> list[
     return chosen
 
 
-def read_selection(run_dir: Path) -> dict[str, Any]:
-    """The run's ``selection.json`` (written by ``checkpoint-selection``); ValueError without it."""
-    path = Path(run_dir) / SELECTION_FILE
-    if not path.is_file():
-        raise ValueError(f"run {str(run_dir)!r} has no {SELECTION_FILE}: run `upright experiment "
-                         f"checkpoint-selection --set runs={run_dir}` first")
-    return json.loads(path.read_text())
-
-
 @register_experiment("checkpoint-selection", "a training run's checkpoints on more selection episodes; "
                      "the best is what `upright ship --model selected` takes",
                      options={"runs": (), "from_steps": 0, "every": 0})
@@ -66,6 +54,7 @@ def checkpoint_selection(ctx: ExperimentContext) -> list[Table]:
     from upright.envs.registration import ENVIRONMENTS
     from upright.policies.run import run_env_id, run_env_kwargs
     from upright.training.callbacks import score, summary_numbers
+    from upright.training.ship import write_selection
 
     runs = ctx.option_names("runs")
     if not runs:
@@ -84,10 +73,10 @@ def checkpoint_selection(ctx: ExperimentContext) -> list[Table]:
             scored.append((score(summary_numbers(result)), steps, path, result))
         best = max(scored, key=lambda item: item[0])  # the first of equal scores: the earlier checkpoint
         _, steps, path, result = best
-        (run_dir / SELECTION_FILE).write_text(json.dumps({
+        write_selection(run_dir, {
             "model": str(path.relative_to(run_dir)), "steps": steps, "seed": selection.seed, "episodes": episodes,
             "success_rate": result.get("success_rate"), "stood_up_rate": result.get("stood_up_rate"),
-            "candidates": [s for _, s, _, _ in scored]}, indent=1))
+            "candidates": [s for _, s, _, _ in scored]})
         rows = getup_rows if ENVIRONMENTS[env_id].task == "getup" else walk_rows
         rows += [{**comparison_row(r), "run": str(run_dir), "steps": s, "chosen": "←" if s == steps else ""}
                  for _, s, _, r in scored]

@@ -44,10 +44,10 @@ class ErrorParts(Observer):
     def on_reset(self, env: gym.Env, policy: Policy, info: dict[str, Any]) -> None:
         self._velocities: list[np.ndarray] = []
         self._period = env.unwrapped.robot.control_period
+        self._command = np.asarray(info["command"], dtype=float)
 
     def on_step(self, env: gym.Env, policy: Policy, action: np.ndarray, info: dict[str, Any]) -> None:
         self._velocities.append(np.asarray(info["velocity"], dtype=float))
-        self._command = np.asarray(info["command"], dtype=float)
 
     def on_episode_end(self, env: gym.Env, policy: Policy, record: dict[str, Any]) -> dict[str, Any]:
         skip = round(self.skip_seconds / self._period)
