@@ -27,7 +27,7 @@ from upright.policies.run import run_env_id, run_env_kwargs
 from upright.policies.sb3 import ModelPolicy
 from upright.training.config import TrainConfig
 from upright.training.envs import make_train_env
-from upright.training.train import _new_model, resolve, train
+from upright.training.train import _new_model, init_files, resolve, train
 
 ENV = "upright/WolfgangGetUp-v0"
 SHORT = {"max_episode_seconds": 1.5}
@@ -130,6 +130,34 @@ def test_a_policy_in_another_environment_is_refused(run_dir):
     policy = load_policy(str(run_dir))
     with pytest.raises(ValueError, match="observation shape"):
         run_episodes(ENV, policy, 1, env_kwargs=SHORT, progress=False)  # no prior: smaller observation
+
+
+def test_init_starts_a_new_run_from_a_trained_policy(run_dir, tmp_path):
+    """--init: the new run's first policy is the trained one (same episodes, normalisation and all),
+    trained on with this command's hyperparameters; a run that does not fit is refused by name."""
+    init = str(run_dir / "best_model.zip")
+    config = resolve(_config(tmp_path, init=init, hp_overrides={**TINY_PPO, "learning_rate": 1e-5}))
+    _, normalizer = init_files(init, "ppo", True)
+    venv = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=True, on_policy=True,
+                          normalizer=normalizer)
+    model = _new_model(config, venv, tmp_path / "tb")
+    assert model.learning_rate == 1e-5
+    fine_tuned = run_episodes(ENV, ModelPolicy(model, venv, name="init"), 2, env_kwargs=config.env_kwargs_with_prior,
+                              seed=11, progress=False)
+    trained = run_episodes(ENV, load_policy(init), 2, env_kwargs=config.env_kwargs_with_prior, seed=11, progress=False)
+    assert _records(fine_tuned) == _records(trained)
+    assert fine_tuned.records[0]["return"] != run_episodes(ENV, "zero", 1, env_kwargs=config.env_kwargs_with_prior,
+                                                           seed=11, progress=False).records[0]["return"]
+    venv.close()
+    with pytest.raises(ValueError, match="observation_space has shape"):
+        resolve(_config(tmp_path, init=init, env_kwargs={**SHORT, "residual_scale": 0.3}, prior=None))
+    with pytest.raises(ValueError, match="trained with ppo, not sac"):
+        resolve(_config(tmp_path, init=init, algo="sac", hp_overrides={}))
+    with pytest.raises(ValueError, match="hp.normalize is False"):
+        resolve(_config(tmp_path, init=init, hp_overrides={**TINY_PPO, "normalize": False}))
+    assert main(["train", "--resume", str(run_dir), "--init", init]) == 2
+    run = train(_config(tmp_path, init=init, steps=64, eval_every=0))
+    assert yaml.safe_load((run / "config.yml").read_text())["init"] == init
 
 
 def test_zoo_policy_loads_by_name(run_dir, tmp_path, monkeypatch):

@@ -56,6 +56,10 @@ class TrainConfig:
     hp_overrides: dict[str, Any] = field(default_factory=dict)
     out: str = "runs"
     name: str | None = None
+    #: Start from this trained policy's weights and normalisation statistics (a run folder, one of
+    #: its ``.zip`` files or ``zoo:NAME``; the same algorithm and spaces) instead of a fresh,
+    #: zero-initialised actor: fine-tuning, as rl-baselines3-zoo's ``--trained-agent``. None: fresh.
+    init: str | None = None
     #: Evaluate every this many environment steps (0 = never) on ``eval_episodes`` held-out seeds.
     eval_every: int = 10_000
     eval_episodes: int = 10

@@ -16,14 +16,17 @@ def make_train_env(env_id: str, env_kwargs: dict[str, Any], n_envs: int, seed: i
                    on_policy: bool, monitor_dir: Path | None = None, normalizer: Path | None = None) -> VecEnv:
     """``n_envs`` environments ``gym.make(env_id, **env_kwargs)`` seeded ``seed``, ``seed + 1``, ...
     With ``normalize`` the observations are normalised (and the rewards too for on-policy
-    algorithms, as rl-baselines3-zoo does); ``normalizer`` reloads saved statistics (resume)."""
+    algorithms, as rl-baselines3-zoo does); ``normalizer`` reloads saved statistics (resume, or
+    fine-tuning a trained policy)."""
     import upright  # noqa: F401  (registers the environments)
 
     venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=DummyVecEnv,
                         monitor_dir=None if monitor_dir is None else str(monitor_dir),
                         monitor_kwargs={"info_keywords": ("is_success",)})
     if normalizer is not None:
-        return VecNormalize.load(str(normalizer), venv)
+        loaded = VecNormalize.load(str(normalizer), venv)
+        loaded.training = True  # statistics saved beside an evaluated model may have been frozen
+        return loaded
     if normalize:
         return VecNormalize(venv, norm_obs=True, norm_reward=on_policy, gamma=0.99)
     return venv

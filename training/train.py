@@ -51,10 +51,48 @@ def resolve(config: TrainConfig) -> TrainConfig:
     if config.steps < 1 or config.n_envs < 1:
         raise ValueError(f"steps and n_envs must be >= 1, got steps={config.steps!r} n_envs={config.n_envs!r}")
     hp = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file, config.hp_overrides)
-    check_env(config.env_id, config.env_kwargs_with_prior).close()
+    env = check_env(config.env_id, config.env_kwargs_with_prior)
+    try:
+        if config.init is not None:
+            init_files(config.init, config.algo, bool(hp.get("normalize")), env)
+    finally:
+        env.close()
     from importlib.metadata import version
 
     return replace(config, hyperparams=hp, version=version("upright"), code=source_commit())
+
+
+def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[Path, Path | None]:
+    """The model file and normalisation statistics (None without normalisation) of the trained
+    policy ``init`` (a run folder, one of its ``.zip`` files or ``zoo:NAME``) that a run of ``algo``
+    starts from; ValueError naming an ``init`` that is no trained policy, was trained by another
+    algorithm, normalises when the run does not (or the other way round) or, given the run's
+    environment ``env`` (or vector environment), has other observation or action spaces."""
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    from upright.policies.run import find_run_dir, normalizer_path, resolve_run_path
+
+    path = resolve_run_path(init)
+    run_dir = find_run_dir(path)
+    if run_dir is None:
+        raise ValueError(f"init {init!r} is not a trained policy (a run folder, its .zip or zoo:NAME)")
+    model_path = path if path.suffix == ".zip" else run_dir / "model.zip"
+    if not model_path.is_file():
+        raise ValueError(f"init {init!r}: {str(model_path)!r} does not exist")
+    trained_by = load_run_config(run_dir).algo
+    if trained_by != algo:
+        raise ValueError(f"init {init!r} was trained with {trained_by}, not {algo}")
+    if env is not None:
+        data, _, _ = load_from_zip_file(model_path, device="cpu", load_data=True)
+        for name in ("observation_space", "action_space"):
+            theirs, ours = data[name].shape, getattr(env, name).shape
+            if theirs != ours:
+                raise ValueError(f"init {init!r}: its {name} has shape {theirs}, this environment's {ours}")
+    normalizer = normalizer_path(model_path)
+    if normalizer.is_file() != normalize:
+        raise ValueError(f"init {init!r} {'has' if normalizer.is_file() else 'has no'} normalisation statistics "
+                         f"({normalizer.name}) but this run's hp.normalize is {normalize}")
+    return model_path, normalizer if normalize else None
 
 
 def source_commit() -> str:
@@ -106,6 +144,9 @@ def _new_model(config: TrainConfig, venv: Any, tb_dir: Path) -> Any:
                                     verbose=0, **kwargs)
     if hp.get("zero_init", config.prior is not None):
         zero_actor_output(model, hp.get("log_std_init", -2.0) if config.algo == "sac" else None)
+    if config.init is not None:  # fine-tuning: the trained weights (and optimiser state) replace the fresh ones
+        start, _ = init_files(config.init, config.algo, bool(hp.get("normalize")), venv)
+        model.set_parameters(str(start), exact_match=True, device="cpu")
     return model
 
 
@@ -146,10 +187,12 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
     (run_dir / "config.yml").write_text(yaml.safe_dump(config.to_yaml(), sort_keys=False))
     hp = config.hyperparams
     on_policy = config.algo in ON_POLICY
-    normalizer = run_dir / "vecnormalize.pkl"
+    normalizer: Path | None = run_dir / "vecnormalize.pkl"
+    if resume is None:  # a fresh run: fresh statistics, or those of the policy it fine-tunes
+        normalizer = None if config.init is None else init_files(config.init, config.algo, bool(hp.get("normalize")))[1]
     venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
                           normalize=bool(hp.get("normalize")), on_policy=on_policy,
-                          normalizer=normalizer if resume is not None and normalizer.is_file() else None)
+                          normalizer=normalizer if normalizer is not None and normalizer.is_file() else None)
     tb_dir = run_dir / "tb"
     if resume is not None:
         model = algo_class(config.algo).load(run_dir / "model.zip", env=venv, device="cpu", tensorboard_log=str(tb_dir))
@@ -187,4 +230,4 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
     return run_dir
 
 
-__all__ = ["TrainingInterrupted", "resolve", "train", "zero_actor_output"]
+__all__ = ["TrainingInterrupted", "init_files", "resolve", "train", "zero_actor_output"]

@@ -208,10 +208,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
     env_kwargs, hp = split_train_settings(parse_settings(args.set))
     if args.resume is None and args.env is None:
         raise ValueError("give --env ID (or --resume RUN_DIR)")
+    if args.resume is not None and args.init is not None:
+        raise ValueError(f"--init {args.init!r} starts a new run; --resume continues one: give one of them")
     config = TrainConfig(env_id=args.env or "", prior=args.prior, algo=args.algo, steps=args.steps, n_envs=args.n_envs,
                          seed=args.seed, env_kwargs=env_kwargs, hyperparams_file=args.hyperparams, hp_overrides=hp,
-                         out=args.out, name=args.name, eval_every=args.eval_every, eval_episodes=args.eval_episodes,
-                         checkpoint_every=args.checkpoint_every, progress=args.progress, command=args.command_line)
+                         out=args.out, name=args.name, init=args.init, eval_every=args.eval_every,
+                         eval_episodes=args.eval_episodes, checkpoint_every=args.checkpoint_every,
+                         progress=args.progress, command=args.command_line)
     try:
         run_dir = train(config, resume=args.resume)
     except TrainingInterrupted as stopped:
@@ -370,6 +373,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs", help="folder of the runs (default: runs)")
     p.add_argument("--name", default=None, help="run folder name (default: ALGO-PRIOR-N)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue this run up to --steps total steps")
+    p.add_argument("--init", default=None, metavar="POLICY",
+                   help="fine-tune: start a new run from this trained policy's weights and normalisation "
+                        "(a run folder, one of its .zip files or zoo:NAME; same algorithm and spaces), "
+                        "with this command's hyperparameters")
     p.add_argument("--eval-every", type=int, default=10_000, help="evaluate every N steps (0: never; default 10000)")
     p.add_argument("--eval-episodes", type=int, default=10, help="episodes per evaluation (default: 10)")
     p.add_argument("--checkpoint-every", type=int, default=50_000, help="checkpoint every N steps (default: 50000)")
