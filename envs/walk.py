@@ -72,7 +72,10 @@ class WalkEnv(UprightEnv):
 
     with (σ_xy, σ_yaw) = ``tracking_widths``, 0.25 m/s and 0.5 rad/s by default: wide enough to
     pay a policy that learns to walk at all; a residual on a walk that already tracks within a few
-    cm/s is paid almost the maximum and needs narrower widths to see its errors.
+    cm/s is paid almost the maximum and needs narrower widths to see its errors. v is the step's
+    own velocity, or with ``tracking_window`` > 0 the mean over the last ``tracking_window``
+    seconds of steps (fewer at the start), as the tracking metrics average it: the sway within a
+    step cycle, which no walk removes, then no longer swamps the error a policy can change.
     * ``upright`` [0.2]: weight × (1 + cos tilt) / 2, tilt = torso z axis against the vertical;
     * ``energy`` [0.001]: −weight × Σ |τ · q̇| over the actuators (W);
     * ``foot_slip`` [0.5]: −weight × Σ horizontal speed² (m²/s²) of the soles that carry more than
@@ -114,6 +117,7 @@ class WalkEnv(UprightEnv):
     | start               | str                            | "standing" | the only start of a walk                  |
     | reward_scales       | WalkRewardScales, dict or None | None       | weights; a dict replaces the named ones   |
     | tracking_widths     | (σ_xy m/s, σ_yaw rad/s)        | 0.25, 0.5  | widths of the tracking rewards            |
+    | tracking_window     | float                          | 0.0        | s of velocity the tracking rewards average |
     | render_mode         | str or None                    | None       | "rgb_array" or "human"                    |
     | prior_params        | dict, YAML path or None        | None       | the prior's parameter overrides (dotted)  |
 
@@ -142,6 +146,7 @@ class WalkEnv(UprightEnv):
         render_mode: str | None = None,
         prior_params: Mapping[str, Any] | str | None = None,
         tracking_widths: Sequence[float] = (TRACKING_XY_WIDTH, TRACKING_YAW_WIDTH),
+        tracking_window: float = 0.0,
     ) -> None:
         if start != "standing":
             raise ValueError(f"unknown start {start!r} for a walk; valid starts: standing")
@@ -151,6 +156,10 @@ class WalkEnv(UprightEnv):
             raise ValueError(f"tracking_widths must be two finite widths > 0 (m/s, rad/s), got {tracking_widths!r}")
         #: Widths of the tracking rewards' Gaussians (σ_xy in m/s, σ_yaw in rad/s).
         self.tracking_widths = (float(widths[0]), float(widths[1]))
+        if not (np.isfinite(tracking_window) and tracking_window >= 0.0):
+            raise ValueError(f"tracking_window must be a duration >= 0 (s), got {tracking_window!r}")
+        #: Seconds of heading-frame velocity the tracking rewards average (0: the step's own).
+        self.tracking_window = float(tracking_window)
         if command is not None:
             command = np.asarray(command, dtype=float)
             if command.shape != (3,) or not np.all(np.isfinite(command)):
@@ -164,6 +173,7 @@ class WalkEnv(UprightEnv):
         super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
         self._tracker: WalkTracker | None = None
         self._sole_sites = [self.sim.model.site(s).id for s in self.robot.sole_sites]
+        self._reward_steps = max(1, round(self.tracking_window / self.robot.control_period))
 
     def _extra_observation(self) -> np.ndarray:
         return self.command
@@ -196,12 +206,15 @@ class WalkEnv(UprightEnv):
         fallen = bool(is_fallen(self.posture(), self.standing))
         self._tracker.update(velocity, float(np.linalg.norm(xy - self._xy)), fallen)
         self._xy = xy.copy()
-        terms = self._reward_terms(velocity, sensors, fallen)
+        recent = self._tracker.velocities[-self._reward_steps:]
+        tracked = velocity if self._reward_steps == 1 else np.mean(recent, axis=0)
+        terms = self._reward_terms(tracked, sensors, fallen)
         return self._finish_step(sensors, terms, fallen, self._tracker, fallen=fallen,
                                  command=self.command.copy(), velocity=velocity)
 
     def _reward_terms(self, velocity: np.ndarray, sensors: Sensors, fallen: bool) -> dict[str, float]:
-        """This step's reward terms (see the class docstring), weighted by :attr:`reward_scales`."""
+        """This step's reward terms (see the class docstring) for the tracked heading-frame
+        ``velocity`` (m/s, m/s, rad/s), weighted by :attr:`reward_scales`."""
         w = self.reward_scales
         m, d = self.sim.model, self.sim.data
         q_dot = d.qvel[m.jnt_dofadr[m.actuator_trnid[:, 0]]]

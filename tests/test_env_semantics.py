@@ -109,6 +109,8 @@ def test_walk_terms_standing_still_walking_and_falling():
     assert narrow[-1]["tracking_yaw"] == pytest.approx(0.5 * np.exp(-0.25), abs=0.01)
     with pytest.raises(ValueError, match="tracking_widths"):
         gym.make("upright/NaoWalk-v0", tracking_widths=(0.1, 0.0))
+    with pytest.raises(ValueError, match="tracking_window"):
+        gym.make("upright/NaoWalk-v0", tracking_window=-1.0)
     # walking on the command (the LIPM walk, zero residual) tracks better than standing still
     walked, info = _walk_terms((0.2, 0.0, 0.0), prior="lipm", seconds=5.0)
     stood, _ = _walk_terms((0.2, 0.0, 0.0), seconds=5.0)
@@ -117,6 +119,12 @@ def test_walk_terms_standing_still_walking_and_falling():
     walking = np.mean([t["tracking_xy"] for t in walked[late]])
     standing = np.mean([t["tracking_xy"] for t in stood[late]])
     assert standing == pytest.approx(np.exp(-0.64), abs=0.05) and walking > standing + 0.15
+    # with a 1 s window the tracking reward sees the window's mean velocity, as the metrics do:
+    # the step cycle's sway no longer costs (the walk is paid more), the same steps otherwise
+    windowed, windowed_info = _walk_terms((0.2, 0.0, 0.0), prior="lipm", seconds=5.0, tracking_window=1.0)
+    assert windowed_info["episode_metrics"] == info["episode_metrics"]
+    assert np.mean([t["tracking_xy"] for t in windowed[late]]) > walking + 0.02
+    assert [t["upright"] for t in windowed] == [t["upright"] for t in walked]
     assert all(t["fall"] == 0.0 for t in walked)
     # falling: the fall penalty once, on the step that ends the episode
     fell, info = _walk_terms((0.2, 0.0, 0.0), policy="zero", seconds=5.0)
