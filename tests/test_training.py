@@ -27,6 +27,7 @@ from upright.policies.run import run_env_id, run_env_kwargs
 from upright.policies.sb3 import ModelPolicy
 from upright.training.config import TrainConfig
 from upright.training.envs import make_train_env
+from upright.training.ship import ship
 from upright.training.train import _new_model, init_files, resolve, train
 
 ENV = "upright/WolfgangGetUp-v0"
@@ -158,6 +159,9 @@ def test_init_starts_a_new_run_from_a_trained_policy(run_dir, tmp_path):
     assert main(["train", "--resume", str(run_dir), "--init", init]) == 2
     run = train(_config(tmp_path, init=init, steps=64, eval_every=0))
     assert yaml.safe_load((run / "config.yml").read_text())["init"] == init
+    manifest = yaml.safe_load((ship(run, "tuned", model="final", zoo=tmp_path / "zoo") / "manifest.yml").read_text())
+    assert manifest["init"]["policy"] == init and manifest["init"]["total_steps"] == 640
+    assert manifest["init"]["training_commands"] == (run_dir / "command.txt").read_text().strip().splitlines()
 
 
 def test_zoo_policy_loads_by_name(run_dir, tmp_path, monkeypatch):

@@ -7,9 +7,12 @@ prior, algorithm, hyperparameters, seed), ``command.txt``, ``model.zip``, ``vecn
 the run normalised observations, ``learning_curve.csv`` and ``manifest.yml``: the name, environment,
 algorithm, training command, which model was taken (``best``: the best held-out evaluation during
 training; ``final``; or ``selected``: the checkpoint that ``upright experiment checkpoint-selection``
-chose on more selection episodes, named in the run's ``selection.json``) with its environment steps, the run's total steps and wall-clock, the
-model-selection seeds, and ``evaluation`` (written later by ``upright experiment trained-residuals
---docs``, on seeds disjoint from training and selection). ``zoo:NAME`` then loads it everywhere.
+chose on more selection episodes, named in the run's ``selection.json``) with its environment
+steps, the run's total steps and wall-clock, the model-selection seeds, ``init`` (a fine-tuned
+run's starting policy with its own training commands, steps and wall-clock, recorded before a
+shipped entry of the same name is replaced), and ``evaluation`` (written later by ``upright
+experiment trained-residuals --docs``, on seeds disjoint from training and selection).
+``zoo:NAME`` then loads it everywhere.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
         raise ValueError(f"run {str(run_dir)!r} has no {source.name}")
     if source.stat().st_size > MAX_MODEL_BYTES:
         raise ValueError(f"{source} is {source.stat().st_size / 2**20:.1f} MB; shipped models must be under 5 MB")
+    started_from = _init_record(config.init) if config.init else None  # before the entry it names is replaced
     entry = Path(zoo) if zoo is not None else zoo_dir()
     entry = entry / name
     if entry.exists():
@@ -99,6 +103,7 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
         "total_steps": int(rows[-1]["steps"]) if rows else None,
         "wall_seconds": round(float(rows[-1]["wall_seconds"]), 1) if rows else None,
         "selection": selection,
+        "init": started_from,
         "version": config.version,
         "code": config.code,
         "shipped_from": str(run_dir),
@@ -106,6 +111,27 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
     }
     (entry / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
     return entry
+
+
+def _init_record(init: str) -> dict[str, Any]:
+    """What a fine-tuned run started from (``upright train --init``): the policy, its training
+    commands, model steps and wall-clock, and its own ``init`` — read from its zoo manifest or its
+    run folder, so the chain that trained a shipped policy stays in its manifest."""
+    from upright.policies.run import find_run_dir, resolve_run_path
+
+    path = resolve_run_path(init)
+    if (path / "manifest.yml").is_file():
+        manifest = read_manifest(path)
+        return {"policy": init, **{key: manifest.get(key) for key in (
+            "training_commands", "model_steps", "total_steps", "wall_seconds", "init")}}
+    run_dir = find_run_dir(path)
+    assert run_dir is not None  # upright train checked it
+    rows = read_learning_curve(run_dir / "learning_curve.csv")
+    return {"policy": init,
+            "training_commands": (run_dir / "command.txt").read_text().strip().splitlines(),
+            "total_steps": int(rows[-1]["steps"]) if rows else None,
+            "wall_seconds": round(float(rows[-1]["wall_seconds"]), 1) if rows else None,
+            "init": load_run_config(run_dir).init}
 
 
 def write_selection(run_dir: str | Path, selection: dict[str, Any]) -> None:
