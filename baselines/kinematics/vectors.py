@@ -69,6 +69,13 @@ def rotate(axis: Vec, angle: float, v: Vec) -> Vec:
             z * c + (ax * y - ay * x) * s + az * k)
 
 
+def clip(x: float, lo: float, hi: float) -> float:
+    """``x`` limited to ``[lo, hi]``: the same float as ``min(max(x, lo), hi)`` (NaN stays NaN, as
+    there), at a fraction of the builtins' cost (the walks clip a few dozen numbers a cycle)."""
+    x = lo if lo > x else x
+    return hi if hi < x else x
+
+
 def wrap(angle: float) -> float:
     """``angle`` wrapped to [-π, π)."""
     return (angle + math.pi) % (2.0 * math.pi) - math.pi
@@ -169,5 +176,5 @@ def vec(v) -> Vec:
 
 
 
-__all__ = ["Mat", "Vec", "add", "angle_about", "cross", "dot", "matmul", "matvec", "pose_error_floats", "quat_matrix", "rotate", "solve_cos_sin",
+__all__ = ["Mat", "Vec", "add", "angle_about", "clip", "cross", "dot", "matmul", "matvec", "pose_error_floats", "quat_matrix", "rotate", "solve_cos_sin",
            "tmatmul", "tmatvec", "vec", "wrap", "zxy_matrix", "zyx_matrix"]
