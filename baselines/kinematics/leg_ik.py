@@ -633,7 +633,7 @@ class LegIK(ForwardKinematics):
         geometry is not exact with its polish), the others only when it is not taken (:func:`pick`
         on all of them, with the same result as without the shortcut). ``polish=False`` treats
         the leg as exact (the closed form alone, see :meth:`legs_ik_values`)."""
-        q, ok = leg.solver.first(pos, rot)
+        q, ok = leg.solver._first(pos, rot, False)  # LegSolver.first
         lower, upper = leg._lower, leg._upper
         if leg.exact or not polish:
             if ok and leg.inside(q):

@@ -60,12 +60,7 @@ def switch_times(x0y: float, ry: float, k: float, x0y_next: float, ry_next: floa
     if x0y == 0.0 or x0y_next == 0.0:
         raise ValueError(f"apex offsets must be non-zero, got x0y={x0y!r}, x0y_next={x0y_next!r}")
     gap = ry_next + step_y - ry
-
-    def mismatch(te: float) -> float:
-        tb_next = next_begin_time(x0y, k, te, x0y_next, k_next)
-        return x0y * math.cosh(k * te) - x0y_next * math.cosh(k_next * tb_next) - gap
-
-    lo = max(t_now, 0.0)
+    lo = 0.0 if 0.0 > t_now else t_now  # max(t_now, 0.0) without the builtin's cost
     if k == k_next:
         te = _switch_time_closed(x0y, x0y_next, gap, k)
         if te is None or not lo <= te <= t_max:
@@ -74,6 +69,11 @@ def switch_times(x0y: float, ry: float, k: float, x0y_next: float, ry_next: floa
                 f"lateral gap {gap:.4f} m"
             )
         return te, next_begin_time(x0y, k, te, x0y_next, k_next)
+
+    def mismatch(te: float) -> float:
+        tb_next = next_begin_time(x0y, k, te, x0y_next, k_next)
+        return x0y * math.cosh(k * te) - x0y_next * math.cosh(k_next * tb_next) - gap
+
     f_lo, f_hi = mismatch(lo), mismatch(t_max)
     if (f_lo > 0.0) == (f_hi > 0.0) and (f_lo < 0.0) == (f_hi < 0.0):  # the same sign (or both zero)
         raise ValueError(
@@ -151,5 +151,6 @@ def lateral_apex(x_rel: float, v: float, k: float, min_offset: float) -> tuple[f
     """
     side = 1.0 if x_rel >= 0.0 else -1.0
     radicand = x_rel * x_rel - (v / k) ** 2
-    x0y = side * max(math.sqrt(max(radicand, 0.0)), min_offset)
+    root = math.sqrt(0.0 if 0.0 > radicand else radicand)  # max(·, 0.0) and max(·, min_offset) written out
+    x0y = side * (min_offset if min_offset > root else root)
     return x0y, math.asinh(v / (k * x0y)) / k
