@@ -295,14 +295,14 @@ class PendulumPlayer:
         x0, v0, r = phase.x0, phase.v0, phase.r
         com = [r[0] + (x0[0] * c + v0[0] * s / k), r[1] + (x0[1] * c + v0[1] * s / k)]
         duration = phase.te - phase.tb
-        ratio = clip((t - phase.tb) / (1e-6 if 1e-6 > duration else duration), 0.0, 1.0)  # max(duration, 1e-6)
+        ratio = clip((t - phase.tb) / (1e-6 if 1e-6 > duration else duration), 0.0, 1.0)  # max(d, 1e-6)
         w = self.p.foot_y
         if phase.support == 0:
             return GaitTarget(0, com, 0.0, (0.0, w, 0.0, 0.0), (0.0, -w, 0.0, 0.0), ratio)
         s = phase.step
         c, sn = math.cos(s[2]), math.sin(s[2])
         wy = -phase.support * w
-        tx, ty = s[0] + -sn * wy, s[1] + c * wy  # the swing foot's end: s̄ + R(turn) (0, −support·w), turned by s[2]
+        tx, ty = s[0] + -sn * wy, s[1] + c * wy  # the swing foot's end: s̄ + R(turn) (0, −support·w)
         b = 0.5 - 0.5 * math.cos(math.pi * ratio)  # B-Human's swing blend, smooth 0 → 1; the lift: of 2·ratio
         a = phase.swing_start
         x, y, yaw = a[0] + b * (tx - a[0]), a[1] + b * (ty - a[1]), a[2] + b * (s[2] - a[2])
