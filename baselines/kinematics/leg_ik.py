@@ -85,7 +85,7 @@ def split_rotation(rot_b: Vec, rot_c: Vec, a: Vec, b: Vec, c: Vec, roots: tuple[
     return x, y, angle_about(c, b, rest_b)
 
 
-TWO_PI = 2.0 * math.pi
+PI, TWO_PI = math.pi, 2.0 * math.pi  # one global read each (math.pi is two) in the hot paths
 
 
 def _first_root(rho: float, phi: float, c: float) -> tuple[float, bool]:
@@ -97,8 +97,8 @@ def _first_root(rho: float, phi: float, c: float) -> tuple[float, bool]:
     ratio = c / rho if rho > 1e-12 else math.copysign(math.inf, c)
     ratio = ratio if ratio > -1.0 else -1.0
     d = math.acos(ratio if ratio < 1.0 else 1.0)
-    x1 = (phi + d + math.pi) % TWO_PI - math.pi
-    x2 = (phi - d + math.pi) % TWO_PI - math.pi
+    x1 = (phi + d + PI) % TWO_PI - PI
+    x2 = (phi - d + PI) % TWO_PI - PI
     return (x1 if abs(x1) <= abs(x2) else x2), abs(c) <= rho + REACH_TOL
 
 
@@ -171,9 +171,15 @@ class LegGeometry:
 
     def inside(self, q: Sequence[float]) -> bool:
         """Whether the six angles ``q`` lie inside the joint ranges."""
-        lo, hi = self._lower, self._upper
-        return (lo[0] <= q[0] <= hi[0] and lo[1] <= q[1] <= hi[1] and lo[2] <= q[2] <= hi[2]
-                and lo[3] <= q[3] <= hi[3] and lo[4] <= q[4] <= hi[4] and lo[5] <= q[5] <= hi[5])
+        l0, h0, l1, h1, l2, h2, l3, h3, l4, h4, l5, h5 = self._bounds
+        q0, q1, q2, q3, q4, q5 = q
+        return (l0 <= q0 <= h0 and l1 <= q1 <= h1 and l2 <= q2 <= h2 and l3 <= q3 <= h3 and l4 <= q4 <= h4
+                and l5 <= q5 <= h5)
+
+    @cached_property
+    def _bounds(self) -> tuple[float, ...]:
+        """The ranges flat, (lower, upper) per joint, for :meth:`inside` (one unpack)."""
+        return tuple(x for pair in zip(self._lower, self._upper) for x in pair)
 
     @cached_property
     def _lower(self) -> tuple[float, ...]:
@@ -312,8 +318,8 @@ class LegSolver:
         cos_bend = (dist * dist - l11 - l22) / l12
         cos_bend = cos_bend if cos_bend > -1.0 else -1.0  # min(1.0, max(-1.0, ·)) written out (_first_root)
         bend = math.acos(cos_bend if cos_bend < 1.0 else 1.0)
-        knee = s3 * ((offset + bend + math.pi) % TWO_PI - math.pi)
-        k2 = s3 * ((offset - bend + math.pi) % TWO_PI - math.pi)
+        knee = s3 * ((offset + bend + PI) % TWO_PI - PI)
+        k2 = s3 * ((offset - bend + PI) % TWO_PI - PI)
         if abs(k2 - mid) < abs(knee - mid):
             knee = k2
         if dist > 1e-12:
@@ -327,7 +333,7 @@ class LegSolver:
                     - math.atan2(g0 * u20 + g1 * u21 + g2 * u22, g0 * u10 + g1 * u11 + g2 * u12))
         else:
             phi2 = 0.0
-        return [q0, q1, s2 * ((phi2 + math.pi) % TWO_PI - math.pi), knee, 0.0, 0.0], reachable
+        return [q0, q1, s2 * ((phi2 + PI) % TWO_PI - PI), knee, 0.0, 0.0], reachable
 
     def first(self, pos: Vec, rot: Mat) -> tuple[list[float], bool]:
         """The first of :meth:`candidates` (the one a walk almost always takes), written out: the
@@ -405,7 +411,7 @@ class LegSolver:
                            i0 * v0 + i1 * v1 + i2 * v2)  # i: e1 normal to n
         v = self._hip_to_ankle_floats(an0, an1, an2, math.cos(q0), math.sin(q0), c0, s0)
         q, ok_leg = self._sagittal_first(v, q0, y, c, s)
-        q[4] = s4 * ((theta - s2 * q[2] - s3 * q[3] + math.pi) % TWO_PI - math.pi)
+        q[4] = s4 * ((theta - s2 * q[2] - s3 * q[3] + PI) % TWO_PI - PI)
         q[5] = q5
         return q, ok_roll and ok_leg
 
@@ -634,12 +640,12 @@ class LegIK(ForwardKinematics):
         on all of them, with the same result as without the shortcut). ``polish=False`` treats
         the leg as exact (the closed form alone, see :meth:`legs_ik_values`)."""
         q, ok = leg.solver._first(pos, rot, False)  # LegSolver.first
-        lower, upper = leg._lower, leg._upper
         if leg.exact or not polish:
             if ok and leg.inside(q):
                 return q, True
             best, reachable = pick(leg, leg.solver.candidates(pos, rot))
             return best.tolist(), reachable
+        lower, upper = leg._lower, leg._upper
         excess = leg.limit_excess(q)
         if (ok and excess <= POLISH_MARGIN) or abs(math.cos(q[1])) < GIMBAL_COS:  # as the polisher
             q, residual = self._newton(leg, q, pos, rot)

@@ -214,12 +214,15 @@ class PendulumPlayer:
 
     def _ramp(self) -> None:
         """A new phase: the planned velocity moves towards the command by at most ``max_acceleration``."""
-        command = tuple(float(c) for c in self.command)
+        c0, c1, c2 = self.command
+        command = (float(c0), float(c1), float(c2))
         limit = self.p.max_acceleration
         if limit is None:
             self.speed = command
         else:
-            self.speed = tuple(s + clip(c - s, -a, a) for s, c, a in zip(self.speed, command, limit))
+            (s0, s1, s2), (a0, a1, a2) = self.speed, limit
+            self.speed = (s0 + clip(command[0] - s0, -a0, a0), s1 + clip(command[1] - s1, -a1, a1),
+                          s2 + clip(command[2] - s2, -a2, a2))
 
     def advance(self, dt: float) -> None:
         """Move on by ``dt`` (s), switching the support leg when the phase ends."""
