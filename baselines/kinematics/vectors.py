@@ -4,6 +4,7 @@ Every quantity of the IK is a 3-D vector or a handful of angles, where each NumP
 microsecond of overhead for a few nanoseconds of work, so vectors here are tuples of floats
 (a NAO leg costs ~30 µs instead of ~100 µs with NumPy arrays; ``upright experiment
 kinematics-bench``). Rotation matrices are tuples of three rows. Units follow the arguments (m, rad).
+:func:`clip` is the scalar clip of the IK and the walks (the builtins ``min``/``max`` cost more).
 """
 
 from __future__ import annotations
