@@ -85,18 +85,20 @@ def split_rotation(rot_b: Vec, rot_c: Vec, a: Vec, b: Vec, c: Vec, roots: tuple[
     return x, y, angle_about(c, b, rest_b)
 
 
-TWO_PI = 2.0 * math.pi
+PI, TWO_PI = math.pi, 2.0 * math.pi  # one global read each (math.pi is two) in the hot paths
 
 
-def _first_root(a: float, b: float, c: float) -> tuple[float, bool]:
+def _first_root(rho: float, phi: float, c: float) -> tuple[float, bool]:
     """The first root of :func:`~upright.baselines.kinematics.vectors.solve_cos_sin` (tolerance
-    ``REACH_TOL``) and whether the roots exist; the same operations."""
-    rho = math.hypot(a, b)
-    phi = math.atan2(b, a)
+    ``REACH_TOL``) and whether the roots exist, the same operations, for ``a cos x + b sin x = c``
+    given as ``rho = hypot(a, b)``, ``phi = atan2(b, a)`` (constants where ``a`` and ``b`` are).
+    The clip to [-1, 1] is written out: the same floats as ``min(1.0, max(-1.0, ratio))``, NaN
+    included, for a fraction of the builtins' cost."""
     ratio = c / rho if rho > 1e-12 else math.copysign(math.inf, c)
-    d = math.acos(min(1.0, max(-1.0, ratio)))
-    x1 = (phi + d + math.pi) % TWO_PI - math.pi
-    x2 = (phi - d + math.pi) % TWO_PI - math.pi
+    ratio = ratio if ratio > -1.0 else -1.0
+    d = math.acos(ratio if ratio < 1.0 else 1.0)
+    x1 = (phi + d + PI) % TWO_PI - PI
+    x2 = (phi - d + PI) % TWO_PI - PI
     return (x1 if abs(x1) <= abs(x2) else x2), abs(c) <= rho + REACH_TOL
 
 
@@ -169,9 +171,15 @@ class LegGeometry:
 
     def inside(self, q: Sequence[float]) -> bool:
         """Whether the six angles ``q`` lie inside the joint ranges."""
-        lo, hi = self._lower, self._upper
-        return (lo[0] <= q[0] <= hi[0] and lo[1] <= q[1] <= hi[1] and lo[2] <= q[2] <= hi[2]
-                and lo[3] <= q[3] <= hi[3] and lo[4] <= q[4] <= hi[4] and lo[5] <= q[5] <= hi[5])
+        l0, h0, l1, h1, l2, h2, l3, h3, l4, h4, l5, h5 = self._bounds
+        q0, q1, q2, q3, q4, q5 = q
+        return (l0 <= q0 <= h0 and l1 <= q1 <= h1 and l2 <= q2 <= h2 and l3 <= q3 <= h3 and l4 <= q4 <= h4
+                and l5 <= q5 <= h5)
+
+    @cached_property
+    def _bounds(self) -> tuple[float, ...]:
+        """The ranges flat, (lower, upper) per joint, for :meth:`inside` (one unpack)."""
+        return tuple(x for pair in zip(self._lower, self._upper) for x in pair)
 
     @cached_property
     def _lower(self) -> tuple[float, ...]:
@@ -222,11 +230,25 @@ class LegSolver:
         self._c01, self._d01 = cross(e0, e1), dot(e0, e1)
         self._cns, self._dns = cross(n, self.shank), dot(n, self.shank)
         self._c5o, self._d5o = cross(e5, self.normal0), dot(e5, self.normal0)
-        self._split = (dot(e0, n), dot(e0, cross(e1, n)))  # split_roots' first two coefficients
+        a, b = dot(e0, n), dot(e0, cross(e1, n))  # split_roots' first two coefficients, polar (_first_root)
+        self._split = (math.hypot(a, b), math.atan2(b, a))
+        self._normal_root = (math.hypot(self.n_normal0, self.n_e5_x_normal0),
+                             math.atan2(self.n_e5_x_normal0, self.n_normal0))
         self._e1_in_n = add(e1, n, -dot(e1, n))  # angle_about(n, e1, ·)'s first vector
         l1, l2 = self.l1, self.l2
         self._reach = (abs(l1 - l2) - REACH_TOL, l1 + l2 + REACH_TOL)
         self._ll = (l1 * l1, l2 * l2, 2.0 * l1 * l2)
+        # Each written-out function's constants in one flat tuple: one unpack instead of an
+        # attribute read and an unpack per vector (~7 % of a leg's solve).
+        self._hip_k = (*e0, *e1, *self._c01, self._d01, self.hip_forward, *self.yaw_hip)
+        self._sagittal_k = (*n, *e1, *self._reach, *self._ll, self.s2, self.s3, self.knee_mid, self.offset, *self.u1,
+                            *self.u2, self._dns, *self.shank, *self._cns, *self.thigh)
+        self._first_k = (*n, *e0, *e1, *e5, *self.sole_rot0[0], *self.sole_rot0[1], *self.sole_rot0[2],
+                         *self.ankle_in_sole, *self.yaw_hip, *self.e5_x_n, self.lateral, self._d51, *self._c51,
+                         self._d5n, *self._c5n, *self._split, self._d1n, *self._c1n, *self._e1_in_n, self.s2, self.s3,
+                         self.s4)
+        self._given_k = (*n, *e0, *e1, *e5, *self.ankle_in_sole, *self.e1_x_n, self.lateral, self.s2, self.s3, self.s4,
+                         *self._normal_root, self._d5o, *self.normal0, *self._c5o)
 
     def _angle(self, x: Vec) -> float:
         """Angle (rad) of ``x`` in the sagittal plane, from the thigh direction."""
@@ -241,20 +263,16 @@ class LegSolver:
         hip = add(self.yaw_hip, rotate(self.e0, q0, self.e1), self.hip_forward)
         return rotate(self.e0, -q0, add(ankle, hip, -1.0))
 
-    def _hip_to_ankle_floats(self, x: float, y: float, z: float, q0: float) -> Vec:
-        """:meth:`_hip_to_ankle` written out (the same operations)."""
-        a0, a1, a2 = self.e0
-        c, s = math.cos(q0), math.sin(q0)
-        k = self._d01 * (1.0 - c)
-        b0, b1, b2 = self.e1
-        w0, w1, w2 = self._c01
-        f = self.hip_forward
-        h0, h1, h2 = self.yaw_hip
-        # hip = yaw_hip + hip_forward · rotate(e0, q0, e1); d = ankle − hip
-        d0 = x + -1.0 * (h0 + f * (b0 * c + w0 * s + a0 * k))
-        d1 = y + -1.0 * (h1 + f * (b1 * c + w1 * s + a1 * k))
-        d2 = z + -1.0 * (h2 + f * (b2 * c + w2 * s + a2 * k))
-        c, s = math.cos(-q0), math.sin(-q0)
+    def _hip_to_ankle_floats(self, x: float, y: float, z: float, c: float, s: float, cm: float, sm: float) -> Vec:
+        """:meth:`_hip_to_ankle` written out (the same operations) for the ankle ``(x, y, z)``, with
+        ``c, s = cos(q0), sin(q0)`` and ``cm, sm = cos(−q0), sin(−q0)`` (the callers have them)."""
+        a0, a1, a2, b0, b1, b2, w0, w1, w2, d01, f, h0, h1, h2 = self._hip_k
+        k = d01 * (1.0 - c)
+        # hip = yaw_hip + hip_forward · rotate(e0, q0, e1); d = ankle − hip (x − y is x + −1.0 · y, exactly)
+        d0 = x - (h0 + f * (b0 * c + w0 * s + a0 * k))
+        d1 = y - (h1 + f * (b1 * c + w1 * s + a1 * k))
+        d2 = z - (h2 + f * (b2 * c + w2 * s + a2 * k))
+        c, s = cm, sm
         k = (a0 * d0 + a1 * d1 + a2 * d2) * (1.0 - c)
         return (d0 * c + (a1 * d2 - a2 * d1) * s + a0 * k, d1 * c + (a2 * d0 - a0 * d2) * s + a1 * k,
                 d2 * c + (a0 * d1 - a1 * d0) * s + a2 * k)
@@ -283,43 +301,39 @@ class LegSolver:
             phi2 = direction - self._angle(reach) if dist > 1e-12 else 0.0
             yield [q0, q1, self.s2 * wrap(phi2), knee, 0.0, 0.0], reachable
 
-    def _sagittal_first(self, v0: Vec, q0: float, q1: float) -> tuple[list[float], bool]:
+    def _sagittal_first(self, v0: Vec, q0: float, q1: float, c: float, s: float) -> tuple[list[float], bool]:
         """The first of :meth:`_sagittal` (the knee nearer the middle of its range), written out
-        (the same operations, so the same floats, as :meth:`_sagittal`)."""
-        n0, n1, n2 = self.n
-        b0, b1, b2 = self.e1
+        (the same operations, so the same floats, as :meth:`_sagittal`); ``c, s = cos(−q1), sin(−q1)``."""
+        (n0, n1, n2, b0, b1, b2, lo, hi, l11, l22, l12, s2, s3, mid, offset, u10, u11, u12, u20, u21, u22, dns,
+         h0, h1, h2, w0, w1, w2, r0, r1, r2) = self._sagittal_k
         x0, x1, x2 = v0
         # v = rotate(e1, -q1, v0), then its part normal to n
-        c, s = math.cos(-q1), math.sin(-q1)
         k = (b0 * x0 + b1 * x1 + b2 * x2) * (1.0 - c)
         v0_, v1_, v2_ = (x0 * c + (b1 * x2 - b2 * x1) * s + b0 * k, x1 * c + (b2 * x0 - b0 * x2) * s + b1 * k,
                          x2 * c + (b0 * x1 - b1 * x0) * s + b2 * k)
         dn = -(v0_ * n0 + v1_ * n1 + v2_ * n2)
         v0_, v1_, v2_ = v0_ + dn * n0, v1_ + dn * n1, v2_ + dn * n2
         dist = math.sqrt(v0_ * v0_ + v1_ * v1_ + v2_ * v2_)
-        lo, hi = self._reach
         reachable = lo <= dist <= hi
-        l11, l22, l12 = self._ll
-        bend = math.acos(min(1.0, max(-1.0, (dist * dist - l11 - l22) / l12)))
-        s3, mid, offset = self.s3, self.knee_mid, self.offset
-        knee = s3 * ((offset + bend + math.pi) % TWO_PI - math.pi)
-        k2 = s3 * ((offset - bend + math.pi) % TWO_PI - math.pi)
+        cos_bend = (dist * dist - l11 - l22) / l12
+        cos_bend = cos_bend if cos_bend > -1.0 else -1.0  # min(1.0, max(-1.0, ·)) written out (_first_root)
+        bend = math.acos(cos_bend if cos_bend < 1.0 else 1.0)
+        knee = s3 * ((offset + bend + PI) % TWO_PI - PI)
+        k2 = s3 * ((offset - bend + PI) % TWO_PI - PI)
         if abs(k2 - mid) < abs(knee - mid):
             knee = k2
         if dist > 1e-12:
-            u1, u2 = self.u1, self.u2
             # reach = thigh + rotate(n, s3 knee, shank)
             c, s = math.cos(s3 * knee), math.sin(s3 * knee)
-            k = self._dns * (1.0 - c)
-            (h0, h1, h2), (w0, w1, w2), (r0, r1, r2) = self.shank, self._cns, self.thigh
-            g0 = r0 + 1.0 * (h0 * c + w0 * s + n0 * k)
-            g1 = r1 + 1.0 * (h1 * c + w1 * s + n1 * k)
-            g2 = r2 + 1.0 * (h2 * c + w2 * s + n2 * k)
-            phi2 = (math.atan2(v0_ * u2[0] + v1_ * u2[1] + v2_ * u2[2], v0_ * u1[0] + v1_ * u1[1] + v2_ * u1[2])
-                    - math.atan2(g0 * u2[0] + g1 * u2[1] + g2 * u2[2], g0 * u1[0] + g1 * u1[1] + g2 * u1[2]))
+            k = dns * (1.0 - c)
+            g0 = r0 + (h0 * c + w0 * s + n0 * k)  # 1.0 · x is x, exactly
+            g1 = r1 + (h1 * c + w1 * s + n1 * k)
+            g2 = r2 + (h2 * c + w2 * s + n2 * k)
+            phi2 = (math.atan2(v0_ * u20 + v1_ * u21 + v2_ * u22, v0_ * u10 + v1_ * u11 + v2_ * u12)
+                    - math.atan2(g0 * u20 + g1 * u21 + g2 * u22, g0 * u10 + g1 * u11 + g2 * u12))
         else:
             phi2 = 0.0
-        return [q0, q1, self.s2 * ((phi2 + math.pi) % TWO_PI - math.pi), knee, 0.0, 0.0], reachable
+        return [q0, q1, s2 * ((phi2 + PI) % TWO_PI - PI), knee, 0.0, 0.0], reachable
 
     def first(self, pos: Vec, rot: Mat) -> tuple[list[float], bool]:
         """The first of :meth:`candidates` (the one a walk almost always takes), written out: the
@@ -332,11 +346,9 @@ class LegSolver:
         return self._first(pos, rot, True)  # type: ignore[return-value]
 
     def _first(self, pos: Vec, rot: Mat, yaw_only: bool) -> tuple[list[float], bool] | float:
-        n0, n1, n2 = self.n
-        a0, a1, a2 = self.e0
-        b0, b1, b2 = self.e1
-        f0, f1, f2 = self.e5
-        (s00, s01, s02), (s10, s11, s12), (s20, s21, s22) = self.sole_rot0
+        (n0, n1, n2, a0, a1, a2, b0, b1, b2, f0, f1, f2, s00, s01, s02, s10, s11, s12, s20, s21, s22, k0, k1, k2,
+         h0, h1, h2, m0, m1, m2, lateral, d51, c510, c511, c512, d5n, c5n0, c5n1, c5n2, split_rho, split_phi, d1n,
+         c1n0, c1n1, c1n2, i0, i1, i2, s2, s3, s4) = self._first_k
         (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = rot
         # g = rot @ sole_rot0ᵀ: the six joints' rotation
         g00, g01, g02 = (s00 * r00 + s01 * r01 + s02 * r02, s10 * r00 + s11 * r01 + s12 * r02,
@@ -345,36 +357,32 @@ class LegSolver:
                          s20 * r10 + s21 * r11 + s22 * r12)
         g20, g21, g22 = (s00 * r20 + s01 * r21 + s02 * r22, s10 * r20 + s11 * r21 + s12 * r22,
                          s20 * r20 + s21 * r21 + s22 * r22)
-        k0, k1, k2 = self.ankle_in_sole
-        an0 = pos[0] + 1.0 * (r00 * k0 + r01 * k1 + r02 * k2)
-        an1 = pos[1] + 1.0 * (r10 * k0 + r11 * k1 + r12 * k2)
-        an2 = pos[2] + 1.0 * (r20 * k0 + r21 * k1 + r22 * k2)
-        h0, h1, h2 = self.yaw_hip
-        d0, d1, d2 = h0 + -1.0 * an0, h1 + -1.0 * an1, h2 + -1.0 * an2
+        # the ankle (x + 1.0 · y is x + y and x + −1.0 · y is x − y, exactly)
+        an0 = pos[0] + (r00 * k0 + r01 * k1 + r02 * k2)
+        an1 = pos[1] + (r10 * k0 + r11 * k1 + r12 * k2)
+        an2 = pos[2] + (r20 * k0 + r21 * k1 + r22 * k2)
+        d0, d1, d2 = h0 - an0, h1 - an1, h2 - an2
         w0 = g00 * d0 + g10 * d1 + g20 * d2
         w1 = g01 * d0 + g11 * d1 + g21 * d2
         w2 = g02 * d0 + g12 * d1 + g22 * d2
-        m0, m1, m2 = self.e5_x_n
-        q5, ok_roll = _first_root(w0 * n0 + w1 * n1 + w2 * n2, -(w0 * m0 + w1 * m1 + w2 * m2), self.lateral)
+        a, b = w0 * n0 + w1 * n1 + w2 * n2, -(w0 * m0 + w1 * m1 + w2 * m2)
+        q5, ok_roll = _first_root(math.hypot(a, b), math.atan2(b, a), lateral)
         # rest_b, rest_c = g rotate(e5, -q5, e1), g rotate(e5, -q5, n)
         c, s = math.cos(-q5), math.sin(-q5)
         om = 1.0 - c
-        k = self._d51 * om
-        x0, x1, x2 = self._c51
-        u0, u1, u2 = b0 * c + x0 * s + f0 * k, b1 * c + x1 * s + f1 * k, b2 * c + x2 * s + f2 * k
+        k = d51 * om
+        u0, u1, u2 = b0 * c + c510 * s + f0 * k, b1 * c + c511 * s + f1 * k, b2 * c + c512 * s + f2 * k
         rb0, rb1, rb2 = (g00 * u0 + g01 * u1 + g02 * u2, g10 * u0 + g11 * u1 + g12 * u2,
                          g20 * u0 + g21 * u1 + g22 * u2)
-        k = self._d5n * om
-        x0, x1, x2 = self._c5n
-        u0, u1, u2 = n0 * c + x0 * s + f0 * k, n1 * c + x1 * s + f1 * k, n2 * c + x2 * s + f2 * k
+        k = d5n * om
+        u0, u1, u2 = n0 * c + c5n0 * s + f0 * k, n1 * c + c5n1 * s + f1 * k, n2 * c + c5n2 * s + f2 * k
         rc0, rc1, rc2 = (g00 * u0 + g01 * u1 + g02 * u2, g10 * u0 + g11 * u1 + g12 * u2,
                          g20 * u0 + g21 * u1 + g22 * u2)
         # split_rotation(rest_b, rest_c, e0, e1, n, split_roots(...), branch 0)
-        y, _ = _first_root(self._split[0], self._split[1], a0 * rc0 + a1 * rc1 + a2 * rc2)
+        y, _ = _first_root(split_rho, split_phi, a0 * rc0 + a1 * rc1 + a2 * rc2)
         c, s = math.cos(y), math.sin(y)
-        k = self._d1n * (1.0 - c)
-        x0, x1, x2 = self._c1n
-        m0, m1, m2 = n0 * c + x0 * s + b0 * k, n1 * c + x1 * s + b1 * k, n2 * c + x2 * s + b2 * k
+        k = d1n * (1.0 - c)
+        m0, m1, m2 = n0 * c + c1n0 * s + b0 * k, n1 * c + c1n1 * s + b1 * k, n2 * c + c1n2 * s + b2 * k
         dm = -(m0 * a0 + m1 * a1 + m2 * a2)
         p0, p1, p2 = m0 + dm * a0, m1 + dm * a1, m2 + dm * a2
         if p0 * p0 + p1 * p1 + p2 * p2 < 1e-18:
@@ -387,11 +395,11 @@ class LegSolver:
         if yaw_only:
             return q0
         # rest = rotate(e1, -y, rotate(e0, -q0, rest_b)); theta = angle_about(n, e1, rest)
-        c, s = math.cos(-q0), math.sin(-q0)
-        k = (a0 * rb0 + a1 * rb1 + a2 * rb2) * (1.0 - c)
-        x0 = rb0 * c + (a1 * rb2 - a2 * rb1) * s + a0 * k
-        x1 = rb1 * c + (a2 * rb0 - a0 * rb2) * s + a1 * k
-        x2 = rb2 * c + (a0 * rb1 - a1 * rb0) * s + a2 * k
+        c0, s0 = math.cos(-q0), math.sin(-q0)
+        k = (a0 * rb0 + a1 * rb1 + a2 * rb2) * (1.0 - c0)
+        x0 = rb0 * c0 + (a1 * rb2 - a2 * rb1) * s0 + a0 * k
+        x1 = rb1 * c0 + (a2 * rb0 - a0 * rb2) * s0 + a1 * k
+        x2 = rb2 * c0 + (a0 * rb1 - a1 * rb0) * s0 + a2 * k
         c, s = math.cos(-y), math.sin(-y)
         k = (b0 * x0 + b1 * x1 + b2 * x2) * (1.0 - c)
         v0 = x0 * c + (b1 * x2 - b2 * x1) * s + b0 * k
@@ -399,58 +407,55 @@ class LegSolver:
         v2 = x2 * c + (b0 * x1 - b1 * x0) * s + b2 * k
         dv = -(v0 * n0 + v1 * n1 + v2 * n2)
         v0, v1, v2 = v0 + dv * n0, v1 + dv * n1, v2 + dv * n2
-        p0, p1, p2 = self._e1_in_n
-        theta = math.atan2(n0 * (p1 * v2 - p2 * v1) + n1 * (p2 * v0 - p0 * v2) + n2 * (p0 * v1 - p1 * v0),
-                           p0 * v0 + p1 * v1 + p2 * v2)
-        q, ok_leg = self._sagittal_first(self._hip_to_ankle_floats(an0, an1, an2, q0), q0, y)
-        q[4] = self.s4 * ((theta - self.s2 * q[2] - self.s3 * q[3] + math.pi) % TWO_PI - math.pi)
+        theta = math.atan2(n0 * (i1 * v2 - i2 * v1) + n1 * (i2 * v0 - i0 * v2) + n2 * (i0 * v1 - i1 * v0),
+                           i0 * v0 + i1 * v1 + i2 * v2)  # i: e1 normal to n
+        v = self._hip_to_ankle_floats(an0, an1, an2, math.cos(q0), math.sin(q0), c0, s0)
+        q, ok_leg = self._sagittal_first(v, q0, y, c, s)
+        q[4] = s4 * ((theta - s2 * q[2] - s3 * q[3] + PI) % TWO_PI - PI)
         q[5] = q5
         return q, ok_roll and ok_leg
 
     def first_given_first(self, pos: Vec, rot: Mat, first: float) -> tuple[list[float], bool]:
         """The first of :meth:`candidates_given_first`, written out (same floats)."""
-        n0, n1, n2 = self.n
+        (n0, n1, n2, a0, a1, a2, b0, b1, b2, f0, f1, f2, k0, k1, k2, m0, m1, m2, lateral, s2, s3, s4, normal_rho,
+         normal_phi, d5o, l0, l1, l2, c5o0, c5o1, c5o2) = self._given_k
         (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = rot
-        k0, k1, k2 = self.ankle_in_sole
-        ankle = (pos[0] + 1.0 * (r00 * k0 + r01 * k1 + r02 * k2), pos[1] + 1.0 * (r10 * k0 + r11 * k1 + r12 * k2),
-                 pos[2] + 1.0 * (r20 * k0 + r21 * k1 + r22 * k2))
-        v0 = self._hip_to_ankle_floats(*ankle, first)
-        m0, m1, m2 = self.e1_x_n
-        q1, ok_roll = _first_root(v0[0] * n0 + v0[1] * n1 + v0[2] * n2, v0[0] * m0 + v0[1] * m1 + v0[2] * m2,
-                                  -self.lateral)
-        # the goal's sole normal turned back by joint 0
-        a0, a1, a2 = self.e0
-        x0, x1, x2 = r02, r12, r22
         c, s = math.cos(-first), math.sin(-first)
+        # the ankle (x + 1.0 · y is x + y, exactly)
+        an0, an1, an2 = (pos[0] + (r00 * k0 + r01 * k1 + r02 * k2), pos[1] + (r10 * k0 + r11 * k1 + r12 * k2),
+                         pos[2] + (r20 * k0 + r21 * k1 + r22 * k2))
+        v0 = self._hip_to_ankle_floats(an0, an1, an2, math.cos(first), math.sin(first), c, s)
+        a, b = v0[0] * n0 + v0[1] * n1 + v0[2] * n2, v0[0] * m0 + v0[1] * m1 + v0[2] * m2
+        q1, ok_roll = _first_root(math.hypot(a, b), math.atan2(b, a), -lateral)
+        # the goal's sole normal turned back by joint 0
+        x0, x1, x2 = r02, r12, r22
         k = (a0 * x0 + a1 * x1 + a2 * x2) * (1.0 - c)
         o0 = x0 * c + (a1 * x2 - a2 * x1) * s + a0 * k
         o1 = x1 * c + (a2 * x0 - a0 * x2) * s + a1 * k
         o2 = x2 * c + (a0 * x1 - a1 * x0) * s + a2 * k
-        q, ok_leg = self._sagittal_first(v0, first, q1)
-        # target = rotate(n, -(pitch sum), rotate(e1, -q1, normal))
-        b0, b1, b2 = self.e1
         c, s = math.cos(-q1), math.sin(-q1)
+        q, ok_leg = self._sagittal_first(v0, first, q1, c, s)
+        # target = rotate(n, -(pitch sum), rotate(e1, -q1, normal))
         k = (b0 * o0 + b1 * o1 + b2 * o2) * (1.0 - c)
         x0 = o0 * c + (b1 * o2 - b2 * o1) * s + b0 * k
         x1 = o1 * c + (b2 * o0 - b0 * o2) * s + b1 * k
         x2 = o2 * c + (b0 * o1 - b1 * o0) * s + b2 * k
-        c, s = math.cos(-(self.s2 * q[2] + self.s3 * q[3])), math.sin(-(self.s2 * q[2] + self.s3 * q[3]))
+        pitch = -(s2 * q[2] + s3 * q[3])
+        c, s = math.cos(pitch), math.sin(pitch)
         k = (n0 * x0 + n1 * x1 + n2 * x2) * (1.0 - c)
         t0 = x0 * c + (n1 * x2 - n2 * x1) * s + n0 * k
         t1 = x1 * c + (n2 * x0 - n0 * x2) * s + n1 * k
         t2 = x2 * c + (n0 * x1 - n1 * x0) * s + n2 * k
-        q5, ok_normal = _first_root(self.n_normal0, self.n_e5_x_normal0, n0 * t0 + n1 * t1 + n2 * t2)
-        # q4 = s4 · angle_about(n, rotate(e5, q5, normal0), target)
-        f0, f1, f2 = self.e5
+        q5, ok_normal = _first_root(normal_rho, normal_phi, n0 * t0 + n1 * t1 + n2 * t2)
+        # q4 = s4 · angle_about(n, rotate(e5, q5, normal0), target); l: normal0
         c, s = math.cos(q5), math.sin(q5)
-        k = self._d5o * (1.0 - c)
-        (o0, o1, o2), (x0, x1, x2) = self.normal0, self._c5o
-        u0, u1, u2 = o0 * c + x0 * s + f0 * k, o1 * c + x1 * s + f1 * k, o2 * c + x2 * s + f2 * k
+        k = d5o * (1.0 - c)
+        u0, u1, u2 = l0 * c + c5o0 * s + f0 * k, l1 * c + c5o1 * s + f1 * k, l2 * c + c5o2 * s + f2 * k
         d = -(u0 * n0 + u1 * n1 + u2 * n2)
         u0, u1, u2 = u0 + d * n0, u1 + d * n1, u2 + d * n2
         d = -(t0 * n0 + t1 * n1 + t2 * n2)
         t0, t1, t2 = t0 + d * n0, t1 + d * n1, t2 + d * n2
-        q[4] = self.s4 * math.atan2(n0 * (u1 * t2 - u2 * t1) + n1 * (u2 * t0 - u0 * t2) + n2 * (u0 * t1 - u1 * t0),
+        q[4] = s4 * math.atan2(n0 * (u1 * t2 - u2 * t1) + n1 * (u2 * t0 - u0 * t2) + n2 * (u0 * t1 - u1 * t0),
                                     u0 * t0 + u1 * t1 + u2 * t2)
         q[5] = q5
         return q, ok_roll and ok_leg and ok_normal
@@ -634,13 +639,13 @@ class LegIK(ForwardKinematics):
         geometry is not exact with its polish), the others only when it is not taken (:func:`pick`
         on all of them, with the same result as without the shortcut). ``polish=False`` treats
         the leg as exact (the closed form alone, see :meth:`legs_ik_values`)."""
-        q, ok = leg.solver.first(pos, rot)
-        lower, upper = leg._lower, leg._upper
+        q, ok = leg.solver._first(pos, rot, False)  # LegSolver.first
         if leg.exact or not polish:
             if ok and leg.inside(q):
                 return q, True
             best, reachable = pick(leg, leg.solver.candidates(pos, rot))
             return best.tolist(), reachable
+        lower, upper = leg._lower, leg._upper
         excess = leg.limit_excess(q)
         if (ok and excess <= POLISH_MARGIN) or abs(math.cos(q[1])) < GIMBAL_COS:  # as the polisher
             q, residual = self._newton(leg, q, pos, rot)

@@ -4,6 +4,7 @@ Every quantity of the IK is a 3-D vector or a handful of angles, where each NumP
 microsecond of overhead for a few nanoseconds of work, so vectors here are tuples of floats
 (a NAO leg costs ~30 µs instead of ~100 µs with NumPy arrays; ``upright experiment
 kinematics-bench``). Rotation matrices are tuples of three rows. Units follow the arguments (m, rad).
+:func:`clip` is the scalar clip of the IK and the walks (the builtins ``min``/``max`` cost more).
 """
 
 from __future__ import annotations
@@ -67,6 +68,13 @@ def rotate(axis: Vec, angle: float, v: Vec) -> Vec:
     k = (ax * x + ay * y + az * z) * (1.0 - c)
     return (x * c + (ay * z - az * y) * s + ax * k, y * c + (az * x - ax * z) * s + ay * k,
             z * c + (ax * y - ay * x) * s + az * k)
+
+
+def clip(x: float, lo: float, hi: float) -> float:
+    """``x`` limited to ``[lo, hi]``: the same float as ``min(max(x, lo), hi)`` (NaN stays NaN, as
+    there), at a fraction of the builtins' cost (the walks clip a few dozen numbers a cycle)."""
+    x = lo if lo > x else x
+    return hi if hi < x else x
 
 
 def wrap(angle: float) -> float:
@@ -169,5 +177,5 @@ def vec(v) -> Vec:
 
 
 
-__all__ = ["Mat", "Vec", "add", "angle_about", "cross", "dot", "matmul", "matvec", "pose_error_floats", "quat_matrix", "rotate", "solve_cos_sin",
+__all__ = ["Mat", "Vec", "add", "angle_about", "clip", "cross", "dot", "matmul", "matvec", "pose_error_floats", "quat_matrix", "rotate", "solve_cos_sin",
            "tmatmul", "tmatvec", "vec", "wrap", "zxy_matrix", "zyx_matrix"]

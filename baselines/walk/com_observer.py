@@ -36,31 +36,23 @@ class ComObserver:
         """Start from a known state (m, m/s) with the process covariance as uncertainty."""
         self._position = np.asarray(position, dtype=float).tolist()
         self._velocity = np.asarray(velocity, dtype=float).tolist()
-        self._cov = self.process_cov.tolist()
-        self._q = [(q[0][0], q[0][1], q[1][0], q[1][1]) for q in self.process_cov.tolist()]
-        self._r = self.measurement_var.tolist()
+        # per axis (x, y) one flat tuple (:func:`_filter_axis`): the covariance, the process noise
+        # (both row-major 2 x 2) and the measurement noise
+        q, r = self.process_cov.reshape(2, 4).tolist(), self.measurement_var.tolist()
+        self._state = (tuple(q[0] + q[0] + [r[0]]), tuple(q[1] + q[1] + [r[1]]))
 
     def update(self, expected_pos, expected_vel, measured_pos, dt: float) -> tuple[list[float], list[float]]:
         """One filter cycle: predict with the pendulum's expected state, correct with the measured
         CoM position. Returns the filtered position and velocity (each [x, y]). Written out in
-        floats for the 2 x 2 matrices (a cycle of the walk)."""
-        position, velocity = [0.0, 0.0], [0.0, 0.0]
-        for axis in range(2):
-            (c00, c01), (c10, c11) = self._cov[axis]
-            q00, q01, q10, q11 = self._q[axis]
-            # predicted covariance A P Aᵀ + Q with A = [[1, dt], [0, 1]]
-            a00, a01 = c00 + dt * c10, c01 + dt * c11
-            p00, p01 = a00 + a01 * dt + q00, a01 + q01
-            p10, p11 = c10 + c11 * dt + q10, c11 + q11
-            # gain P Cᵀ / (C P Cᵀ + R) with C = [1, 0]
-            denominator = p00 + self._r[axis]
-            g0, g1 = p00 / denominator, p10 / denominator
-            innovation = float(measured_pos[axis]) - float(expected_pos[axis])
-            position[axis] = float(expected_pos[axis]) + g0 * innovation
-            velocity[axis] = float(expected_vel[axis]) + g1 * innovation
-            self._cov[axis] = [[p00 - g0 * p00, p01 - g0 * p01], [p10 - g1 * p00, p11 - g1 * p01]]
-        self._position, self._velocity = position, velocity
-        return position[:], velocity[:]
+        floats for the 2 x 2 matrices (a cycle of the walk), on a flat state per axis (fewer
+        objects to read every cycle than nested lists)."""
+        x, vx, state_x = _filter_axis(self._state[0], float(expected_pos[0]), float(expected_vel[0]),
+                                      float(measured_pos[0]), dt)
+        y, vy, state_y = _filter_axis(self._state[1], float(expected_pos[1]), float(expected_vel[1]),
+                                      float(measured_pos[1]), dt)
+        self._state = (state_x, state_y)
+        self._position, self._velocity = [x, y], [vx, vy]
+        return [x, y], [vx, vy]
 
     @property
     def position(self) -> np.ndarray:
@@ -75,4 +67,22 @@ class ComObserver:
     @property
     def cov(self) -> np.ndarray:
         """The covariance (2, 2, 2) per axis of (position, velocity)."""
-        return np.array(self._cov)
+        return np.array([state[:4] for state in self._state]).reshape(2, 2, 2)
+
+
+def _filter_axis(state: tuple[float, ...], expected: float, expected_vel: float, measured: float,
+                 dt: float) -> tuple[float, float, tuple[float, ...]]:
+    """One axis of :meth:`ComObserver.update`: the filtered position (m) and velocity (m/s), and the
+    axis's new ``state`` (covariance p00, p01, p10, p11, then the process noise q00, q01, q10, q11
+    and the measurement noise r, unchanged)."""
+    c00, c01, c10, c11, q00, q01, q10, q11, r = state
+    # predicted covariance A P Aᵀ + Q with A = [[1, dt], [0, 1]]
+    a00, a01 = c00 + dt * c10, c01 + dt * c11
+    p00, p01 = a00 + a01 * dt + q00, a01 + q01
+    p10, p11 = c10 + c11 * dt + q10, c11 + q11
+    # gain P Cᵀ / (C P Cᵀ + R) with C = [1, 0]
+    denominator = p00 + r
+    g0, g1 = p00 / denominator, p10 / denominator
+    innovation = measured - expected
+    return (expected + g0 * innovation, expected_vel + g1 * innovation,
+            (p00 - g0 * p00, p01 - g0 * p01, p10 - g1 * p00, p11 - g1 * p01, q00, q01, q10, q11, r))

@@ -30,7 +30,7 @@ from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.walk.com_observer import ComObserver
 from upright.baselines.kinematics import Kinematics
-from upright.baselines.kinematics.vectors import dot, matvec, quat_matrix, tmatvec, zxy_matrix, zyx_matrix
+from upright.baselines.kinematics.vectors import quat_matrix, zxy_matrix, zyx_matrix
 from upright.baselines.walk.lipm_player import GaitTarget, PendulumPlayer, PlayerParams
 from upright.baselines.walk.odometry import FeedbackParams, SpeedFeedback
 from upright.envs.robots import RobotSpec, get_robot
@@ -106,10 +106,17 @@ class LipmWalk:
         self.robot = get_robot(robot) if isinstance(robot, str) else robot
         self.params = params or LipmParams.load(self.robot.name)
         self.kin = Kinematics(self.robot)
-        self._sole_ids = [self.kin.site_id(site) for site in self.robot.sole_sites]
+        d = self.kin.data
+        #: Views of the private model's sole sites (left, right) and CoM, current after ``kin.fk``
+        #: (indexing MjData's arrays anew costs ~0.3 µs a read).
+        sole_ids = [self.kin.site_id(site) for site in self.robot.sole_sites]
+        self._sole_pos = [d.site_xpos[i] for i in sole_ids]
+        self._sole_rot = [d.site_xmat[i] for i in sole_ids]
+        self._com = d.subtree_com[self.kin.torso_id]
         self._actuated = np.array(self.robot.actuated_joint_index)
         self._all_actuated = bool(np.array_equal(self._actuated, np.arange(len(self.robot.joint_names))))
         self.command = np.zeros(3)
+        self._command = (0.0, 0.0, 0.0)  # the command as floats
         self.status = "waiting"
         self._diagnostics: tuple | None = None
         self._player: PendulumPlayer | None = None
@@ -126,8 +133,9 @@ class LipmWalk:
         if command.shape != (3,) or not np.all(np.isfinite(command)):
             raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
         self.command = command.copy()
+        self._command = tuple(self.command.tolist())
         if self._player is not None:
-            self._player.command = tuple(self.command.tolist())
+            self._player.command = self._command
 
     # ------------------------------------------------------------------ episode
     def reset(self, sensors: Sensors, rng: np.random.Generator) -> None:
@@ -144,7 +152,7 @@ class LipmWalk:
         for _ in range(6):  # settle the torso-to-CoM offset of the walking posture
             self._stand_targets = self._targets(stand)
         self._player = PendulumPlayer(p.player)
-        self._player.command = tuple(self.command.tolist())
+        self._player.command = self._command
         self._observer = ComObserver(p.observer_process_std, p.observer_measurement_std)
         self.feedback = SpeedFeedback(p.feedback)
         self._gyro_y = 0.0
@@ -174,9 +182,10 @@ class LipmWalk:
         else:
             player.advance(dt)
         expected, expected_vel = player.expected()
-        foot_q, measured = self._measure(sensors, player.phase.support)
-        self.feedback.observe(sensors.time, player.phase.support, *self._torso_heading, float(sensors.fused[2]))
-        player.command = self.feedback.planned(self.command)
+        yaw = float(sensors.fused[2])
+        foot_q, measured = self._measure(sensors, player.phase.support, yaw)
+        self.feedback.observe(sensors.time, player.phase.support, *self._torso_heading, yaw)
+        player.command = self.feedback.planned(self._command)
         filtered, filtered_vel = self._observer.update(expected, expected_vel, measured, dt)
         corrected = player.correct(filtered, filtered_vel) if p.correction else False
         self._diagnostics = (sensors.time, player.phase.support, player.phase_count, foot_q, expected, measured,
@@ -184,36 +193,35 @@ class LipmWalk:
         return self._targets(player.target(p.lift_height, p.delay if p.predict_delay else 0.0))
 
     # ------------------------------------------------------------------ measurement
-    def _measure(self, sensors: Sensors, support: int) -> tuple[list[float], list[float]]:
+    def _measure(self, sensors: Sensors, support: int, yaw: float) -> tuple[list[float], list[float]]:
         """Support foot (x, y) in ``Q`` and the measured CoM (x, y) in ``Q``: the CoM relative to the
         support foot from the joint angles, rotated by the IMU's pitch and roll into the gravity
-        frame and expressed along the foot's heading (start phase: the left foot)."""
-        kin = self.kin
-        kin.fk(sensors.joint_pos)
-        d = kin.data
-        sole = self._sole_ids[0 if support >= 0 else 1]
-        other = self._sole_ids[1 if support >= 0 else 0]
-        fx, fy, fz = d.site_xpos[sole].tolist()
-        ox, oy, oz = d.site_xpos[other].tolist()
-        m = d.site_xmat[sole].tolist()
-        cx, cy, cz = d.subtree_com[kin.torso_id].tolist()
+        frame and expressed along the foot's heading (start phase: the left foot). ``yaw``: the
+        fused yaw (rad) of ``sensors``. The dot products are written out (the same operations as
+        :func:`~upright.baselines.kinematics.vectors.dot`)."""
+        self.kin.fk(sensors.joint_pos)
+        sole, other = (0, 1) if support >= 0 else (1, 0)
+        fx, fy, fz = self._sole_pos[sole].tolist()
+        ox, oy, oz = self._sole_pos[other].tolist()
+        m = self._sole_rot[sole].tolist()
+        cx, cy, cz = self._com.tolist()
         (r00, r01, r02), (r10, r11, r12), _ = quat_matrix(sensors.quat)
-        yaw = float(sensors.fused[2])
         c, s = math.cos(-yaw), math.sin(-yaw)  # tilt = Rz(−fused yaw) R(quat)
-        t0 = (c * r00 - s * r10, c * r01 - s * r11, c * r02 - s * r12)
-        t1 = (s * r00 + c * r10, s * r01 + c * r11, s * r02 + c * r12)
-        u = (cx - fx, cy - fy, cz - fz)
-        v = (dot(t0, u), dot(t1, u))
+        t00, t01, t02 = c * r00 - s * r10, c * r01 - s * r11, c * r02 - s * r12
+        t10, t11, t12 = s * r00 + c * r10, s * r01 + c * r11, s * r02 + c * r12
+        ux, uy, uz = cx - fx, cy - fy, cz - fz
+        v0, v1 = t00 * ux + t01 * uy + t02 * uz, t10 * ux + t11 * uy + t12 * uz
         # for the odometry: the torso origin relative to the left and the right sole in the torso's
         # (fused) heading frame
-        a, b = (-fx, -fy, -fz), (-ox, -oy, -oz)
-        a, b = (dot(t0, a), dot(t1, a)), (dot(t0, b), dot(t1, b))
+        fx, fy, fz, ox, oy, oz = -fx, -fy, -fz, -ox, -oy, -oz
+        a = (t00 * fx + t01 * fy + t02 * fz, t10 * fx + t11 * fy + t12 * fz)
+        b = (t00 * ox + t01 * oy + t02 * oz, t10 * ox + t11 * oy + t12 * oz)
         self._torso_heading = (a, b) if support >= 0 else (b, a)
-        foot_x = (m[0], m[3], m[6])  # the sole's x axis
-        yaw_f = math.atan2(dot(t1, foot_x), dot(t0, foot_x))
+        # the sole's x axis (m[0], m[3], m[6]) along the heading
+        yaw_f = math.atan2(t10 * m[0] + t11 * m[3] + t12 * m[6], t00 * m[0] + t01 * m[3] + t02 * m[6])
         c, s = math.cos(-yaw_f), math.sin(-yaw_f)
         foot_q = [0.0, (1.0 if support >= 0 else -1.0) * self.params.player.foot_y]
-        return foot_q, [foot_q[0] + (c * v[0] - s * v[1]), foot_q[1] + (s * v[0] + c * v[1])]
+        return foot_q, [foot_q[0] + (c * v0 - s * v1), foot_q[1] + (s * v0 + c * v1)]
 
     # ------------------------------------------------------------------ posture to joints
     def _targets(self, posture: GaitTarget) -> np.ndarray:
@@ -224,14 +232,17 @@ class LipmWalk:
         roll = -posture.support * p.step_roll * math.sin(math.pi * posture.ratio)
         torso = zxy_matrix(posture.torso_yaw, roll, p.body_tilt)
         kin.fk(self._joints)
-        model_com = kin.data.subtree_com[kin.torso_id].tolist()
-        placed = matvec(torso, model_com)
-        torso_pos = (posture.com_xy[0] - placed[0], posture.com_xy[1] - placed[1], p.com_height - placed[2])
+        mx, my, mz = self._com.tolist()
+        (t00, t01, t02), (t10, t11, t12), (t20, t21, t22) = torso
+        # the torso origin: the planned CoM minus torso · model CoM (matvec and tmatvec written out)
+        px = posture.com_xy[0] - (t00 * mx + t01 * my + t02 * mz)
+        py = posture.com_xy[1] - (t10 * mx + t11 * my + t12 * mz)
+        pz = p.com_height - (t20 * mx + t21 * my + t22 * mz)
         goals = []
         balance = p.gyro_balance * self._gyro_y if self._walking else 0.0
-        (t00, t01, t02), (t10, t11, t12), (t20, t21, t22) = torso
         for side, foot in ((1, posture.left), (-1, posture.right)):
-            goals.append(tmatvec(torso, (foot[0] - torso_pos[0], foot[1] - torso_pos[1], foot[2] - torso_pos[2])))
+            x, y, z = foot[0] - px, foot[1] - py, foot[2] - pz  # torsoᵀ (foot − torso origin)
+            goals.append((t00 * x + t10 * y + t20 * z, t01 * x + t11 * y + t21 * z, t02 * x + t12 * y + t22 * z))
             # torsoᵀ Rz(yaw) Ry(pitch)
             (a, b, c), (d, e, f), (g, h, i) = zyx_matrix(foot[3], balance if side == posture.support else 0.0, 0.0)
             goals.append(((t00 * a + t10 * d + t20 * g, t00 * b + t10 * e + t20 * h, t00 * c + t10 * f + t20 * i),

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from upright.baselines.kinematics.vectors import clip
 from upright.baselines.walk import pendulum
 
 
@@ -117,15 +118,6 @@ class GaitTarget(NamedTuple):
     ratio: float
 
 
-def _blend(ratio: float) -> float:
-    """0.5 − 0.5 cos(π·ratio): smooth 0 → 1 (B-Human's swing blend)."""
-    return 0.5 - 0.5 * math.cos(math.pi * ratio)
-
-
-def _clip(x: float, lo: float, hi: float) -> float:
-    return min(max(x, lo), hi)
-
-
 class PendulumPlayer:
     """Plays the alternating pendulums for a velocity command (vx m/s, vy m/s, yaw rate rad/s)."""
 
@@ -158,9 +150,6 @@ class PendulumPlayer:
         self._ramp()
         self._plan(self.phase, 0.0)
 
-    def _next_support(self, phase: Phase) -> int:
-        return self._first_support if phase.support == 0 else -phase.support
-
     def _desired_step(self, phase: Phase) -> list[float]:
         """The step (s̄x, s̄y, turn) the command asks of ``phase`` (its swing foot is −support), from
         the nominal durations; :meth:`_plan` replaces s̄x by the command times the phase's actual
@@ -171,10 +160,10 @@ class PendulumPlayer:
         p = self.p
         cycle = p.step_duration
         swing = -phase.support
-        sx = min(max(vx * cycle / 2.0, -p.max_step_backward), p.max_step_forward)
+        sx = clip(vx * cycle / 2.0, -p.max_step_backward, p.max_step_forward)
         # Sideways and turning: the foot on the side of the motion leads, the other one closes up.
-        sy = min(max(vy * cycle, -p.max_step_sideways), p.max_step_sideways) if vy * swing > 0 else 0.0
-        turn = min(max(wz * cycle, -p.max_turn), p.max_turn) if wz * swing > 0 else 0.0
+        sy = clip(vy * cycle, -p.max_step_sideways, p.max_step_sideways) if vy * swing > 0 else 0.0
+        turn = clip(wz * cycle, -p.max_turn, p.max_turn) if wz * swing > 0 else 0.0
         return [sx, sy, turn]
 
     def _plan(self, phase: Phase, t: float, cap: float | None = None) -> None:
@@ -182,20 +171,23 @@ class PendulumPlayer:
         origin and state (equation 9, origin offset capped to ``cap``, default the planning cap) and
         the step actually made."""
         p, k = self.p, self.k
-        support_next = self._next_support(phase)
+        support_next = self._first_support if phase.support == 0 else -phase.support  # the next phase's
         r_next = [p.ref_x, support_next * p.ref_y]
         x0y_next = -support_next * self._apex_y
         desired = self._desired_step(phase)
         te, tb_next = pendulum.switch_times(phase.x0[1], phase.r[1], k, x0y_next, r_next[1], k, desired[1], t)
         if phase.support != 0:  # the CoM covers the sagittal step in this phase's duration
-            desired[0] = min(max(self.speed[0] * (te - phase.tb), -p.max_step_backward), p.max_step_forward)
-        pos, vel = phase.com(t, k)
-        r, x0, v0, v0_next = pendulum.connect(k, t, pos[0], vel[0], te, k, tb_next, desired[0], r_next[0])
+            desired[0] = clip(self.speed[0] * (te - phase.tb), -p.max_step_backward, p.max_step_forward)
+        # the sagittal CoM at t (Phase.com's x, the same operations)
+        c, s = math.cosh(k * t), math.sinh(k * t)
+        x0, v0 = phase.x0[0], phase.v0[0]
+        pos, vel = phase.r[0] + (x0 * c + v0 * s / k), x0 * k * s + v0 * c
+        r, x0, v0, v0_next = pendulum.connect(k, t, pos, vel, te, k, tb_next, desired[0], r_next[0])
         step_x = desired[0]
         cap = p.origin_x_cap if cap is None else cap
         if abs(r - p.ref_x) > cap:
             r = p.ref_x + math.copysign(cap, r - p.ref_x)
-            step_x, x0, v0, v0_next = pendulum.connect_with_origin(k, t, pos[0], vel[0], r, te, k, tb_next, r_next[0])
+            step_x, x0, v0, v0_next = pendulum.connect_with_origin(k, t, pos, vel, r, te, k, tb_next, r_next[0])
         phase.r[0], phase.x0[0], phase.v0[0] = r, x0, v0
         phase.te = te
         phase.desired_step = desired
@@ -222,12 +214,15 @@ class PendulumPlayer:
 
     def _ramp(self) -> None:
         """A new phase: the planned velocity moves towards the command by at most ``max_acceleration``."""
-        command = tuple(float(c) for c in self.command)
+        c0, c1, c2 = self.command
+        command = (float(c0), float(c1), float(c2))
         limit = self.p.max_acceleration
         if limit is None:
             self.speed = command
         else:
-            self.speed = tuple(s + _clip(c - s, -a, a) for s, c, a in zip(self.speed, command, limit))
+            (s0, s1, s2), (a0, a1, a2) = self.speed, limit
+            self.speed = (s0 + clip(command[0] - s0, -a0, a0), s1 + clip(command[1] - s1, -a1, a1),
+                          s2 + clip(command[2] - s2, -a2, a2))
 
     def advance(self, dt: float) -> None:
         """Move on by ``dt`` (s), switching the support leg when the phase ends."""
@@ -267,12 +262,13 @@ class PendulumPlayer:
         x0y, t = pendulum.lateral_apex(x_rel, vy, self.k, self.p.min_apex)
         if (x0y > 0.0) != (phase.x0[1] > 0.0) or x0y == 0.0 or phase.x0[1] == 0.0:
             return False
-        trial = phase.copy()
-        # Shift the phase clock so that its begin keeps its distance from the corrected time.
-        trial.tb = phase.tb + (t - self.t)
-        # Sagittal state at time t: the system (9) is solved from (position, velocity) at t.
-        x0x, v0x = self._sagittal_at_zero(px - phase.r[0], vx, t)
-        trial.x0, trial.v0 = [x0x, x0y], [v0x, 0.0]
+        # Sagittal state at t = 0 of the pendulum at (position, velocity) at time t: the system (9) is
+        # solved from it.
+        x0x, v0x = pendulum.propagate_scalar(px - phase.r[0], vx, self.k, -t)
+        # The phase clock shifted so that its begin keeps its distance from the corrected time. The
+        # trial shares the step lists, which _plan replaces (it changes only r, x0 and v0 in place).
+        trial = Phase(phase.support, phase.r[:], [x0x, x0y], [v0x, 0.0], phase.tb + (t - self.t), phase.te,
+                      phase.step, phase.desired_step, phase.swing_start)
         planned_next = self.next
         try:
             self._plan(trial, t, self.p.correction_origin_x_cap)
@@ -284,10 +280,6 @@ class PendulumPlayer:
             return False
         self.phase, self.t = trial, t
         return True
-
-    def _sagittal_at_zero(self, x_rel: float, v: float, t: float) -> tuple[float, float]:
-        """The sagittal state at t = 0 of a pendulum that is at ``x_rel`` with ``v`` at time ``t``."""
-        return pendulum.propagate_scalar(x_rel, v, self.k, -t)
 
     # ------------------------------------------------------------------ gait target
     def target(self, lift_height: float, ahead: float = 0.0) -> GaitTarget:
@@ -301,19 +293,23 @@ class PendulumPlayer:
         else:
             t = self.t
         phase = self.phase
-        com, _ = phase.com(t, self.k)
-        ratio = _clip((t - phase.tb) / max(phase.te - phase.tb, 1e-6), 0.0, 1.0)
+        k = self.k
+        c, s = math.cosh(k * t), math.sinh(k * t)  # the CoM (Phase.com's position, the same operations)
+        x0, v0, r = phase.x0, phase.v0, phase.r
+        com = [r[0] + (x0[0] * c + v0[0] * s / k), r[1] + (x0[1] * c + v0[1] * s / k)]
+        duration = phase.te - phase.tb
+        ratio = clip((t - phase.tb) / (1e-6 if 1e-6 > duration else duration), 0.0, 1.0)  # max(d, 1e-6)
         w = self.p.foot_y
         if phase.support == 0:
             return GaitTarget(0, com, 0.0, (0.0, w, 0.0, 0.0), (0.0, -w, 0.0, 0.0), ratio)
         s = phase.step
         c, sn = math.cos(s[2]), math.sin(s[2])
         wy = -phase.support * w
-        target = (s[0] + -sn * wy, s[1] + c * wy, s[2])  # the swing foot's end: s̄ + R(turn) (0, −support·w)
-        b = _blend(ratio)
+        tx, ty = s[0] + -sn * wy, s[1] + c * wy  # the swing foot's end: s̄ + R(turn) (0, −support·w)
+        b = 0.5 - 0.5 * math.cos(math.pi * ratio)  # B-Human's swing blend, smooth 0 → 1; the lift: of 2·ratio
         a = phase.swing_start
-        x, y, yaw = a[0] + b * (target[0] - a[0]), a[1] + b * (target[1] - a[1]), a[2] + b * (target[2] - a[2])
-        swing = (x, y, lift_height * _blend(2.0 * ratio), yaw)
+        x, y, yaw = a[0] + b * (tx - a[0]), a[1] + b * (ty - a[1]), a[2] + b * (s[2] - a[2])
+        swing = (x, y, lift_height * (0.5 - 0.5 * math.cos(math.pi * (2.0 * ratio))), yaw)
         support = (0.0, phase.support * w, 0.0, 0.0)
         torso_yaw = 0.5 * (a[2] + b * (s[2] - a[2]))
         left, right = (support, swing) if phase.support == 1 else (swing, support)

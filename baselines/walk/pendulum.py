@@ -60,20 +60,30 @@ def switch_times(x0y: float, ry: float, k: float, x0y_next: float, ry_next: floa
     if x0y == 0.0 or x0y_next == 0.0:
         raise ValueError(f"apex offsets must be non-zero, got x0y={x0y!r}, x0y_next={x0y_next!r}")
     gap = ry_next + step_y - ry
-
-    def mismatch(te: float) -> float:
-        tb_next = next_begin_time(x0y, k, te, x0y_next, k_next)
-        return x0y * math.cosh(k * te) - x0y_next * math.cosh(k_next * tb_next) - gap
-
-    lo = max(t_now, 0.0)
+    lo = 0.0 if 0.0 > t_now else t_now  # max(t_now, 0.0) without the builtin's cost
     if k == k_next:
-        te = _switch_time_closed(x0y, x0y_next, gap, k)
+        # Closed form for equal pendulum constants: with S = sinh(k te), C = cosh(k te) the next
+        # phase's x̄0 cosh(k t̄b) is sgn(x̄0) sqrt(x̄0² + x0² S²) (equation 6), and
+        # x0 C − gap = sgn(x̄0) sqrt(x̄0² + x0² S²) squared gives C = (gap² + x0² − x̄0²) / (2 x0 gap):
+        # one root for te >= 0 at most; x0 C − gap must have the sign of x̄0 (the squared equation's
+        # other root has the other). Written out here (every control cycle of the walk).
+        te = None
+        if gap != 0.0:
+            c = (gap * gap + x0y * x0y - x0y_next * x0y_next) / (2.0 * x0y * gap)
+            rest = x0y * c - gap
+            if c >= 1.0 and rest != 0.0 and (rest > 0.0) == (x0y_next > 0.0):
+                te = math.acosh(c) / k
         if te is None or not lo <= te <= t_max:
             raise ValueError(
                 f"no support switch in ({lo:.3f}, {t_max:.3f}] s for x0y={x0y:.4f}, x0y_next={x0y_next:.4f}, "
                 f"lateral gap {gap:.4f} m"
             )
-        return te, next_begin_time(x0y, k, te, x0y_next, k_next)
+        return te, math.asinh(x0y * k * math.sinh(k * te) / (x0y_next * k_next)) / k_next  # next_begin_time
+
+    def mismatch(te: float) -> float:
+        tb_next = next_begin_time(x0y, k, te, x0y_next, k_next)
+        return x0y * math.cosh(k * te) - x0y_next * math.cosh(k_next * tb_next) - gap
+
     f_lo, f_hi = mismatch(lo), mismatch(t_max)
     if (f_lo > 0.0) == (f_hi > 0.0) and (f_lo < 0.0) == (f_hi < 0.0):  # the same sign (or both zero)
         raise ValueError(
@@ -82,23 +92,6 @@ def switch_times(x0y: float, ry: float, k: float, x0y_next: float, ry_next: floa
         )
     te = float(brentq(mismatch, lo, t_max, xtol=1e-7))
     return te, next_begin_time(x0y, k, te, x0y_next, k_next)
-
-
-def _switch_time_closed(a: float, b: float, gap: float, k: float) -> float | None:
-    """The switch time ``te >= 0`` of :func:`switch_times` in closed form for equal pendulum
-    constants: with ``S = sinh(k te)``, ``C = cosh(k te)`` the next phase's ``x̄0 cosh(k t̄b)`` is
-    ``sgn(x̄0) sqrt(x̄0² + x0² S²)`` (equation 6), and ``x0 C − gap = sgn(x̄0) sqrt(x̄0² + x0² S²)``
-    squared gives ``C = (gap² + x0² − x̄0²) / (2 x0 gap)``: one root for ``te >= 0`` at most
-    (``a = x0y``, ``b = x̄0y``). None when there is none."""
-    if gap == 0.0:
-        return None
-    c = (gap * gap + a * a - b * b) / (2.0 * a * gap)
-    if not c >= 1.0:
-        return None
-    rest = a * c - gap  # must have the sign of b (the squared equation's other root has the other)
-    if rest == 0.0 or (rest > 0.0) != (b > 0.0):
-        return None
-    return math.acosh(c) / k
 
 
 def connect(k: float, t: float, x_t: float, v_t: float, te: float, k_next: float, tb_next: float,
@@ -151,5 +144,6 @@ def lateral_apex(x_rel: float, v: float, k: float, min_offset: float) -> tuple[f
     """
     side = 1.0 if x_rel >= 0.0 else -1.0
     radicand = x_rel * x_rel - (v / k) ** 2
-    x0y = side * max(math.sqrt(max(radicand, 0.0)), min_offset)
+    root = math.sqrt(0.0 if 0.0 > radicand else radicand)  # max(·, 0.0) and max(·, min_offset) written out
+    x0y = side * (min_offset if min_offset > root else root)
     return x0y, math.asinh(v / (k * x0y)) / k

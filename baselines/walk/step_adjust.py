@@ -45,7 +45,7 @@ import numpy as np
 from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.kinematics import Kinematics
-from upright.baselines.kinematics.vectors import quat_matrix, zyx_matrix
+from upright.baselines.kinematics.vectors import clip, quat_matrix, zyx_matrix
 from upright.baselines.walk.odometry import FeedbackParams, SpeedFeedback
 from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
 from upright.baselines.walk.swing_leveling import LevelingParams, SwingFootLeveling
@@ -65,13 +65,13 @@ CONFIGURATIONS: dict[str, tuple[bool, bool]] = {
 
 def parabolic_step(f: float) -> float:
     """rUNSWift's swing-foot progress: 2f² for f < 0.5, else 4f − 2f² − 1 (0 → 1, f clipped to [0, 1])."""
-    f = min(max(f, 0.0), 1.0)
+    f = clip(f, 0.0, 1.0)
     return 2.0 * f * f if f < 0.5 else 4.0 * f - 2.0 * f * f - 1.0
 
 
 def parabolic_return(f: float) -> float:
     """rUNSWift's foot-height profile: 8f² (f < 0.25), 1 − 8(f − 0.5)² (f < 0.75), 8(1 − f)²; peak 1 at 0.5."""
-    f = min(max(f, 0.0), 1.0)
+    f = clip(f, 0.0, 1.0)
     if f < 0.25:
         return 8.0 * f * f
     if f < 0.75:
@@ -196,8 +196,15 @@ class StepAdjustWalk:
         self.command = np.zeros(3)
         self._side_sign = {"left": 1.0, "right": -1.0}
         self._standing = self._standing_joints()
-        self._sole_ids = {side: self.kin.site_id(site) for side, site in zip(SIDES, robot.sole_sites)}
+        d = self.kin.data
+        #: Views of the private model's sole sites (per side) and CoM, current after ``kin.fk``
+        #: (indexing MjData's arrays anew costs ~0.3 µs a read).
+        sole_ids = {side: self.kin.site_id(site) for side, site in zip(SIDES, robot.sole_sites)}
+        self._sole_pos = {side: d.site_xpos[i] for side, i in sole_ids.items()}
+        self._sole_rot = {side: d.site_xmat[i] for side, i in sole_ids.items()}
+        self._com = d.subtree_com[self.kin.torso_id]
         self._actuated = np.array(robot.actuated_joint_index)
+        self._all_actuated = bool(np.array_equal(self._actuated, np.arange(len(robot.joint_names))))
         self.leveling = SwingFootLeveling(self.params.leveling)
         self.feedback = SpeedFeedback(self.params.feedback)
         #: Last frame's diagnostics (m, rad) for plots and tests.
@@ -242,6 +249,8 @@ class StepAdjustWalk:
         self._com_prev: float | None = None
         self._com_velocity = 0.0
         self._adjusting = False
+        #: The step adjustment's tolerance range (T_min, T_max) relative to the sole origin (m).
+        self._tolerance = tolerance_range(p.support_back, p.support_front, p.foot_area)
         #: Joint requests of the last ``delay_cycles + 1`` frames (the oldest is what the servos follow now).
         self._requests: deque[np.ndarray] = deque([self._walk_joints.copy()], maxlen=self.robot.delay_cycles + 1)
         self.status = "working"
@@ -315,12 +324,16 @@ class StepAdjustWalk:
         sw, su = self._swing, self._support
         a, b = self._start[sw], self._start[su]
         s_x, s_y, s_t = self._step_size
-        ps, lin = parabolic_step(f), min(f, 1.0)
+        ps, lin = parabolic_step(f), (1.0 if 1.0 < f else f)  # min(f, 1.0)
         swing = _Foot(a.x + (s_x / 2 - a.x) * ps, a.y + (s_y / 2 - a.y) * ps, a.yaw + (s_t / 2 - a.yaw) * ps)
         support = _Foot(b.x + (-s_x / 2 - b.x) * lin, b.y + (-s_y / 2 - b.y) * lin, b.yaw + (-s_t / 2 - b.yaw) * lin)
         p = self.params
         overtime = self._phase - self._period - p.stretch_after
-        lift = self._lift * parabolic_return(f) if overtime <= 0.0 else max(-p.stretch_speed * overtime, p.stretch_height)
+        if overtime <= 0.0:
+            lift = self._lift * parabolic_return(f)
+        else:  # max(−stretch_speed · overtime, stretch_height)
+            sink = -p.stretch_speed * overtime
+            lift = p.stretch_height if p.stretch_height > sink else sink
         return {sw: swing, su: support}, lift
 
     def _walk(self, sensors: Sensors, load: dict[str, float], dt: float) -> np.ndarray:
@@ -335,7 +348,7 @@ class StepAdjustWalk:
                               self._torso_heading["right"], self._heading)
         if p.swing_leveling:
             # the measured support-sole pitch, read before the private model moves on
-            measured = _pitch_of_flat(kin.data.site_xmat[self._sole_ids[su]])
+            measured = _pitch_of_flat(self._sole_rot[su])
         if p.step_adjustment:
             self._adjust(planned, com_x, load, ratio, dt)
         swing_dx = planned[sw].x - self._feet[sw].x
@@ -346,7 +359,7 @@ class StepAdjustWalk:
             # Measured support-sole pitch against the one requested when the measured joints were
             # commanded (the oldest request in the delay queue), both from the model's FK.
             kin.fk(self._requests[0])
-            requested = _pitch_of_flat(kin.data.site_xmat[self._sole_ids[su]])
+            requested = _pitch_of_flat(self._sole_rot[su])
             torso = float(sensors.fused[0]) - p.trunk_pitch
             pitch[sw] = self.leveling.update(torso, measured - requested, ratio, swing_dx,
                                              planned[sw].x - planned[su].x, dt)
@@ -357,7 +370,7 @@ class StepAdjustWalk:
         self._requests.append(joints)
         self.log = {"com_x": com_x, "swing_x": planned[sw].x, "support_x": planned[su].x,
                     "swing_pitch": pitch[sw], "phase": ratio}
-        return joints[self._actuated]
+        return joints.copy() if self._all_actuated else joints[self._actuated]
 
     def com_offset(self, sensors: Sensors, side: str) -> np.ndarray:
         """The measured CoM relative to the ``side`` sole origin (m), in the gravity-aligned
@@ -373,19 +386,18 @@ class StepAdjustWalk:
     def _com_offsets(self, sensors: Sensors) -> dict[str, tuple[float, float, float]]:
         """:meth:`com_offset` of both soles for the posture already in the private model; sets
         ``_heading``, the torso's yaw (rad) that was removed."""
-        d = self.kin.data
-        cx, cy, cz = d.subtree_com[self.kin.torso_id].tolist()
+        cx, cy, cz = self._com.tolist()
         (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = quat_matrix(sensors.quat)
         # the torso's x axis in the world gives the heading (the yaw of the ZYX Euler angles)
         yaw = self._heading = math.atan2(r10, r00)
         c, s = math.cos(yaw), math.sin(yaw)
         out, torso = {}, {}
         for side in SIDES:
-            sx, sy, sz = d.site_xpos[self._sole_ids[side]].tolist()
-            v = (cx - sx, cy - sy, cz - sz)
-            wx = r00 * v[0] + r01 * v[1] + r02 * v[2]
-            wy = r10 * v[0] + r11 * v[1] + r12 * v[2]
-            out[side] = (c * wx + s * wy, -s * wx + c * wy, r20 * v[0] + r21 * v[1] + r22 * v[2])
+            sx, sy, sz = self._sole_pos[side].tolist()
+            vx, vy, vz = cx - sx, cy - sy, cz - sz
+            wx = r00 * vx + r01 * vy + r02 * vz
+            wy = r10 * vx + r11 * vy + r12 * vz
+            out[side] = (c * wx + s * wy, -s * wx + c * wy, r20 * vx + r21 * vy + r22 * vz)
             # the torso origin relative to the sole in the heading frame, for the odometry
             wx = -(r00 * sx + r01 * sy + r02 * sz)
             wy = -(r10 * sx + r11 * sy + r12 * sz)
@@ -432,10 +444,10 @@ class StepAdjustWalk:
             else:
                 m = m_raw
             self._com_filtered = m
-            t_min, t_max = tolerance_range(p.support_back, p.support_front, p.foot_area)
-            result = adjust_step(w_t, self._w_plan_prev, self._w_bar_prev, u_t, m, p.max_adjust_speed * dt, t_min, t_max)
-            lo, hi = p.clip_forward
-            w_bar = min(max(result.swing_x, min(lo, w_t)), max(hi, w_t))
+            result = adjust_step(w_t, self._w_plan_prev, self._w_bar_prev, u_t, m, p.max_adjust_speed * dt,
+                                 *self._tolerance)
+            lo, hi = p.clip_forward  # widened to include the planned x: min(lo, w_t), max(hi, w_t)
+            w_bar = clip(result.swing_x, w_t if w_t < lo else lo, w_t if w_t > hi else hi)
             u_bar = u_t - (w_bar - w_t) / 2.0
         self._adjusting = abs(w_bar - w_t) > 1e-4
         self._w_plan_prev, self._w_bar_prev = w_t, w_bar

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from upright.baselines.kinematics.vectors import clip
+
 
 
 @dataclass(frozen=True)
@@ -37,11 +39,6 @@ class LevelingParams:
     #: (soleBackwardsCompensationFeetShift −10 mm, …FeetXDifference 30 mm).
     backward_feet_shift: float
     backward_feet_x_difference: float
-
-
-def _unit(x: float) -> float:
-    """``x`` clipped to [0, 1]."""
-    return min(max(x, 0.0), 1.0)
 
 
 class SwingFootLeveling:
@@ -70,16 +67,16 @@ class SwingFootLeveling:
         """
         p = self.params
         if torso_pitch > 0.0:
-            error = min(sole_error, 0.0)
-            torso_scale = _unit(torso_pitch / p.min_torso_rotation)
+            error = 0.0 if 0.0 < sole_error else sole_error  # min(sole_error, 0.0)
+            torso_scale = clip(torso_pitch / p.min_torso_rotation, 0.0, 1.0)
             direction = self._forwards
             feet_scale = 1.0
         else:
-            error = max(sole_error, 0.0)
-            torso_scale = _unit((torso_pitch / -p.min_torso_rotation) ** 2)
+            error = 0.0 if 0.0 > sole_error else sole_error  # max(sole_error, 0.0)
+            torso_scale = clip((torso_pitch / -p.min_torso_rotation) ** 2, 0.0, 1.0)
             direction = self._backwards
-            feet_scale = 1.0 - _unit((feet_dx - p.backward_feet_shift) / p.backward_feet_x_difference)
-        error_scale = _unit((error / p.min_support_sole_rotation) ** 2)
+            feet_scale = 1.0 - clip((feet_dx - p.backward_feet_shift) / p.backward_feet_x_difference, 0.0, 1.0)
+        error_scale = clip((error / p.min_support_sole_rotation) ** 2, 0.0, 1.0)
         return error * error_scale * torso_scale * direction * feet_scale
 
     def update(self, torso_pitch: float, sole_error: float, step_ratio: float, swing_dx: float,
@@ -91,9 +88,9 @@ class SwingFootLeveling:
         p = self.params
         step_f = -p.factor_reduction if swing_dx < 0.0 else p.factor_increase
         step_b = -p.factor_reduction if swing_dx > 0.0 else p.factor_increase
-        self._forwards = _unit(self._forwards + step_f)
-        self._backwards = _unit(self._backwards + step_b)
+        self._forwards = clip(self._forwards + step_f, 0.0, 1.0)
+        self._backwards = clip(self._backwards + step_b, 0.0, 1.0)
         goal = self.target(torso_pitch, sole_error, feet_dx)
         rate = (2.0 if abs(goal) > abs(self.offset) else 1.0) * p.offset_speed * dt
-        self.offset += min(max(goal - self.offset, -rate), rate)
-        return self.offset * _unit((1.0 - step_ratio) / (1.0 - p.return_zero_ratio))
+        self.offset += clip(goal - self.offset, -rate, rate)
+        return self.offset * clip((1.0 - step_ratio) / (1.0 - p.return_zero_ratio), 0.0, 1.0)
