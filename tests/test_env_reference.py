@@ -7,9 +7,9 @@ prior, under ``lab``, ``competition`` (turf, wear with play, noise, randomisatio
 successes and walk falls.
 
 It guards refactorings of the environment code against changing what is simulated. The digests
-depend on floating-point results, so they hold for the MuJoCo version and machine architecture
-they were recorded with (the test skips, saying so, elsewhere). Re-record only for an intended
-change of behaviour: ``python tests/test_env_reference.py``.
+depend on floating-point results, so they hold for the MuJoCo and NumPy versions, architecture and
+SIMD targets they were recorded with (:func:`platform_key`; the test skips, saying so, elsewhere).
+Re-record only for an intended change of behaviour: ``python tests/test_env_reference.py``.
 """
 
 from __future__ import annotations
@@ -126,9 +126,16 @@ def record(case: str) -> dict[str, list]:
     return {"digests": digests, "rewards": rewards}
 
 
-def platform_key() -> dict[str, str]:
-    """What the recorded floating-point results depend on beyond the code."""
-    return {"mujoco": mujoco.__version__, "machine": platform.machine()}
+def platform_key() -> dict[str, Any]:
+    """What the recorded floating-point results depend on beyond the code: the MuJoCo and NumPy
+    versions, the architecture and the SIMD targets NumPy dispatches to on this CPU (its
+    transcendental functions round differently on some)."""
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # NumPy 1
+        from numpy.core import _multiarray_umath as umath
+    simd = sorted(name for name in umath.__cpu_dispatch__ if umath.__cpu_features__.get(name))
+    return {"mujoco": mujoco.__version__, "numpy": np.__version__, "machine": platform.machine(), "simd": simd}
 
 
 @pytest.fixture(scope="module")
