@@ -38,7 +38,6 @@ from upright.envs.conditions import Conditions
 from upright.envs.render import Camera, RenderingUnavailable
 from upright.envs.robots import get_robot
 from upright.envs.metrics import Posture, StandingReference
-from upright.envs.numeric import all_finite
 from upright.envs.sensors import Sensors
 from upright.envs.simulation import Simulation
 
@@ -161,7 +160,7 @@ class UprightEnv(gym.Env):
         a = np.asarray(action, dtype=float)
         if a.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got {a.shape}")
-        if not all_finite(a):
+        if not np.isfinite(a).all():
             raise ValueError(f"action contains non-finite values: {a}")
         return np.minimum(np.maximum(a, -1.0), 1.0)  # np.clip's result for finite values
 

@@ -1,7 +1,7 @@
 """Helpers for the small arrays of one control step, where NumPy's generic Python-level wrappers
-(``np.linalg.norm``, ``np.mean``, ``np.all(np.isfinite(·))``) cost microseconds each. Each
-function returns exactly what the NumPy expression named in its docstring returns, so using one in
-place of the other changes no simulated number.
+(``np.linalg.norm``, ``np.mean``) cost microseconds each. Each function returns exactly what the
+NumPy expression named in its docstring returns, so using one in place of the other changes no
+simulated number.
 """
 
 from __future__ import annotations
@@ -22,13 +22,6 @@ def mean(v: np.ndarray) -> float:
     """Mean of the float64 vector ``v``: exactly ``float(np.mean(v))`` (NumPy's sum, then one
     division by the count)."""
     return float(np.add.reduce(v)) / v.size
-
-
-def all_finite(v: np.ndarray) -> bool:
-    """Whether every element of the float64 vector ``v`` is finite: ``bool(np.isfinite(v).all())``,
-    decided by one dot product in the usual case (a finite ``v · v`` means finite elements) and
-    element-wise only when it is not (a NaN or infinity, or elements whose squares overflow)."""
-    return math.isfinite(v.dot(v)) or bool(np.isfinite(v).all())
 
 
 def consecutive(indices: Sequence[int] | np.ndarray) -> slice | np.ndarray:
