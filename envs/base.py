@@ -37,9 +37,9 @@ import yaml
 from upright.envs.conditions import Conditions
 from upright.envs.render import Camera, RenderingUnavailable
 from upright.envs.robots import get_robot
-from upright.envs.sensors import Sensors, fused_angles
-from upright.envs.simulation import Simulation
 from upright.envs.metrics import Posture, StandingReference
+from upright.envs.sensors import Sensors
+from upright.envs.simulation import Simulation
 
 RENDER_SIZE = (640, 480)
 
@@ -132,9 +132,9 @@ class UprightEnv(gym.Env):
         return size + (nu if self.prior is not None else 0)
 
     def _observe(self, s: Sensors) -> np.ndarray:
-        w, x, y, z = s.quat
-        gravity = -np.array([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)])
-        parts = [s.joint_pos, s.joint_vel, s.joint_target, s.gyro, s.accel, gravity, s.fused[[0, 1, 3]],
+        w, x, y, z = s.quat.tolist()
+        gravity = [-(2 * (x * z - w * y)), -(2 * (y * z + w * x)), -(1 - 2 * (x * x + y * y))]
+        parts = [s.joint_pos, s.joint_vel, s.joint_target, s.gyro, s.accel, gravity, s.fused[:2], s.fused[3:],
                  s.foot_pressure, self._extra_observation()]
         if self.prior is not None:
             parts.append(self._prior_targets)
@@ -152,27 +152,36 @@ class UprightEnv(gym.Env):
 
     def targets_from_action(self, action: np.ndarray) -> np.ndarray:
         """Joint targets (rad) an action commands, given the current prior targets."""
+        return self._targets(self._clipped(action))
+
+    def _clipped(self, action: np.ndarray) -> np.ndarray:
+        """``action`` as float64 clipped to [-1, 1]; ValueError for a wrong shape or a non-finite
+        value."""
         a = np.asarray(action, dtype=float)
         if a.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got {a.shape}")
-        if not np.all(np.isfinite(a)):
+        if not np.isfinite(a).all():
             raise ValueError(f"action contains non-finite values: {a}")
-        a = np.clip(a, -1.0, 1.0)
+        return np.minimum(np.maximum(a, -1.0), 1.0)  # np.clip's result for finite values
+
+    def _targets(self, clipped: np.ndarray) -> np.ndarray:
+        """Joint targets (rad) of a ``clipped`` action, given the current prior targets."""
         if self.prior is None:
-            return self._mid + a * self._half
-        return self._prior_targets + self.residual_scale * a * self._half
+            return self._mid + clipped * self._half
+        return self._prior_targets + self.residual_scale * clipped * self._half
 
     def posture(self) -> Posture:
         """Simulator truth about the posture, for the metrics."""
-        pitch, roll, _, hemisphere = fused_angles(self.sim.torso_pose()[1])
+        sim = self.sim
+        pitch, roll, hemisphere = sim.torso_fused_tilt()
         return Posture(
-            time=self.sim.time,
+            time=sim.time,
             fused_pitch=pitch,
             fused_roll=roll,
             hemisphere=hemisphere,
-            tilt=self.sim.torso_tilt(),
-            head_height=self.sim.head_height(),
-            angular_speed=float(np.linalg.norm(self.sim.angular_velocity())),
+            tilt=sim.torso_tilt(),
+            head_height=sim.head_height(),
+            angular_speed=sim.angular_speed(),
         )
 
     # ---------------------------------------------------------------- episode plumbing
@@ -184,22 +193,25 @@ class UprightEnv(gym.Env):
             self.prior.reset(sensors, np.random.default_rng(self.np_random.integers(2**32)))
             self._prior_targets = np.asarray(self.prior.step(sensors), dtype=float)
 
-    def _advance(self, action: np.ndarray) -> Sensors:
+    def _advance(self, action: np.ndarray) -> tuple[Sensors, np.ndarray]:
+        """Command ``action`` for one control period: the sensors after it and the clipped action
+        (float64, in [-1, 1])."""
         if self._sensors is None:
             raise RuntimeError("call reset() before step()")
-        targets = self.targets_from_action(action)
-        sensors = self.sim.step(targets)
+        clipped = self._clipped(action)
+        sensors = self.sim.step(self._targets(clipped))
         if self.prior is not None and not self.sim.unstable:
             self._prior_targets = np.asarray(self.prior.step(sensors), dtype=float)
         self._sensors = sensors
-        return sensors
+        return sensors, clipped
 
-    def _base_info(self, sensors: Sensors) -> dict[str, Any]:
+    def _base_info(self, sensors: Sensors, posture: Posture) -> dict[str, Any]:
+        """The ``info`` entries every step and reset has, for ``sensors`` and ``posture`` (now)."""
         info: dict[str, Any] = {
             "sensors": sensors,
             "time": self.sim.time,
-            "head_height": self.sim.head_height(),
-            "torso_tilt": self.sim.torso_tilt(),
+            "head_height": posture.head_height,
+            "torso_tilt": posture.tilt,
             "com": self.sim.com(),
             "sim_unstable": self.sim.unstable,
         }
@@ -208,15 +220,16 @@ class UprightEnv(gym.Env):
             info["prior_status"] = getattr(self.prior, "status", "")
         return info
 
-    def _finish_step(self, sensors: Sensors, terms: dict[str, float], failed: bool, tracker: Any,
+    def _finish_step(self, sensors: Sensors, posture: Posture, terms: dict[str, float], failed: bool, tracker: Any,
                      **extra: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """The step's return tuple: the episode ends on ``failed`` or a blow-up (terminated) or at
+        """The step's return tuple for ``sensors`` and ``posture`` after the step: the episode
+        ends on ``failed`` or a blow-up (terminated) or at
         ``max_episode_seconds`` (truncated); at the end ``info["episode_metrics"]`` from ``tracker``
         and ``info["is_success"]`` (``tracker.success`` and no blow-up; SB3's convention)."""
         unstable = self.sim.unstable
         terminated = bool(failed or unstable)
         truncated = not terminated and self.sim.time >= self.max_episode_seconds - 1e-9
-        info = self._base_info(sensors)
+        info = self._base_info(sensors, posture)
         info.update(reward_terms=terms, **extra)
         if terminated or truncated:
             info["episode_metrics"] = tracker.episode_metrics(self.sim.time, unstable)

@@ -14,6 +14,7 @@ import numpy as np
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.metrics import GetUpTracker, Posture, is_upright
+from upright.envs.numeric import mean, norm
 from upright.envs.rewards import GetUpRewardScales
 
 #: Lying starts (``random`` draws one of them) and ``standing`` (for tests and push recovery).
@@ -137,6 +138,9 @@ class GetUpEnv(UprightEnv):
         self._weight = self.sim.total_mass * 9.81
         self._feet = {self.sim.model.body(self.sim.model.site_bodyid[self.sim.model.site(s).id]).name
                       for s in self.robot.sole_sites}
+        #: Joint angles (rad, actuator order) within 2 % of the range from the lower / upper limit.
+        self._near_low = self._low + 0.02 * 2 * self._half
+        self._near_high = self._high - 0.02 * 2 * self._half
         self._head_prev = 0.0
 
     # ---------------------------------------------------------------- start states
@@ -198,46 +202,47 @@ class GetUpEnv(UprightEnv):
         start = self._start_state(self.start, episode_seed)
         sensors = self.sim.sensors()
         self._sensors = sensors
+        posture = self.posture()
         self._tracker = GetUpTracker(self.standing, start)
-        self._tracker.update(self.posture())
-        self._head_prev = self.sim.head_height()
+        self._tracker.update(posture)
+        self._head_prev = posture.head_height
         self._last_action = np.zeros(self.action_space.shape)
         self._start_prior(sensors)
-        info = self._base_info(sensors)
+        info = self._base_info(sensors, posture)
         info["start"] = start
         return self._observe(sensors), info
 
     def step(self, action: np.ndarray):
-        sensors = self._advance(action)
+        sensors, clipped = self._advance(action)
         posture = self.posture()
         self._tracker.update(posture)
-        terms = self._reward_terms(np.asarray(action, dtype=float), posture)
-        self._last_action = np.clip(np.asarray(action, dtype=float), -1, 1)
-        return self._finish_step(sensors, terms, False, self._tracker, success=self._tracker.success,
-                                 fallen=self._tracker.fallen, upright=is_upright(posture, self.standing),
-                                 start=self._tracker.start)
+        up = is_upright(posture, self.standing)
+        terms = self._reward_terms(clipped, posture, up)
+        self._last_action = clipped
+        return self._finish_step(sensors, posture, terms, False, self._tracker, success=self._tracker.success,
+                                 fallen=self._tracker.fallen, upright=up, start=self._tracker.start)
 
-    def _reward_terms(self, action: np.ndarray, p: Posture) -> dict[str, float]:
-        """This step's reward terms (see the class docstring), weighted by :attr:`reward_scales`."""
+    def _reward_terms(self, clipped: np.ndarray, p: Posture, up: bool) -> dict[str, float]:
+        """This step's reward terms (see the class docstring), weighted by :attr:`reward_scales`,
+        for the ``clipped`` action, the posture ``p`` after the step and whether it is upright."""
         w = self.reward_scales
-        m, d = self.sim.model, self.sim.data
         h_stand = self.standing.head_height
         head = p.head_height
         progress = w.head_progress * (head - self._head_prev) / h_stand
         self._head_prev = head
-        up = is_upright(p, self.standing)
-        torque = float(np.mean((d.actuator_force / m.actuator_forcerange[:, 1]) ** 2))
-        q = d.qpos[m.jnt_qposadr[m.actuator_trnid[:, 0]]]
-        near_limit = float(np.mean((q < self._low + 0.02 * 2 * self._half) | (q > self._high - 0.02 * 2 * self._half)))
-        forces = self.sim.contact_forces()
-        hardest = max((np.linalg.norm(f) for body, f in forces.items() if body not in self._feet), default=0.0)
+        torque = mean(self.sim.actuator_load() ** 2)
+        q = self.sim.actuated_joint_pos()
+        near = (q < self._near_low) | (q > self._near_high)
+        near_limit = np.count_nonzero(near) / near.size  # np.mean of the booleans
+        forces = self.sim.contact_forces(exclude=self._feet)
+        hardest = max(map(norm, forces.values()), default=0.0)
         return {
             "head_progress": progress,
             "head_height": w.head_height * min(head / h_stand, 1.0),
             "upright": float(w.upright * (1.0 + np.cos(p.tilt)) / 2.0),
             "still": w.still * float(np.exp(-p.angular_speed**2)) if up else 0.0,
             "torque": -w.torque * torque,
-            "action_rate": -w.action_rate * float(np.mean((np.clip(action, -1, 1) - self._last_action) ** 2)),
+            "action_rate": -w.action_rate * mean((clipped - self._last_action) ** 2),
             "joint_limits": -w.joint_limits * near_limit,
             "impact": -w.impact * max(hardest / self._weight - 3.0, 0.0),
         }

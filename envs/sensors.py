@@ -7,9 +7,12 @@ getters for ``info`` and metrics only.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
+
+from upright.envs.numeric import norm
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,6 +52,13 @@ class Sensors:
     __hash__ = None  # type: ignore[assignment]  (mutable arrays inside)
 
 
+def fused_tilt(quat: np.ndarray) -> tuple[float, float, float]:
+    """Fused pitch and roll (rad) and the hemisphere (±1) of a body-to-world quaternion
+    ``(w, x, y, z)``: :func:`fused_angles` without the yaw, as floats."""
+    pitch, roll, _, hemisphere = _fused(np.asarray(quat, dtype=float).tobytes())
+    return pitch, roll, hemisphere
+
+
 def fused_angles(quat: np.ndarray) -> np.ndarray:
     """Fused angles (Allgeuer & Behnke, 2015) of a body-to-world quaternion ``(w, x, y, z)``.
 
@@ -58,13 +68,27 @@ def fused_angles(quat: np.ndarray) -> np.ndarray:
     ``+1`` when the body's z axis points up (``R[2,2] >= 0``), ``-1`` when upside down.
     Unlike Euler angles these have no gimbal lock near upright and stay meaningful lying down.
     """
-    w, x, y, z = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
+    return np.array(_fused(np.asarray(quat, dtype=float).tobytes()))
+
+
+@functools.lru_cache(maxsize=8)
+def _fused(quat: bytes) -> tuple[float, float, float, float]:
+    """:func:`fused_angles` of the quaternion with these float64 bytes, as floats.
+
+    Remembered for the last few quaternions: when the IMU frame is the torso frame (both robots),
+    the IMU's quaternion sensor and the torso's orientation are the same numbers, and a step needs
+    the angles of both (the sensors, the metrics' posture). NumPy's trigonometric functions, not
+    :mod:`math`'s: the two may round differently, and the angles must not change."""
+    q = np.frombuffer(quat)
+    w, x, y, z = (q / norm(q)).tolist()
     r20 = 2.0 * (x * z - w * y)
     r21 = 2.0 * (y * z + w * x)
     r22 = 1.0 - 2.0 * (x * x + y * y)
-    pitch = np.arcsin(max(-1.0, min(1.0, -r20)))
-    roll = np.arcsin(max(-1.0, min(1.0, r21)))
+    # max(-1, min(1, s)) as the definition has it (a NaN becomes 1), without the builtins' cost.
+    sin_pitch = -r20 if -r20 < 1.0 else 1.0
+    sin_roll = r21 if r21 < 1.0 else 1.0
+    pitch = float(np.arcsin(sin_pitch if sin_pitch > -1.0 else -1.0))
+    roll = float(np.arcsin(sin_roll if sin_roll > -1.0 else -1.0))
     half_yaw = 2.0 * np.arctan2(z, w)
-    yaw = np.arctan2(np.sin(half_yaw), np.cos(half_yaw))
-    hemisphere = 1.0 if r22 >= 0.0 else -1.0
-    return np.array([pitch, roll, yaw, hemisphere])
+    yaw = float(np.arctan2(np.sin(half_yaw), np.cos(half_yaw)))
+    return pitch, roll, yaw, 1.0 if r22 >= 0.0 else -1.0

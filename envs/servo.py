@@ -33,6 +33,7 @@ class Servos:
         self._queue: deque[np.ndarray] = deque()
         self._setpoint = np.zeros(model.nu)
         self._alpha = np.ones(model.nu)
+        self._lagging = False
         self._half_play = np.zeros(model.nu)
         self._stuck: list[tuple[int, float, float]] = []
         self._held: dict[int, float] = {}
@@ -48,6 +49,7 @@ class Servos:
         self._model.actuator_forcerange[:] = self._forcerange * strength[:, None]
         lag = np.array([w.lag for w in wear])
         self._alpha = np.where(lag > 0.0, 1.0 - np.exp(-self._period / np.maximum(lag, 1e-9)), 1.0)
+        self._lagging = bool(np.any(lag > 0.0))
         self._half_play = np.array([w.play for w in wear]) / 2.0
         self.has_play = bool(np.any(self._half_play > 0.0))
         self._stuck = [(i, start, start + dur) for i, w in enumerate(wear) for start, dur in w.stuck]
@@ -65,7 +67,11 @@ class Servos:
         """Send ``targets`` at ``time`` (s); return the set-point the servos follow this cycle."""
         self._queue.append(targets)
         arrived = self._queue.popleft()
-        self._setpoint = self._setpoint + self._alpha * (arrived - self._setpoint)
+        change = arrived - self._setpoint
+        # Without lag every alpha is 1, and 1 · change is change exactly.
+        self._setpoint = self._setpoint + (self._alpha * change if self._lagging else change)
+        if not self._stuck:
+            return self._setpoint  # never changed in place: each command makes a new array
         setpoint = self._setpoint.copy()
         for i, start, end in self._stuck:
             if start <= time < end:

@@ -10,19 +10,24 @@ never for controllers. A physics blow-up sets :attr:`Simulation.unstable` instea
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import mujoco
 import numpy as np
 
 from upright.envs.conditions import Conditions, SampledConditions, get_conditions
+from upright.envs.numeric import consecutive, gather, norm
 from upright.envs.robots import RobotSpec, get_robot
-from upright.envs.sensors import Sensors, fused_angles
+from upright.envs.sensors import Sensors, fused_angles, fused_tilt
 from upright.envs.servo import Servos
 from upright.envs.terrain import build_scene, randomize_turf
 
 #: Joint speeds above this (rad/s, m/s for the free joint) mean the physics has blown up.
 MAX_SANE_VELOCITY = 200.0
+#: The warning MuJoCo counts when the accelerations become NaN or huge (a blow-up).
+BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
+#: Reorders mj_objectVelocity's (angular, linear) into (linear, angular).
+LINEAR_FIRST = np.array([3, 4, 5, 0, 1, 2])
 
 
 class Simulation:
@@ -45,21 +50,36 @@ class Simulation:
             raise ValueError(
                 f"control period {r.control_period} s is not a multiple of the timestep {m.opt.timestep} s"
             )
-        self._jnt_qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in r.joint_names])
-        self._jnt_vadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in r.joint_names])
+        # Where the robot's quantities lie in the data's arrays (slices where they are consecutive).
+        self._jnt_qadr = consecutive([m.jnt_qposadr[m.joint(j).id] for j in r.joint_names])
+        self._jnt_vadr = consecutive([m.jnt_dofadr[m.joint(j).id] for j in r.joint_names])
         self._torso = m.body(r.torso_body).id
         self._imu = m.site(r.imu_site).id
         self._head_top = m.site(r.head_top_site).id
         self._soles = [m.site(s).id for s in r.sole_sites]
-        self._sensor_slices = {}
-        for name in (r.gyro_sensor, r.accel_sensor, r.quat_sensor, *r.pressure_sensors):
-            sensor = m.sensor(name)
-            start = int(sensor.adr[0])
-            self._sensor_slices[name] = slice(start, start + int(sensor.dim[0]))
-        self._pressure_adr = np.array([self._sensor_slices[s].start for s in r.pressure_sensors], dtype=int)
+        self._gyro, self._accel, self._quat = (self._sensor_slice(s) for s in (r.gyro_sensor, r.accel_sensor,
+                                                                               r.quat_sensor))
+        self._pressure_adr = consecutive([self._sensor_slice(s).start for s in r.pressure_sensors])
+        #: qpos and qvel addresses of the actuated joints, actuator order.
+        self._actuated_qadr = consecutive(m.jnt_qposadr[m.actuator_trnid[:, 0]])
+        self._actuated_vadr = consecutive(m.jnt_dofadr[m.actuator_trnid[:, 0]])
+        # Views of the data's arrays, read every step: MuJoCo allocates an MjData's arrays once, so
+        # they stay valid and always show the current values.
+        d = self.data
+        self._qpos, self._qvel, self._ctrl, self._sensordata = d.qpos, d.qvel, d.ctrl, d.sensordata
+        self._warning_counts = d.warning.number
+        self._actuator_force = d.actuator_force
+        self._force_limit = m.actuator_forcerange[:, 1]  # a view of the model's, which wear changes
+        self._torso_xfrc = d.xfrc_applied[self._torso, :2]  # horizontal force on the torso (N, world)
+        self._torso_xpos, self._torso_xquat = d.xpos[self._torso], d.xquat[self._torso]
+        self._torso_xmat, self._torso_com = d.xmat[self._torso], d.subtree_com[self._torso]
+        self._head_top_xpos = d.site_xpos[self._head_top]
+        self._velocity = np.zeros(6)  # mj_objectVelocity's output: angular, then linear
         self._robot_bodies = np.array([b for b in range(m.nbody) if m.body_rootid[b] == self._torso])
         self._is_ground = m.geom_bodyid == 0
-        self._body_names = [m.body(b).name for b in range(m.nbody)]
+        # Per geom (lists, for the per-contact loop): whether it is the ground's, its body's name.
+        self._ground_geom = self._is_ground.tolist()
+        self._geom_body_name = [m.body(b).name for b in m.geom_bodyid.tolist()]
         self._nominal = {
             "body_mass": m.body_mass.copy(),
             "body_inertia": m.body_inertia.copy(),
@@ -86,6 +106,12 @@ class Simulation:
         )
 
     # ------------------------------------------------------------------ set-up
+    def _sensor_slice(self, name: str) -> slice:
+        """Where the sensor ``name``'s values lie in ``data.sensordata``."""
+        sensor = self.model.sensor(name)
+        start = int(sensor.adr[0])
+        return slice(start, start + int(sensor.dim[0]))
+
     def _check_model(self) -> None:
         m, r = self.model, self.robot
         joints = tuple(m.joint(i).name for i in range(m.njnt) if m.jnt_type[i] == mujoco.mjtJoint.mjJNT_HINGE)
@@ -133,7 +159,7 @@ class Simulation:
         self._lift_out_of_ground()
         self.unstable = False
         self._setpoint = d.ctrl.copy()
-        self._warnings = int(d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number)
+        self._warnings = int(self._warning_counts[BADQACC])
         return self.restart_clock()
 
     def _apply_sampled(self, s: SampledConditions) -> None:
@@ -185,19 +211,14 @@ class Simulation:
             return self.sensors()
         push = self._random_push() + self.torso_force
         if self.servos.has_play:
-            # Play needs the joint angle every physics step.
-            ctrl, setpoint = self.servos.ctrl, self._setpoint
-            for _ in range(self.n_substeps):
-                d.ctrl[:] = ctrl(setpoint, d.qpos)
-                d.xfrc_applied[self._torso, :2] = self._impulse_force(d.time, push.copy())
-                mujoco.mj_step(m, d)
+            self._step_with_play(push)
+        elif self._impulses_act():
+            self._ctrl[:] = self._setpoint
+            self._step_with_impulses(push)
         else:
-            d.ctrl[:] = self._setpoint
-            if self.conditions.impulses or push.any():
-                self._step_with_forces(push)
-            else:
-                d.xfrc_applied[self._torso, :2] = 0.0
-                mujoco.mj_step(m, d, nstep=self.n_substeps)
+            self._ctrl[:] = self._setpoint
+            self._torso_xfrc[:] = push
+            mujoco.mj_step(m, d, nstep=self.n_substeps)
         self._check_stability()
         return self.sensors()
 
@@ -240,7 +261,27 @@ class Simulation:
                 force += imp.force
         return force
 
-    def _step_with_forces(self, push: np.ndarray) -> None:
+    def _impulses_act(self) -> bool:
+        """Whether scheduled impulses can act in this control period (there are some, and
+        :attr:`impulses_on`)."""
+        return self.impulses_on and bool(self.conditions.impulses)
+
+    def _step_with_play(self, push: np.ndarray) -> None:
+        """One control period with servo play, which needs the joint angles every physics step:
+        the substeps one ``mj_step`` each, the ``ctrl`` of each from the set-point and the joint
+        angles before it, ``push`` (N: the random push plus :attr:`torso_force`) and the scheduled
+        impulses on the torso."""
+        m, d = self.model, self.data
+        ctrl, setpoint, qpos, out, force = self.servos.ctrl, self._setpoint, self._qpos, self._ctrl, self._torso_xfrc
+        impulses = self._impulses_act()
+        force[:] = self._impulse_force(d.time, push.copy())
+        for _ in range(self.n_substeps):
+            out[:] = ctrl(setpoint, qpos)
+            if impulses:
+                force[:] = self._impulse_force(d.time, push.copy())
+            mujoco.mj_step(m, d)
+
+    def _step_with_impulses(self, push: np.ndarray) -> None:
         """One control period with ``push`` (N: the random push plus :attr:`torso_force`) and the
         scheduled impulses on the torso:
         the substeps run in batches of ``mj_step(nstep)`` between the instants where an impulse
@@ -249,7 +290,7 @@ class Simulation:
         done = 0
         while done < self.n_substeps:
             impulse = self._impulse_force(d.time)
-            d.xfrc_applied[self._torso, :2] = self._impulse_force(d.time, push.copy())
+            self._torso_xfrc[:] = self._impulse_force(d.time, push.copy())
             batch = 1
             # The times of the following substeps as mj_step advances them (time += timestep).
             t = d.time
@@ -262,13 +303,12 @@ class Simulation:
             done += batch
 
     def _check_stability(self) -> None:
-        d = self.data
-        warnings = int(d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number)
+        warnings = int(self._warning_counts[BADQACC])
         # A NaN speed fails the comparison too.
         if (
             warnings != self._warnings
-            or not np.isfinite(d.qpos).all()
-            or not np.abs(d.qvel).max() <= MAX_SANE_VELOCITY
+            or not np.isfinite(self._qpos).all()
+            or not np.abs(self._qvel).max() <= MAX_SANE_VELOCITY
         ):
             self.unstable = True
         self._warnings = warnings
@@ -276,29 +316,26 @@ class Simulation:
     # ------------------------------------------------------------------ what the robot measures
     def sensors(self) -> Sensors:
         """The robot's measurements now (with the conditions' sensor noise)."""
-        d, c, rng = self.data, self.conditions, self.rng
-        s = self._sensor_slices
-        r = self.robot
-        joint_pos = d.qpos[self._jnt_qadr].copy()
-        gyro = d.sensordata[s[r.gyro_sensor]].copy()
-        accel = d.sensordata[s[r.accel_sensor]].copy()
+        c, rng = self.conditions, self.rng
+        values = self._sensordata.copy()  # the sensor fields below are parts of this one copy
+        joint_pos = gather(self._qpos, self._jnt_qadr)
+        gyro, accel, quat = values[self._gyro], values[self._accel], values[self._quat]
         if c.joint_noise:
             joint_pos += rng.normal(0.0, c.joint_noise, joint_pos.shape)
         if c.gyro_noise:
             gyro += rng.normal(0.0, c.gyro_noise, 3)
         if c.accel_noise:
             accel += rng.normal(0.0, c.accel_noise, 3)
-        quat = d.sensordata[s[r.quat_sensor]].copy()
         return Sensors(
-            time=float(d.time),
+            time=float(self.data.time),
             joint_pos=joint_pos,
-            joint_vel=d.qvel[self._jnt_vadr].copy(),
+            joint_vel=gather(self._qvel, self._jnt_vadr),
             joint_target=self._last_command.copy(),
             gyro=gyro,
             accel=accel,
             quat=quat,
             fused=fused_angles(quat),
-            foot_pressure=d.sensordata[self._pressure_adr].copy(),
+            foot_pressure=values[self._pressure_adr],
         )
 
     # ------------------------------------------------------------------ privileged simulator truth
@@ -314,13 +351,17 @@ class Simulation:
 
     def angular_velocity(self) -> np.ndarray:
         """Noise-free IMU angular velocity (rad/s, IMU frame)."""
-        return self.data.sensordata[self._sensor_slices[self.robot.gyro_sensor]].copy()
+        return self._sensordata[self._gyro].copy()
+
+    def angular_speed(self) -> float:
+        """Norm of the noise-free IMU angular velocity (rad/s)."""
+        return norm(self._sensordata[self._gyro])
 
     def torso_velocity(self) -> np.ndarray:
         """Torso linear velocity (m/s, world frame) and angular velocity (rad/s, world frame), (6,)."""
-        out = np.zeros(6)
+        out = self._velocity
         mujoco.mj_objectVelocity(self.model, self.data, mujoco.mjtObj.mjOBJ_BODY, self._torso, out, 0)
-        return np.concatenate([out[3:], out[:3]])
+        return out[LINEAR_FIRST]
 
     def restart_clock(self) -> Sensors:
         """Set the time to zero and refill the delay queue with the current set-points, e.g. after a
@@ -332,45 +373,66 @@ class Simulation:
 
     def com(self) -> np.ndarray:
         """Whole-robot centre of mass, world frame (m)."""
-        return self.data.subtree_com[self._torso].copy()
+        return self._torso_com.copy()
 
     def head_height(self) -> float:
         """Height of the top of the head above z = 0 (m)."""
-        return float(self.data.site_xpos[self._head_top, 2])
+        return float(self._head_top_xpos[2])
 
     def torso_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """Torso origin position (m) and orientation quaternion (w, x, y, z), world frame."""
-        return self.data.xpos[self._torso].copy(), self.data.xquat[self._torso].copy()
+        return self._torso_xpos.copy(), self._torso_xquat.copy()
+
+    def torso_fused_tilt(self) -> tuple[float, float, float]:
+        """Fused pitch, fused roll (rad) and hemisphere (±1) of the torso orientation (see
+        :func:`~upright.envs.sensors.fused_tilt`)."""
+        return fused_tilt(self._torso_xquat)
 
     def torso_tilt(self) -> float:
         """Angle (rad) between the torso's z axis and the world's z axis."""
-        return float(np.arccos(np.clip(self.data.xmat[self._torso].reshape(3, 3)[2, 2], -1.0, 1.0)))
+        cos_tilt = float(self._torso_xmat[8])  # R[2, 2], clipped as np.clip (NaN stays NaN)
+        return float(np.arccos(-1.0 if cos_tilt < -1.0 else 1.0 if cos_tilt > 1.0 else cos_tilt))
+
+    def actuated_joint_pos(self) -> np.ndarray:
+        """Angles (rad) of the actuated joints, actuator order, noise-free."""
+        return gather(self._qpos, self._actuated_qadr)
+
+    def actuator_load(self) -> np.ndarray:
+        """Actuator forces as fractions of their current limits (which wear lowers), actuator order."""
+        return self._actuator_force / self._force_limit
+
+    def actuator_power(self) -> np.ndarray:
+        """Mechanical power of each actuator, force × joint speed (W), actuator order."""
+        return self._actuator_force * self._qvel[self._actuated_vadr]
 
     def sole_positions(self) -> np.ndarray:
         """Positions (m, world) of the left and right sole sites, shape (2, 3)."""
         return self.data.site_xpos[self._soles].copy()
 
-    def contact_forces(self) -> dict[str, np.ndarray]:
-        """Total ground-contact force (N, world frame) on each robot body that touches the ground."""
+    def contact_forces(self, exclude: Collection[str] = ()) -> dict[str, np.ndarray]:
+        """Total ground-contact force (N, world frame) on each robot body that touches the ground,
+        except the bodies named in ``exclude``."""
         m, d = self.model, self.data
         forces: dict[str, np.ndarray] = {}
         ncon = d.ncon
         if ncon == 0:
             return forces
-        geom1, geom2 = d.contact.geom1[:ncon], d.contact.geom2[:ncon]
-        on_ground1, on_ground2 = self._is_ground[geom1], self._is_ground[geom2]
-        frames = d.contact.frame
+        contact = d.contact
+        to_world = contact.frame[:ncon].reshape(ncon, 3, 3).transpose(0, 2, 1)  # contact frame → world
         wrench = np.zeros(6)
-        for i in np.flatnonzero(on_ground1 | on_ground2):
-            if on_ground1[i]:
-                body, sign = m.geom_bodyid[geom2[i]], 1.0
+        force = wrench[:3]  # in the contact frame, whose normal points from geom1 to geom2
+        for i, (geom1, geom2) in enumerate(contact.geom[:ncon].tolist()):
+            if self._ground_geom[geom1]:
+                name, on_geom2 = self._geom_body_name[geom2], True  # the force on geom2 is +f
+            elif self._ground_geom[geom2]:
+                name, on_geom2 = self._geom_body_name[geom1], False
             else:
-                body, sign = m.geom_bodyid[geom1[i]], -1.0
+                continue
+            if name in exclude:
+                continue
             mujoco.mj_contactForce(m, d, i, wrench)
-            # The contact frame's normal points from geom1 to geom2; force on geom2 is +f.
-            f_world = frames[i].reshape(3, 3).T @ wrench[:3] * sign
-            name = self._body_names[body]
-            forces[name] = forces.get(name, np.zeros(3)) + f_world
+            f_world = to_world[i] @ force
+            forces[name] = forces.get(name, 0.0) + (f_world if on_geom2 else -f_world)
         return forces
 
     def kinetic_energy(self) -> float:

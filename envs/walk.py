@@ -14,7 +14,8 @@ import numpy as np
 
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
-from upright.envs.metrics import WalkTracker, is_fallen
+from upright.envs.metrics import Posture, WalkTracker, is_fallen
+from upright.envs.numeric import norm
 from upright.envs.rewards import WalkRewardScales
 from upright.envs.sensors import Sensors
 
@@ -25,7 +26,8 @@ TRACKING_YAW_WIDTH = 0.5
 
 
 def _yaw(quat: np.ndarray) -> float:
-    w, x, y, z = quat
+    """Yaw (rad) of the body-to-world quaternion ``(w, x, y, z)``."""
+    w, x, y, z = quat.tolist()
     return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
 
 
@@ -173,16 +175,19 @@ class WalkEnv(UprightEnv):
         super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
         self._tracker: WalkTracker | None = None
         self._sole_sites = [self.sim.model.site(s).id for s in self.robot.sole_sites]
+        self._sole_velocity = np.zeros(6)  # mj_objectVelocity's output: angular, linear (world frame)
         self._reward_steps = max(1, round(self.tracking_window / self.robot.control_period))
 
     def _extra_observation(self) -> np.ndarray:
         return self.command
 
-    def _heading_velocity(self) -> np.ndarray:
-        v = self.sim.torso_velocity()
-        yaw = _yaw(self.sim.torso_pose()[1])
-        c, s = np.cos(yaw), np.sin(yaw)
-        return np.array([c * v[0] + s * v[1], -s * v[0] + c * v[1], v[5]])
+    def _heading_velocity(self, quat: np.ndarray) -> np.ndarray:
+        """The torso's (vx m/s, vy m/s, yaw rate rad/s) in the heading frame of its orientation
+        ``quat`` (w, x, y, z)."""
+        vx, vy, _, _, _, wz = self.sim.torso_velocity().tolist()
+        yaw = _yaw(quat)
+        c, s = float(np.cos(yaw)), float(np.sin(yaw))
+        return np.array([c * vx + s * vy, -s * vx + c * vy, wz])
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
@@ -193,45 +198,49 @@ class WalkEnv(UprightEnv):
         self._sensors = sensors
         self._tracker = WalkTracker.for_period(self.command.copy(), self.robot.control_period)
         self._last_action = np.zeros(self.action_space.shape)
-        self._xy = self.sim.torso_pose()[0][:2].copy()
+        self._xy = self.sim.torso_pose()[0][:2]
         self._start_prior(sensors)
-        info = self._base_info(sensors)
+        info = self._base_info(sensors, self.posture())
         info["command"] = self.command.copy()
         return self._observe(sensors), info
 
     def step(self, action: np.ndarray):
-        sensors = self._advance(action)
-        velocity = self._heading_velocity()
-        xy = self.sim.torso_pose()[0][:2]
-        fallen = bool(is_fallen(self.posture(), self.standing))
-        self._tracker.update(velocity, float(np.linalg.norm(xy - self._xy)), fallen)
-        self._xy = xy.copy()
+        sensors, _ = self._advance(action)
+        xy, quat = self.sim.torso_pose()
+        velocity = self._heading_velocity(quat)
+        posture = self.posture()
+        fallen = bool(is_fallen(posture, self.standing))
+        self._tracker.update(velocity, norm(xy[:2] - self._xy), fallen)
+        self._xy = xy[:2]
         recent = self._tracker.velocities[-self._reward_steps:]
         tracked = velocity if self._reward_steps == 1 else np.mean(recent, axis=0)
-        terms = self._reward_terms(tracked, sensors, fallen)
-        return self._finish_step(sensors, terms, fallen, self._tracker, fallen=fallen,
+        terms = self._reward_terms(tracked, sensors, posture, fallen)
+        return self._finish_step(sensors, posture, terms, fallen, self._tracker, fallen=fallen,
                                  command=self.command.copy(), velocity=velocity)
 
-    def _reward_terms(self, velocity: np.ndarray, sensors: Sensors, fallen: bool) -> dict[str, float]:
+    def _reward_terms(self, velocity: np.ndarray, sensors: Sensors, posture: Posture,
+                      fallen: bool) -> dict[str, float]:
         """This step's reward terms (see the class docstring) for the tracked heading-frame
-        ``velocity`` (m/s, m/s, rad/s), weighted by :attr:`reward_scales`."""
+        ``velocity`` (m/s, m/s, rad/s) and the ``posture`` after the step, weighted by
+        :attr:`reward_scales`."""
         w = self.reward_scales
         m, d = self.sim.model, self.sim.data
-        q_dot = d.qvel[m.jnt_dofadr[m.actuator_trnid[:, 0]]]
         slip = 0.0
         loads = (sensors.foot_pressure[:4].sum(), sensors.foot_pressure[4:].sum())
+        v = self._sole_velocity
         for site, load in zip(self._sole_sites, loads):
             if load > 0.1 * self.sim.total_mass * 9.81:
-                v = np.zeros(6)
                 mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, site, v, 0)
                 slip += float(v[3] ** 2 + v[4] ** 2)
-        xy_error = np.sum((velocity[:2] - self.command[:2]) ** 2)
-        yaw_error = (velocity[2] - self.command[2]) ** 2
+        (vx, vy, wz), (cx, cy, cz) = velocity.tolist(), self.command.tolist()
+        dx, dy = vx - cx, vy - cy
+        xy_error = dx * dx + dy * dy  # np.sum(Δ ** 2) of the two: NumPy squares an array by multiplying
+        yaw_error = (wz - cz) ** 2
         return {
             "tracking_xy": w.tracking_xy * float(np.exp(-xy_error / self.tracking_widths[0] ** 2)),
             "tracking_yaw": w.tracking_yaw * float(np.exp(-yaw_error / self.tracking_widths[1] ** 2)),
-            "upright": w.upright * float(1.0 + np.cos(self.sim.torso_tilt())) / 2.0,
-            "energy": -w.energy * float(np.sum(np.abs(d.actuator_force * q_dot))),
+            "upright": w.upright * float(1.0 + np.cos(posture.tilt)) / 2.0,
+            "energy": -w.energy * float(np.sum(np.abs(self.sim.actuator_power()))),
             "foot_slip": -w.foot_slip * slip,
             "fall": -w.fall if fallen else 0.0,
         }
