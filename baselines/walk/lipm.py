@@ -32,7 +32,7 @@ from upright.baselines.walk.com_observer import ComObserver
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import dot, matvec, quat_matrix, tmatvec, zxy_matrix, zyx_matrix
 from upright.baselines.walk.lipm_player import GaitTarget, PendulumPlayer, PlayerParams
-from upright.baselines.walk.odometry import FeedbackParams, SpeedFeedback
+from upright.baselines.walk.odometry import FeedbackParams, FootLayout, SpeedFeedback, foot_samples
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensors import Sensors
 
@@ -107,6 +107,7 @@ class LipmWalk:
         self.params = params or LipmParams.load(self.robot.name)
         self.kin = Kinematics(self.robot)
         self._sole_ids = [self.kin.site_id(site) for site in self.robot.sole_sites]
+        self._feet_layout = FootLayout(self.kin, self.robot)
         self._actuated = np.array(self.robot.actuated_joint_index)
         self._all_actuated = bool(np.array_equal(self._actuated, np.arange(len(self.robot.joint_names))))
         self.command = np.zeros(3)
@@ -175,7 +176,7 @@ class LipmWalk:
             player.advance(dt)
         expected, expected_vel = player.expected()
         foot_q, measured = self._measure(sensors, player.phase.support)
-        self.feedback.observe(sensors.time, player.phase.support, *self._torso_heading, float(sensors.fused[2]))
+        self.feedback.observe(sensors.time, player.phase.support, *self._odometry)
         player.command = self.feedback.planned(self.command)
         filtered, filtered_vel = self._observer.update(expected, expected_vel, measured, dt)
         corrected = player.correct(filtered, filtered_vel) if p.correction else False
@@ -192,23 +193,20 @@ class LipmWalk:
         kin.fk(sensors.joint_pos)
         d = kin.data
         sole = self._sole_ids[0 if support >= 0 else 1]
-        other = self._sole_ids[1 if support >= 0 else 0]
         fx, fy, fz = d.site_xpos[sole].tolist()
-        ox, oy, oz = d.site_xpos[other].tolist()
         m = d.site_xmat[sole].tolist()
         cx, cy, cz = d.subtree_com[kin.torso_id].tolist()
-        (r00, r01, r02), (r10, r11, r12), _ = quat_matrix(sensors.quat)
+        (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = quat_matrix(sensors.quat)
         yaw = float(sensors.fused[2])
         c, s = math.cos(-yaw), math.sin(-yaw)  # tilt = Rz(−fused yaw) R(quat)
         t0 = (c * r00 - s * r10, c * r01 - s * r11, c * r02 - s * r12)
         t1 = (s * r00 + c * r10, s * r01 + c * r11, s * r02 + c * r12)
         u = (cx - fx, cy - fy, cz - fz)
         v = (dot(t0, u), dot(t1, u))
-        # for the odometry: the torso origin relative to the left and the right sole in the torso's
-        # (fused) heading frame
-        a, b = (-fx, -fy, -fz), (-ox, -oy, -oz)
-        a, b = (dot(t0, a), dot(t1, a)), (dot(t0, b), dot(t1, b))
-        self._torso_heading = (a, b) if support >= 0 else (b, a)
+        # for the odometry: both feet in the torso's (fused) heading frame, the yaw and the turn rate
+        g = sensors.gyro.tolist()
+        self._odometry = (*foot_samples(d, self._feet_layout, t0, t1, sensors.foot_pressure), yaw,
+                          r20 * g[0] + r21 * g[1] + r22 * g[2])
         foot_x = (m[0], m[3], m[6])  # the sole's x axis
         yaw_f = math.atan2(dot(t1, foot_x), dot(t0, foot_x))
         c, s = math.cos(-yaw_f), math.sin(-yaw_f)

@@ -46,7 +46,7 @@ from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import quat_matrix, zyx_matrix
-from upright.baselines.walk.odometry import FeedbackParams, SpeedFeedback
+from upright.baselines.walk.odometry import FeedbackParams, FootLayout, SpeedFeedback, foot_samples
 from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
 from upright.baselines.walk.swing_leveling import LevelingParams, SwingFootLeveling
 from upright.envs.robots import RobotSpec
@@ -197,6 +197,7 @@ class StepAdjustWalk:
         self._side_sign = {"left": 1.0, "right": -1.0}
         self._standing = self._standing_joints()
         self._sole_ids = {side: self.kin.site_id(site) for side, site in zip(SIDES, robot.sole_sites)}
+        self._feet_layout = FootLayout(self.kin, robot)
         self._actuated = np.array(robot.actuated_joint_index)
         self.leveling = SwingFootLeveling(self.params.leveling)
         self.feedback = SpeedFeedback(self.params.feedback)
@@ -331,8 +332,7 @@ class StepAdjustWalk:
         kin = self.kin
         kin.fk(sensors.joint_pos)  # the measured posture: CoM and support sole below
         com_x = self._measured_com(sensors)
-        self.feedback.observe(self._time, 1 if su == "left" else -1, self._torso_heading["left"],
-                              self._torso_heading["right"], self._heading)
+        self.feedback.observe(self._time, 1 if su == "left" else -1, *self._odometry(sensors))
         if p.swing_leveling:
             # the measured support-sole pitch, read before the private model moves on
             measured = _pitch_of_flat(kin.data.site_xmat[self._sole_ids[su]])
@@ -379,19 +379,25 @@ class StepAdjustWalk:
         # the torso's x axis in the world gives the heading (the yaw of the ZYX Euler angles)
         yaw = self._heading = math.atan2(r10, r00)
         c, s = math.cos(yaw), math.sin(yaw)
-        out, torso = {}, {}
+        out = {}
         for side in SIDES:
             sx, sy, sz = d.site_xpos[self._sole_ids[side]].tolist()
             v = (cx - sx, cy - sy, cz - sz)
             wx = r00 * v[0] + r01 * v[1] + r02 * v[2]
             wy = r10 * v[0] + r11 * v[1] + r12 * v[2]
             out[side] = (c * wx + s * wy, -s * wx + c * wy, r20 * v[0] + r21 * v[1] + r22 * v[2])
-            # the torso origin relative to the sole in the heading frame, for the odometry
-            wx = -(r00 * sx + r01 * sy + r02 * sz)
-            wy = -(r10 * sx + r11 * sy + r12 * sz)
-            torso[side] = (c * wx + s * wy, -s * wx + c * wy)
-        self._torso_heading = torso
+        # the rows of the rotation from the torso into its heading frame, for the odometry
+        self._tilt = ((c * r00 + s * r10, c * r01 + s * r11, c * r02 + s * r12),
+                      (-s * r00 + c * r10, -s * r01 + c * r11, -s * r02 + c * r12), (r20, r21, r22))
         return out
+
+    def _odometry(self, sensors: Sensors) -> tuple:
+        """The odometry's inputs (:meth:`SpeedFeedback.observe` after the support) for the posture in
+        the private model (after :meth:`_com_offsets`): both feet, the heading and the turn rate."""
+        t0, t1, t2 = self._tilt
+        g = sensors.gyro.tolist()
+        return (*foot_samples(self.kin.data, self._feet_layout, t0, t1, sensors.foot_pressure), self._heading,
+                t2[0] * g[0] + t2[1] * g[1] + t2[2] * g[2])
 
     def stance_targets(self, shift: np.ndarray) -> np.ndarray:
         """Joint targets (actuator order) of the walking posture with both feet standing and
