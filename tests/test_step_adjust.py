@@ -200,22 +200,41 @@ def test_coronal_gyro_rolls_the_support_foot_against_the_torso_and_overrun_lower
 # ------------------------------------------------------------------ speed feedback (issue 16)
 
 
-def _walk_synthetic(feedback, velocity, seconds=6.0, dt=0.01, step=0.25, turn_rate=0.0):
-    """Feed SpeedFeedback a robot whose CoM moves at ``velocity`` (world x, y) while it turns at
-    ``turn_rate``; the support foot alternates every ``step`` s and stands where the CoM was."""
+def _walk_synthetic(feedback, velocity, seconds=6.0, dt=0.01, step=0.25, turn_rate=0.0, spin=0.0, cop=(0.0, 0.0)):
+    """Feed SpeedFeedback a robot whose torso moves at ``velocity`` (world x, y) while it turns at
+    ``turn_rate``; the support foot alternates every ``step`` s, lands where the torso is and
+    carries the weight, centre of pressure at ``cop`` (sole frame); while it stands it turns on the
+    ground at ``spin`` (rad/s) about that point."""
     import math
 
-    feet = {1: np.array([0.0, 0.05]), -1: np.array([0.0, -0.05])}
+    from upright.baselines.walk.odometry import FootSample
+
+    feet = {1: [np.array([0.0, 0.05]), 0.0], -1: [np.array([0.0, -0.05]), 0.0]}  # sole origin, yaw
     support, next_switch = 1, step
     for i in range(int(seconds / dt)):
         t = i * dt
         if t >= next_switch:
             support, next_switch = -support, next_switch + step
-            feet[support] = np.array(velocity) * t  # the new support foot lands under the CoM
+            feet[support] = [np.array(velocity) * t, 0.0]  # the new support foot lands under the torso
+        elif i > 0 and spin:  # the support foot turns about its centre of pressure
+            origin, foot_yaw = feet[support]
+            c, s = math.cos(foot_yaw), math.sin(foot_yaw)
+            pivot = origin + np.array([c * cop[0] - s * cop[1], s * cop[0] + c * cop[1]])
+            a = spin * dt
+            r = origin - pivot
+            feet[support] = [pivot + np.array([math.cos(a) * r[0] - math.sin(a) * r[1],
+                                               math.sin(a) * r[0] + math.cos(a) * r[1]]), foot_yaw + a]
         com, yaw = np.array(velocity) * t, turn_rate * t
         c, s = math.cos(yaw), math.sin(yaw)
-        rel = {side: (c * (com - f)[0] + s * (com - f)[1], -s * (com - f)[0] + c * (com - f)[1]) for side, f in feet.items()}
-        feedback.observe(t, support, rel[1], rel[-1], yaw)
+
+        def sample(side):
+            origin, foot_yaw = feet[side]
+            d = com - origin
+            load = 50.0 if side == support else 0.0
+            return FootSample(c * d[0] + s * d[1], -s * d[0] + c * d[1], foot_yaw - yaw, load,
+                              cop[0] if load else 0.0, cop[1] if load else 0.0)
+
+        feedback.observe(t, support, sample(1), sample(-1), yaw, turn_rate)
 
 
 def test_odometry_measures_the_com_velocity_over_ground_and_the_turn():
@@ -229,6 +248,11 @@ def test_odometry_measures_the_com_velocity_over_ground_and_the_turn():
     _walk_synthetic(feedback, (0.0, 0.0), turn_rate=0.4)
     assert feedback.measured == pytest.approx((0.0, 0.0, 0.4), abs=1e-9)
     assert feedback.correction == [0.0, 0.0, 0.0]  # off: measures only
+    # A support foot that turns on the ground about its centre of pressure (behind and outside its
+    # origin) carries the torso with it: the torso's motion relative to the foot alone misses that.
+    feedback = SpeedFeedback(FeedbackParams(enabled=False))
+    _walk_synthetic(feedback, (0.1, -0.05), spin=-0.4, cop=(-0.03, 0.02))
+    assert feedback.measured == pytest.approx((0.1, -0.05, 0.0), abs=1e-6)
 
 
 def test_feedback_integrates_the_shortfall_after_the_warmup_within_its_limit():

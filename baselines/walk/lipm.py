@@ -32,7 +32,7 @@ from upright.baselines.walk.com_observer import ComObserver
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import quat_matrix, zxy_matrix, zyx_matrix
 from upright.baselines.walk.lipm_player import GaitTarget, PendulumPlayer, PlayerParams
-from upright.baselines.walk.odometry import FeedbackParams, SpeedFeedback
+from upright.baselines.walk.odometry import FeedbackParams, FootLayout, SpeedFeedback, foot_samples
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensors import Sensors
 
@@ -113,6 +113,7 @@ class LipmWalk:
         self._sole_pos = [d.site_xpos[i] for i in sole_ids]
         self._sole_rot = [d.site_xmat[i] for i in sole_ids]
         self._com = d.subtree_com[self.kin.torso_id]
+        self._feet_layout = FootLayout(self.kin, self.robot)
         self._actuated = np.array(self.robot.actuated_joint_index)
         self._all_actuated = bool(np.array_equal(self._actuated, np.arange(len(self.robot.joint_names))))
         self.command = np.zeros(3)
@@ -184,7 +185,7 @@ class LipmWalk:
         expected, expected_vel = player.expected()
         yaw = float(sensors.fused[2])
         foot_q, measured = self._measure(sensors, player.phase.support, yaw)
-        self.feedback.observe(sensors.time, player.phase.support, *self._torso_heading, yaw)
+        self.feedback.observe(sensors.time, player.phase.support, *self._odometry)
         player.command = self.feedback.planned(self._command)
         filtered, filtered_vel = self._observer.update(expected, expected_vel, measured, dt)
         corrected = player.correct(filtered, filtered_vel) if p.correction else False
@@ -200,23 +201,20 @@ class LipmWalk:
         fused yaw (rad) of ``sensors``. The dot products are written out (the same operations as
         :func:`~upright.baselines.kinematics.vectors.dot`)."""
         self.kin.fk(sensors.joint_pos)
-        sole, other = (0, 1) if support >= 0 else (1, 0)
+        sole = 0 if support >= 0 else 1
         fx, fy, fz = self._sole_pos[sole].tolist()
-        ox, oy, oz = self._sole_pos[other].tolist()
         m = self._sole_rot[sole].tolist()
         cx, cy, cz = self._com.tolist()
-        (r00, r01, r02), (r10, r11, r12), _ = quat_matrix(sensors.quat)
+        (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = quat_matrix(sensors.quat)
         c, s = math.cos(-yaw), math.sin(-yaw)  # tilt = Rz(−fused yaw) R(quat)
         t00, t01, t02 = c * r00 - s * r10, c * r01 - s * r11, c * r02 - s * r12
         t10, t11, t12 = s * r00 + c * r10, s * r01 + c * r11, s * r02 + c * r12
         ux, uy, uz = cx - fx, cy - fy, cz - fz
         v0, v1 = t00 * ux + t01 * uy + t02 * uz, t10 * ux + t11 * uy + t12 * uz
-        # for the odometry: the torso origin relative to the left and the right sole in the torso's
-        # (fused) heading frame
-        fx, fy, fz, ox, oy, oz = -fx, -fy, -fz, -ox, -oy, -oz
-        a = (t00 * fx + t01 * fy + t02 * fz, t10 * fx + t11 * fy + t12 * fz)
-        b = (t00 * ox + t01 * oy + t02 * oz, t10 * ox + t11 * oy + t12 * oz)
-        self._torso_heading = (a, b) if support >= 0 else (b, a)
+        # for the odometry: both feet in the torso's (fused) heading frame, the yaw and the turn rate
+        g = sensors.gyro.tolist()
+        self._odometry = (*foot_samples(self.kin.data, self._feet_layout, (t00, t01, t02), (t10, t11, t12),
+                                        sensors.foot_pressure), yaw, r20 * g[0] + r21 * g[1] + r22 * g[2])
         # the sole's x axis (m[0], m[3], m[6]) along the heading
         yaw_f = math.atan2(t10 * m[0] + t11 * m[3] + t12 * m[6], t00 * m[0] + t01 * m[3] + t02 * m[6])
         c, s = math.cos(-yaw_f), math.sin(-yaw_f)

@@ -2,31 +2,43 @@
 
 A walk that plans its steps for the commanded velocity does not make that velocity on the robot:
 the servos lag their targets, a swing foot lands before it reaches its target, the feet slip, a
-balance correction shortens a step. :class:`SpeedFeedback` measures what each step really made
+balance correction shortens a step. :class:`SpeedFeedback` measures what the walk really made
 and adds an integral correction to the velocity the walk plans with, so that the measured
 velocity follows the command (per axis: forward, sideways, turning).
 
-What a step made is measured from the robot's own sensors, the way a robot's odometry does (legged
-odometry, e.g. B-Human's from the leg kinematics): during a step the support foot stands still on
-the ground, so the motion of the torso relative to the support foot — joint angles through the
-robot's model, turned into the gravity frame by the IMU — is the robot's motion over the ground
-(the torso's, as the walk environments measure the velocity: a torso a few cm from the turning
-centre moves sideways while the robot turns, its CoM less). Per step: the displacement of the
-torso relative to the support foot's position from the step's first cycle to its last, in the IMU's yaw frame (not the foot's: a foot spins a little on the
-ground when the robot turns), turned into the torso's heading at mid-step and scaled by ``scale``
-(the support foot slips back a little as it pushes: B-Human's odometryScale, calibrated per
-robot), and the turn of the IMU's yaw over the step (B-Human, too, takes odometry rotation from
-the IMU). The
-velocity of every two steps (a full cycle: the lateral sway and a turn made by one foot cancel) is
-compared with the command; the correction integrates ``gain`` times that error per cycle,
-limited to ``limit`` per axis, and is held (not integrated) for the first ``warmup`` steps after
-the start or a change of command (the walk is still accelerating).
+What the walk made is measured from the robot's own sensors, the way a robot's odometry does
+(legged odometry, e.g. B-Human's from the leg kinematics): a foot that stands on the ground does
+not move, so the motion of the torso relative to it — joint angles through the robot's model,
+turned into the gravity frame by the IMU — is the torso's motion over the ground. Measured is the
+velocity the walk environments report: that of the torso's centre of mass (MuJoCo's body
+velocity), in the torso's heading frame, and the IMU's turn rate about the vertical. Every control
+cycle (:class:`FootSample` per foot, from :func:`foot_samples`):
+
+* the foot that stands is the one that carries more of the weight (its pressure sensors) when
+  the cycle begins: at the end of a step the old support foot is already unloaded and drags over
+  the ground, and a swing foot that touches down early takes the weight before the walk switches
+  its support; in the cycle in which a foot lands and takes the weight it still moves;
+* a standing foot that is loaded may still turn on the ground (the body's twist when the robot
+  turns or steps sideways): its turn over the cycle — the IMU's yaw plus the foot's yaw relative to
+  the torso — is about its centre of pressure (the foot's pressure sensors), which moves the sole
+  origin by the turn times the lever from the centre of pressure; that motion is added;
+* with no foot on the ground (both pressure sums zero: a hop) the torso keeps its last velocity;
+* the torso's displacement is turned into the heading of that cycle (not of a whole step: the
+  torso's yaw sways within a step) and the turn is the vertical component of the gyro's rate
+  (not the change of the heading, which differs from it while the swaying torso cones).
+
+The velocity of every two steps (a full cycle of the walk's support feet: the lateral sway and a
+turn made by one foot cancel) is compared with the command; the correction integrates ``gain``
+times that error per cycle, limited to ``limit`` per axis, and is held (not integrated) for the
+first ``warmup`` steps after the start or a change of command (the walk is still accelerating).
+``scale`` multiplies the measured displacement (B-Human's odometryScale; 1: none).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple, Sequence
 
 
 @dataclass(frozen=True)
@@ -41,8 +53,72 @@ class FeedbackParams:
     limit: tuple[float, float, float] = (0.1, 0.05, 0.3)
     #: Steps after the start or a command change before the correction integrates.
     warmup: int = 4
-    #: Factor on the measured CoM displacement per step, forward and sideways (1: no slip).
+    #: Factor on the measured displacement, forward and sideways (1: no slip).
     scale: tuple[float, float] = (1.0, 1.0)
+
+
+class FootSample(NamedTuple):
+    """What the robot measures of one foot in one control cycle."""
+
+    #: The torso's centre of mass relative to the sole origin (m), in the torso's heading frame
+    #: (gravity-aligned, turned by the torso's yaw).
+    x: float
+    y: float
+    #: The sole's yaw relative to the torso's heading (rad).
+    yaw: float
+    #: The summed normal force of the foot's pressure sensors (N).
+    load: float
+    #: The centre of pressure in the sole frame (m); (0, 0) without load.
+    cop_x: float
+    cop_y: float
+
+
+class FootLayout:
+    """Where a robot's foot-pressure sensors sit in their sole frames (from its own model), for
+    :func:`foot_samples`: ``Sensors.foot_pressure`` is 4 left, then 4 right."""
+
+    def __init__(self, kin, robot) -> None:
+        kin.fk(kin.keyframe_joints())  # the sensors are fixed to the feet: any posture does
+        d = kin.data
+        self.sole_ids = tuple(kin.site_id(site) for site in robot.sole_sites)
+        self.torso_id = kin.torso_id
+        positions = []
+        for i, name in enumerate(robot.pressure_sensors):
+            sole = self.sole_ids[0 if i < 4 else 1]
+            m, o, q = d.site_xmat[sole], d.site_xpos[sole], d.site_xpos[kin.site_id(name)]
+            v = (q[0] - o[0], q[1] - o[1], q[2] - o[2])
+            positions.append((float(m[0] * v[0] + m[3] * v[1] + m[6] * v[2]),
+                              float(m[1] * v[0] + m[4] * v[1] + m[7] * v[2])))
+        self.sensors = (tuple(positions[:4]), tuple(positions[4:]))
+
+
+def foot_samples(data, layout: FootLayout, t0: Sequence[float], t1: Sequence[float],
+                 pressure) -> tuple[FootSample, FootSample]:
+    """Both feet's :class:`FootSample` (left, right) of the posture in a private model's ``data``
+    (after ``Kinematics.fk`` of the measured joints, torso at the origin): ``t0``, ``t1`` the
+    first two rows of the rotation from the torso frame into its heading frame (the IMU's pitch
+    and roll), ``pressure`` the foot-pressure readings (N)."""
+    cx, cy, cz = data.xipos[layout.torso_id].tolist()
+    f = pressure.tolist() if hasattr(pressure, "tolist") else list(pressure)
+    out = []
+    for side in (0, 1):
+        sole = layout.sole_ids[side]
+        sx, sy, sz = data.site_xpos[sole].tolist()
+        m = data.site_xmat[sole].tolist()
+        u = (cx - sx, cy - sy, cz - sz)
+        heading_x = t0[0] * m[0] + t0[1] * m[3] + t0[2] * m[6]  # the sole's x axis in the heading frame
+        heading_y = t1[0] * m[0] + t1[1] * m[3] + t1[2] * m[6]
+        forces = f[4 * side:4 * side + 4]
+        load = forces[0] + forces[1] + forces[2] + forces[3]
+        px = py = 0.0
+        if load > 0.0:
+            for w, (x, y) in zip(forces, layout.sensors[side]):
+                px += w * x
+                py += w * y
+            px, py = px / load, py / load
+        out.append(FootSample(t0[0] * u[0] + t0[1] * u[1] + t0[2] * u[2], t1[0] * u[0] + t1[1] * u[1] + t1[2] * u[2],
+                              math.atan2(heading_y, heading_x), load, px, py))
+    return out[0], out[1]
 
 
 def _turn(x: float, y: float, angle: float) -> tuple[float, float]:
@@ -50,11 +126,15 @@ def _turn(x: float, y: float, angle: float) -> tuple[float, float]:
     return c * x - s * y, s * x + c * y
 
 
+def _wrap(angle: float) -> float:
+    return math.atan2(math.sin(angle), math.cos(angle))
+
+
 class SpeedFeedback:
     """The integral speed correction of a walk (see the module docstring).
 
-    Call :meth:`observe` every control cycle with the CoM relative to the current support foot and
-    the torso's yaw relative to it, and :meth:`planned` for the velocity to plan with.
+    Call :meth:`observe` every control cycle with both feet's :class:`FootSample`, and
+    :meth:`planned` for the velocity to plan with.
     """
 
     def __init__(self, params: FeedbackParams) -> None:
@@ -66,12 +146,15 @@ class SpeedFeedback:
         self.correction = [0.0, 0.0, 0.0]
         #: Velocity (m/s, m/s, rad/s) measured over the last full cycle (two steps), None before.
         self.measured: tuple[float, float, float] | None = None
+        #: The foot that stood in the last cycle (+1 left, −1 right), 0 before.
+        self.standing = 0
         self._command: tuple[float, float, float] | None = None
         self._steps = 0
         self._support: int | None = None
-        self._first: tuple[float, float, float] | None = None
-        self._start_time = 0.0
-        self._previous: tuple[float, float, float, float] | None = None
+        self._last: tuple | None = None  # (time, left, right, yaw, yaw rate) of the last cycle
+        self._step: list[float] | None = None  # this step's (dx, dy, dyaw, duration)
+        self._previous: list[float] | None = None
+        self._rate: tuple[float, float] | None = None  # the torso's last velocity over the ground (yaw frame)
 
     def planned(self, command) -> tuple[float, float, float]:
         """The velocity to plan with for ``command`` (vx, vy, wz): command plus the correction."""
@@ -83,35 +166,65 @@ class SpeedFeedback:
         c = self.correction
         return command[0] + c[0], command[1] + c[1], command[2] + c[2]
 
-    def observe(self, time: float, support: int, left: tuple[float, float], right: tuple[float, float],
-                yaw: float) -> None:
-        """One cycle: ``support`` the current support foot (+1 left, −1 right, 0 both), the torso
-        (m, x and y) relative to the ``left`` and to the ``right`` sole in the torso's heading frame
-        (gravity-aligned, turned by the torso's yaw) and that yaw (rad, from the IMU). A change of
-        ``support`` ends a step, measured up to this cycle against the old support foot (so the
-        steps tile the time; a cycle without a change costs nothing)."""
-        if support == self._support:
+    def observe(self, time: float, support: int, left: FootSample, right: FootSample, yaw: float,
+                yaw_rate: float) -> None:
+        """One control cycle: ``support`` the walk's support foot (+1 left, −1 right, 0 both: the
+        start, not measured), both feet (:class:`FootSample`), the torso's yaw (rad, IMU) and its
+        turn rate about the vertical (rad/s, the IMU's gyro turned into the world). A change of
+        ``support`` ends a step."""
+        last = self._last
+        self._last = (time, left, right, yaw, yaw_rate)
+        if last is not None and self._step is not None:
+            self._integrate(last, self._last)
+        if support != self._support:
+            if self._step is not None and self._step[3] > 0.0:
+                self._step_done(self._step)
+            self._support = support
+            self._step = [0.0, 0.0, 0.0, 0.0] if support in (1, -1) else None
+            if support not in (1, -1):
+                self._previous = None
+
+    def _integrate(self, a: tuple, b: tuple) -> None:
+        """Add the torso's motion from cycle ``a`` to cycle ``b`` to the step."""
+        dt = b[0] - a[0]
+        if dt <= 0.0:
             return
-        c, s = math.cos(yaw), math.sin(yaw)
+        ya, yb = a[3], b[3]
+        left, right = a[1].load, a[2].load
+        if left <= 0.0 and right <= 0.0 and self._rate is not None:
+            # no foot on the ground: the torso keeps its velocity
+            dx, dy = self._rate[0] * dt, self._rate[1] * dt
+        else:
+            # the foot that stands: the one that carries more of the weight when the cycle begins
+            # (a foot that lands takes the weight while it still moves)
+            if left != right:
+                self.standing = 1 if left > right else -1
+            elif self.standing == 0:
+                self.standing = self._support if self._support in (1, -1) else 1
+            i = 1 if self.standing == 1 else 2
+            fa, fb = a[i], b[i]
+            # the torso's CoM relative to the foot, in the yaw frame, at both cycles
+            ca, sa, cb, sb = math.cos(ya), math.sin(ya), math.cos(yb), math.sin(yb)
+            dx = (cb * fb.x - sb * fb.y) - (ca * fa.x - sa * fa.y)
+            dy = (sb * fb.x + cb * fb.y) - (sa * fa.x + ca * fa.y)
+            # the foot's turn on the ground about its centre of pressure moves its sole origin
+            foot = ya + fa.yaw
+            spin = _wrap(yb + fb.yaw - foot)
+            lx, ly = _turn(-fa.cop_x, -fa.cop_y, foot)  # sole origin minus centre of pressure
+            mx, my = _turn(lx, ly, spin)
+            dx, dy = dx + mx - lx, dy + my - ly
+            self._rate = (dx / dt, dy / dt)
+        # into the heading of this cycle
+        dx, dy = _turn(dx, dy, -(ya + 0.5 * _wrap(yb - ya)))
+        step = self._step
+        step[0] += dx
+        step[1] += dy
+        step[2] += 0.5 * (a[4] + b[4]) * dt
+        step[3] += dt
 
-        def sample(rel: tuple[float, float]) -> tuple[float, float, float]:  # the relative CoM in the yaw frame
-            return c * rel[0] - s * rel[1], s * rel[0] + c * rel[1], yaw
-
-        if self._support in (1, -1) and self._first is not None:
-            end = sample(left if self._support == 1 else right)
-            self._step_done(self._first, end, time - self._start_time)
-        self._support, self._start_time = support, time
-        self._first = sample(left if support == 1 else right) if support in (1, -1) else None
-
-    def _step_done(self, first: tuple[float, float, float], last: tuple[float, float, float],
-                   duration: float) -> None:
-        if duration <= 0.0:
-            return
-        dyaw = math.atan2(math.sin(last[2] - first[2]), math.cos(last[2] - first[2]))
-        # the CoM's displacement over the step, turned into the torso's heading at mid-step
-        dx, dy = _turn(last[0] - first[0], last[1] - first[1], -(first[2] + 0.5 * dyaw))
+    def _step_done(self, step: list[float]) -> None:
         sx, sy = self.params.scale
-        step = (sx * dx, sy * dy, dyaw, duration)
+        step = [sx * step[0], sy * step[1], step[2], step[3]]
         if self._previous is None:
             self._previous = step
             return
@@ -127,4 +240,4 @@ class SpeedFeedback:
                 self.correction[i] = min(max(self.correction[i] + p.gain * error, -p.limit[i]), p.limit[i])
 
 
-__all__ = ["FeedbackParams", "SpeedFeedback"]
+__all__ = ["FeedbackParams", "FootLayout", "FootSample", "SpeedFeedback", "foot_samples"]

@@ -46,7 +46,7 @@ from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import clip, quat_matrix, zyx_matrix
-from upright.baselines.walk.odometry import FeedbackParams, SpeedFeedback
+from upright.baselines.walk.odometry import FeedbackParams, FootLayout, SpeedFeedback, foot_samples
 from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
 from upright.baselines.walk.swing_leveling import LevelingParams, SwingFootLeveling
 from upright.envs.robots import RobotSpec
@@ -203,6 +203,7 @@ class StepAdjustWalk:
         self._sole_pos = {side: d.site_xpos[i] for side, i in sole_ids.items()}
         self._sole_rot = {side: d.site_xmat[i] for side, i in sole_ids.items()}
         self._com = d.subtree_com[self.kin.torso_id]
+        self._feet_layout = FootLayout(self.kin, robot)
         self._actuated = np.array(robot.actuated_joint_index)
         self._all_actuated = bool(np.array_equal(self._actuated, np.arange(len(robot.joint_names))))
         self.leveling = SwingFootLeveling(self.params.leveling)
@@ -344,8 +345,7 @@ class StepAdjustWalk:
         kin = self.kin
         kin.fk(sensors.joint_pos)  # the measured posture: CoM and support sole below
         com_x = self._measured_com(sensors)
-        self.feedback.observe(self._time, 1 if su == "left" else -1, self._torso_heading["left"],
-                              self._torso_heading["right"], self._heading)
+        self.feedback.observe(self._time, 1 if su == "left" else -1, *self._odometry(sensors))
         if p.swing_leveling:
             # the measured support-sole pitch, read before the private model moves on
             measured = _pitch_of_flat(self._sole_rot[su])
@@ -391,19 +391,25 @@ class StepAdjustWalk:
         # the torso's x axis in the world gives the heading (the yaw of the ZYX Euler angles)
         yaw = self._heading = math.atan2(r10, r00)
         c, s = math.cos(yaw), math.sin(yaw)
-        out, torso = {}, {}
+        out = {}
         for side in SIDES:
             sx, sy, sz = self._sole_pos[side].tolist()
             vx, vy, vz = cx - sx, cy - sy, cz - sz
             wx = r00 * vx + r01 * vy + r02 * vz
             wy = r10 * vx + r11 * vy + r12 * vz
             out[side] = (c * wx + s * wy, -s * wx + c * wy, r20 * vx + r21 * vy + r22 * vz)
-            # the torso origin relative to the sole in the heading frame, for the odometry
-            wx = -(r00 * sx + r01 * sy + r02 * sz)
-            wy = -(r10 * sx + r11 * sy + r12 * sz)
-            torso[side] = (c * wx + s * wy, -s * wx + c * wy)
-        self._torso_heading = torso
+        # the rows of the rotation from the torso into its heading frame, for the odometry
+        self._tilt = ((c * r00 + s * r10, c * r01 + s * r11, c * r02 + s * r12),
+                      (-s * r00 + c * r10, -s * r01 + c * r11, -s * r02 + c * r12), (r20, r21, r22))
         return out
+
+    def _odometry(self, sensors: Sensors) -> tuple:
+        """The odometry's inputs (:meth:`SpeedFeedback.observe` after the support) for the posture in
+        the private model (after :meth:`_com_offsets`): both feet, the heading and the turn rate."""
+        t0, t1, t2 = self._tilt
+        g = sensors.gyro.tolist()
+        return (*foot_samples(self.kin.data, self._feet_layout, t0, t1, sensors.foot_pressure), self._heading,
+                t2[0] * g[0] + t2[1] * g[1] + t2[2] * g[2])
 
     def stance_targets(self, shift: np.ndarray) -> np.ndarray:
         """Joint targets (actuator order) of the walking posture with both feet standing and
