@@ -73,11 +73,9 @@ def load_normalizer(path: Path) -> Any:
     return normalizer
 
 
-def load_run_policy(name: str) -> ModelPolicy:
-    """The policy of a run folder (its ``model.zip``), of one of its ``.zip`` files, or ``zoo:NAME``,
-    with the normalisation statistics saved beside the model."""
-    from upright.training.config import algo_class, load_run_config
-
+def run_model(name: str) -> tuple[Path, Path]:
+    """The run folder and model file of a run folder (its ``model.zip``), of one of its ``.zip``
+    files, or of ``zoo:NAME``; ValueError naming what is not a run or has no such model."""
     path = resolve_run_path(name)
     run_dir = find_run_dir(path)
     if run_dir is None:
@@ -85,6 +83,15 @@ def load_run_policy(name: str) -> ModelPolicy:
     model_path = path if path.suffix == ".zip" else run_dir / "model.zip"
     if not model_path.is_file():
         raise ValueError(f"run {str(run_dir)!r} has no {model_path.name}")
+    return run_dir, model_path
+
+
+def load_run_policy(name: str) -> ModelPolicy:
+    """The policy of a run folder (its ``model.zip``), of one of its ``.zip`` files, or ``zoo:NAME``,
+    with the normalisation statistics saved beside the model."""
+    from upright.training.config import algo_class, load_run_config
+
+    run_dir, model_path = run_model(name)
     config = load_run_config(run_dir)
     model = algo_class(config.algo).load(model_path, device="cpu")
     norm = normalizer_path(model_path)
@@ -121,4 +128,4 @@ def run_env_id(name: str) -> str | None:
 
 
 __all__ = ["ZOO_PREFIX", "find_run_dir", "is_run_policy", "load_run_policy", "normalizer_path",
-           "run_env_id", "run_env_kwargs", "zoo_dir", "zoo_names"]
+           "run_env_id", "run_env_kwargs", "run_model", "zoo_dir", "zoo_names"]

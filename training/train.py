@@ -70,15 +70,12 @@ def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[
     environment ``env`` (or vector environment), has other observation or action spaces."""
     from stable_baselines3.common.save_util import load_from_zip_file
 
-    from upright.policies.run import find_run_dir, normalizer_path, resolve_run_path
+    from upright.policies.run import normalizer_path, run_model
 
-    path = resolve_run_path(init)
-    run_dir = find_run_dir(path)
-    if run_dir is None:
-        raise ValueError(f"init {init!r} is not a trained policy (a run folder, its .zip or zoo:NAME)")
-    model_path = path if path.suffix == ".zip" else run_dir / "model.zip"
-    if not model_path.is_file():
-        raise ValueError(f"init {init!r}: {str(model_path)!r} does not exist")
+    try:
+        run_dir, model_path = run_model(init)
+    except ValueError as error:
+        raise ValueError(f"init: {error}") from None
     trained_by = load_run_config(run_dir).algo
     if trained_by != algo:
         raise ValueError(f"init {init!r} was trained with {trained_by}, not {algo}")
