@@ -36,7 +36,7 @@ TINY_PPO = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "policy_kwargs.net_a
 
 
 def _config(tmp_path: Path, **changes) -> TrainConfig:
-    base = dict(env_id=ENV, prior="spline", algo="ppo", steps=256, seed=0, env_kwargs=dict(SHORT),
+    base = dict(env_id=ENV, prior="spline", algo="ppo", steps=256, n_envs=2, seed=0, env_kwargs=dict(SHORT),
                 hp_overrides=dict(TINY_PPO), out=str(tmp_path / "runs"), eval_every=128, eval_episodes=1,
                 checkpoint_every=128, progress=False, command="test")
     return TrainConfig(**{**base, **changes})

@@ -64,7 +64,7 @@ def _env_rate(venv, steps: int) -> float:
     return calls * venv.num_envs / (time.process_time() - start)
 
 
-def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = 2,
+def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainConfig.n_envs,
             hp_overrides: Mapping[str, Any] | None = None) -> TrainingBenchRow:
     """One row: ``steps`` environment steps alone, then ``model.learn(steps)`` (PPO rounds up to
     whole rollouts) with the shipped hyperparameters and ``hp_overrides`` (dotted keys)."""

@@ -357,12 +357,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", action="store_true", help="--measure: also write docs/results/optimize.md")
     p.set_defaults(func=_cmd_optimize)
 
+    from upright.training.config import TrainConfig  # light: no SB3 or torch
+
     p = sub.add_parser("train", help="train a residual (--prior) or from-scratch policy with stable-baselines3")
     p.add_argument("--env", default=None, help="environment id, e.g. upright/WolfgangGetUp-v0")
     p.add_argument("--prior", default=None, help="baseline the policy is a residual on (default: from scratch)")
     p.add_argument("--algo", default="ppo", help="ppo, sac or td3 (default: ppo)")
     p.add_argument("--steps", type=int, default=100_000, help="total environment steps (default: 100000)")
-    p.add_argument("--n-envs", type=int, default=2, help="environments in the DummyVecEnv (default: 2)")
+    p.add_argument("--n-envs", type=int, default=TrainConfig.n_envs,
+                   help=f"environments in the DummyVecEnv (default: {TrainConfig.n_envs})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--hyperparams", default=None, metavar="FILE",
                    help="hyperparameter YAML (default: the shipped training/hyperparams/ALGO.yml)")
