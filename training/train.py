@@ -142,7 +142,7 @@ def _new_model(config: TrainConfig, venv: Any, tb_dir: Path) -> Any:
     if hp.get("zero_init", config.prior is not None):
         zero_actor_output(model, hp.get("log_std_init", -2.0) if config.algo == "sac" else None)
     if config.init is not None:  # fine-tuning: the trained weights (and optimiser state) replace the fresh ones
-        start, _ = init_files(config.init, config.algo, bool(hp.get("normalize")), venv)
+        start, _ = init_files(config.init, config.algo, bool(hp.get("normalize")))  # spaces: checked by resolve
         model.set_parameters(str(start), exact_match=True, device="cpu")
     return model
 
