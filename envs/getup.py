@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -79,7 +79,9 @@ class GetUpEnv(UprightEnv):
     from standing under random joint targets and a 0.3 s push (0.6 × weight) in a random
     direction, both left to come to rest for up to 2 s before the clock starts at 0; ``random``
     draws one of these four per episode; ``standing`` (tests, push recovery) is the standing
-    keyframe. The conditions (terrain, wear, noise, randomisation) are sampled from the episode's
+    keyframe. A sequence of these names (``start=("random", "standing")``, on the command line
+    ``--set start=random,standing``) draws one of them uniformly per episode (repeat a name to
+    weight it), e.g. to train push recovery beside getting up. The conditions (terrain, wear, noise, randomisation) are sampled from the episode's
     seed: the same seed gives the same episode.
 
     ## Episode end
@@ -99,7 +101,7 @@ class GetUpEnv(UprightEnv):
     | parameter           | type                            | default   | description                                 |
     |---------------------|---------------------------------|-----------|---------------------------------------------|
     | robot               | str                             | set by id | "nao" or "wolfgang"                         |
-    | start               | str                             | "prone"   | prone, supine, side, fall, random, standing |
+    | start               | str or sequence of str          | "prone"   | prone, supine, side, fall, random, standing |
     | conditions          | str, Conditions or None         | "lab"     | preset name or a Conditions (None: lab)     |
     | prior               | None, str or Controller         | None      | baseline or controller; action = residual   |
     | residual_scale      | float                           | 0.2       | residual range / joint half range           |
@@ -120,7 +122,7 @@ class GetUpEnv(UprightEnv):
     def __init__(
         self,
         robot: str = "nao",
-        start: str = "prone",
+        start: str | Sequence[str] = "prone",
         conditions: str | Conditions | None = "lab",
         prior: Any = None,
         residual_scale: float = 0.2,
@@ -129,11 +131,16 @@ class GetUpEnv(UprightEnv):
         render_mode: str | None = None,
         prior_params: Mapping[str, Any] | str | None = None,
     ) -> None:
-        if start not in STARTS:
-            raise ValueError(f"unknown start {start!r}; valid starts: {', '.join(STARTS)}")
+        names = (start,) if isinstance(start, str) else tuple(start)
+        for name in names:
+            if name not in STARTS:
+                raise ValueError(f"unknown start {name!r}; valid starts: {', '.join(STARTS)}")
+        if not names:
+            raise ValueError("start must name at least one start")
         self.reward_scales = GetUpRewardScales.resolve(reward_scales)
         super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
-        self.start = start
+        #: The start name, or the tuple of names one is drawn from per episode.
+        self.start: str | tuple[str, ...] = start if isinstance(start, str) else names
         self._tracker: GetUpTracker | None = None
         self._weight = self.sim.total_mass * 9.81
         self._feet = {self.sim.model.body(self.sim.model.site_bodyid[self.sim.model.site(s).id]).name
@@ -144,8 +151,11 @@ class GetUpEnv(UprightEnv):
         self._head_prev = 0.0
 
     # ---------------------------------------------------------------- start states
-    def _start_state(self, start: str, seed: int) -> str:
+    def _start_state(self, start: str | tuple[str, ...], seed: int) -> str:
+        """Put the robot into ``start`` (a name, or names to draw one from) and return its name."""
         rng = self.np_random
+        if not isinstance(start, str):
+            start = str(rng.choice(start))
         if start == "random":
             start = str(rng.choice(LYING_STARTS))
         if start in ("prone", "supine"):

@@ -105,15 +105,16 @@ def is_run_policy(name: str) -> bool:
 
 
 def run_env_kwargs(name: str) -> dict[str, Any]:
-    """The ``gym.make`` keyword arguments a run or zoo policy was trained with (prior included);
-    ``{}`` for any other policy name."""
+    """The ``gym.make`` keyword arguments of the environment a run or zoo policy was trained for
+    (prior included; the run's evaluation environment when it trained on a wider one); ``{}`` for
+    any other policy name."""
     if not is_run_policy(name):
         return {}
     from upright.training.config import load_run_config
 
     run_dir = find_run_dir(resolve_run_path(name))
     assert run_dir is not None
-    return load_run_config(run_dir).env_kwargs_with_prior
+    return load_run_config(run_dir).eval_kwargs_with_prior
 
 
 def run_env_id(name: str) -> str | None:

@@ -168,11 +168,26 @@ def test_other_starts_begin_lying(start):
         assert np.rad2deg(env.unwrapped.sim.torso_tilt()) > 45
 
 
+def test_a_start_list_draws_each_of_its_starts():
+    env = gym.make("upright/NaoGetUp-v0", start=("standing", "prone"))
+    drawn = []
+    for seed in range(12):
+        _, info = env.reset(seed=seed)
+        tilt = np.rad2deg(env.unwrapped.sim.torso_tilt())
+        assert (tilt < 20) == (info["start"] == "standing")
+        drawn.append(info["start"])
+    assert set(drawn) == {"standing", "prone"}
+    _, again = env.reset(seed=5)
+    assert again["start"] == drawn[5]
+
+
 def test_bad_input_is_clear():
     with pytest.raises(gym.error.Error, match="NaoFly"):
         gym.make("upright/NaoFly-v0")
     with pytest.raises(ValueError, match="unknown start 'sitting'.*prone, supine"):
         gym.make("upright/NaoGetUp-v0", start="sitting")
+    with pytest.raises(ValueError, match="unknown start 'sitting'"):
+        gym.make("upright/NaoGetUp-v0", start=("random", "sitting"))
     with pytest.raises(ValueError, match="unknown conditions 'mars'"):
         gym.make("upright/NaoGetUp-v0", conditions="mars")
     with pytest.raises(ValueError, match="unknown baseline 'magic'"):

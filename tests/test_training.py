@@ -192,7 +192,20 @@ def test_zoo_policy_loads_by_name(run_dir, tmp_path, monkeypatch):
     assert main(["ship", str(run_dir), "--name", "bad name", "--zoo", str(zoo)]) == 2
 
 
+def test_eval_env_kwargs_evaluate_and_load_the_task_the_run_is_for(tmp_path):
+    config = _config(tmp_path, steps=128, env_kwargs={**SHORT, "start": ("standing", "prone")},
+                     eval_env_kwargs={"start": "supine"})
+    run_dir = train(config)
+    saved = yaml.safe_load((run_dir / "config.yml").read_text())
+    assert saved["env_kwargs"]["start"] == ["standing", "prone"] and saved["eval_env_kwargs"] == {"start": "supine"}
+    evaluated = yaml.safe_load(next((run_dir / "eval").glob("0*/results.json")).read_text())
+    assert evaluated["env_kwargs"]["start"] == "supine" and evaluated["by_start"].keys() == {"supine"}
+    assert run_env_kwargs(str(run_dir)) == {**SHORT, "start": "supine", "prior": "spline"}
+
+
 @pytest.mark.parametrize("args, message", [
+    (["--eval-set", "start=sitting"], "'sitting'"),
+    (["--eval-set", "hp.gamma=0.9"], "hp.gamma"),
     (["--algo", "dqn"], "'dqn'"),
     (["--set", "hp.learning_rat=1e-3"], "'learning_rat'"),
     (["--set", "hp.policy_kwargs.net=8"], "policy_kwargs.net"),

@@ -67,6 +67,11 @@ class TrainConfig:
     eval_episodes: int = 10
     #: First seed of the evaluation episodes (held out: training seeds start at ``seed``).
     eval_seed: int = 1_000_000
+    #: Environment keyword arguments that replace ``env_kwargs`` in the periodic evaluation (as
+    #: rl-baselines3-zoo's ``eval_env_kwargs``): the task the policy is for, when training sees a
+    #: wider distribution (e.g. ``start`` with extra standing starts). Loading and shipping the run
+    #: use the evaluation environment too. Empty: evaluate on the training environment.
+    eval_env_kwargs: dict[str, Any] = field(default_factory=dict)
     checkpoint_every: int = 50_000
     progress: bool = True
     command: str = ""
@@ -80,6 +85,12 @@ class TrainConfig:
     def env_kwargs_with_prior(self) -> dict[str, Any]:
         """The keyword arguments of ``gym.make`` (``prior`` included when there is one)."""
         return {**self.env_kwargs, **({"prior": self.prior} if self.prior else {})}
+
+    @property
+    def eval_kwargs_with_prior(self) -> dict[str, Any]:
+        """The keyword arguments of the evaluation environment: :attr:`env_kwargs_with_prior` with
+        :attr:`eval_env_kwargs` replaced (what evaluation, loading and shipping the run use)."""
+        return {**self.env_kwargs_with_prior, **self.eval_env_kwargs}
 
     def to_yaml(self) -> dict[str, Any]:
         return _plain(asdict(self))

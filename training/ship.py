@@ -93,7 +93,7 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
     manifest: dict[str, Any] = {
         "name": name,
         "env_id": config.env_id,
-        "env_kwargs": config.env_kwargs_with_prior,
+        "env_kwargs": config.eval_kwargs_with_prior,
         "algo": config.algo,
         "training_commands": ((run_dir / "command.txt").read_text().strip().splitlines()
                               if (run_dir / "command.txt").is_file() else []),

@@ -52,6 +52,11 @@ def resolve(config: TrainConfig) -> TrainConfig:
         raise ValueError(f"steps and n_envs must be >= 1, got steps={config.steps!r} n_envs={config.n_envs!r}")
     hp = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file, config.hp_overrides)
     env = check_env(config.env_id, config.env_kwargs_with_prior)
+    if config.eval_env_kwargs:
+        if "prior" in config.eval_env_kwargs:
+            raise ValueError("eval_env_kwargs cannot change the prior: the policy is a residual on "
+                             f"{config.prior!r}")
+        check_env(config.env_id, config.eval_kwargs_with_prior).close()
     try:
         if config.init is not None:
             init_files(config.init, config.algo, bool(hp.get("normalize")), env)
@@ -197,7 +202,7 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
             model.load_replay_buffer(run_dir / "replay_buffer.pkl")
     else:
         model = _new_model(config, venv, tb_dir)
-    evaluation = Evaluation(run_dir, config.env_id, config.env_kwargs_with_prior, every=config.eval_every,
+    evaluation = Evaluation(run_dir, config.env_id, config.eval_kwargs_with_prior, every=config.eval_every,
                             episodes=config.eval_episodes, seed=config.eval_seed, has_prior=config.prior is not None)
     callbacks = [RewardTerms(), evaluation,
                  CheckpointCallback(max(config.checkpoint_every // config.n_envs, 1), str(run_dir / "checkpoints"),

@@ -206,6 +206,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from upright.training.train import TrainingInterrupted, train
 
     env_kwargs, hp = split_train_settings(parse_settings(args.set))
+    eval_env_kwargs, eval_hp = split_train_settings(parse_settings(args.eval_set))
+    if eval_hp:
+        raise ValueError(f"--eval-set takes environment keyword arguments only, got hp.{next(iter(eval_hp))}")
     if args.resume is None and args.env is None:
         raise ValueError("give --env ID (or --resume RUN_DIR)")
     if args.resume is not None and args.init is not None:
@@ -213,7 +216,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     config = TrainConfig(env_id=args.env or "", prior=args.prior, algo=args.algo, steps=args.steps, n_envs=args.n_envs,
                          seed=args.seed, env_kwargs=env_kwargs, hyperparams_file=args.hyperparams, hp_overrides=hp,
                          out=args.out, name=args.name, init=args.init, eval_every=args.eval_every,
-                         eval_episodes=args.eval_episodes, checkpoint_every=args.checkpoint_every,
+                         eval_episodes=args.eval_episodes, eval_env_kwargs=eval_env_kwargs, checkpoint_every=args.checkpoint_every,
                          progress=args.progress, command=args.command_line)
     try:
         run_dir = train(config, resume=args.resume)
@@ -382,6 +385,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "with this command's hyperparameters")
     p.add_argument("--eval-every", type=int, default=10_000, help="evaluate every N steps (0: never; default 10000)")
     p.add_argument("--eval-episodes", type=int, default=10, help="episodes per evaluation (default: 10)")
+    p.add_argument("--eval-set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="environment keyword arguments that differ in the evaluation (the task the policy is "
+                        "for; loading and shipping the run use them too), e.g. --set start=random,standing "
+                        "--eval-set start=random")
     p.add_argument("--checkpoint-every", type=int, default=50_000, help="checkpoint every N steps (default: 50000)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar")
     p.set_defaults(func=_cmd_train)
