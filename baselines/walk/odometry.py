@@ -151,8 +151,8 @@ def _wrap(angle: float) -> float:
 class SpeedFeedback:
     """The integral speed correction of a walk (see the module docstring).
 
-    Call :meth:`observe` every control cycle with both feet's :class:`FootSample`, and
-    :meth:`planned` for the velocity to plan with.
+    Call :meth:`observe` every control cycle with the feet's loads and their :class:`FootSampler`,
+    and :meth:`planned` for the velocity to plan with.
     """
 
     def __init__(self, params: FeedbackParams) -> None:
