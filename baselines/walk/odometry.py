@@ -96,6 +96,7 @@ class FootSampler:
                               float(m[1] * v[0] + m[4] * v[1] + m[7] * v[2])))
         #: Per foot (left, right) its four sensors' (x, y) in the sole frame (m).
         self.sensors = (tuple(positions[:4]), tuple(positions[4:]))
+        self._sensors_flat = tuple(tuple(v for xy in foot for v in xy) for foot in self.sensors)
         #: The torso's centre of mass in the torso frame (m): the same in every posture (the torso
         #: is the model's root, fixed at the origin).
         self._torso_com = tuple(d.xipos[kin.torso_id].tolist())
@@ -127,25 +128,15 @@ class FootSampler:
         u0, u1, u2 = cx - sx, cy - sy, cz - sz
         heading_x = t0[0] * m[0] + t0[1] * m[3] + t0[2] * m[6]  # the sole's x axis in the heading frame
         heading_y = t1[0] * m[0] + t1[1] * m[3] + t1[2] * m[6]
-        f = self._forces[4 * side:4 * side + 4]
-        load = f[0] + f[1] + f[2] + f[3]
+        f0, f1, f2, f3 = self._forces[4 * side:4 * side + 4]
+        load = f0 + f1 + f2 + f3
         px = py = 0.0
-        if load > 0.0:
-            for w, (x, y) in zip(f, self.sensors[side]):
-                px += w * x
-                py += w * y
-            px, py = px / load, py / load
+        if load > 0.0:  # the pressure-weighted mean of the sensor positions, summed in sensor order
+            x0, y0, x1, y1, x2, y2, x3, y3 = self._sensors_flat[side]
+            px = (0.0 + f0 * x0 + f1 * x1 + f2 * x2 + f3 * x3) / load
+            py = (0.0 + f0 * y0 + f1 * y1 + f2 * y2 + f3 * y3) / load
         return FootSample(t0[0] * u0 + t0[1] * u1 + t0[2] * u2, t1[0] * u0 + t1[1] * u1 + t1[2] * u2,
                           math.atan2(heading_y, heading_x), load, px, py)
-
-
-def _turn(x: float, y: float, angle: float) -> tuple[float, float]:
-    c, s = math.cos(angle), math.sin(angle)
-    return c * x - s * y, s * x + c * y
-
-
-def _wrap(angle: float) -> float:
-    return math.atan2(math.sin(angle), math.cos(angle))
 
 
 class SpeedFeedback:
@@ -241,15 +232,23 @@ class SpeedFeedback:
             ca, sa, cb, sb = math.cos(ya), math.sin(ya), math.cos(yb), math.sin(yb)
             dx = (cb * fb.x - sb * fb.y) - (ca * fa.x - sa * fa.y)
             dy = (sb * fb.x + cb * fb.y) - (sa * fa.x + ca * fa.y)
-            # the foot's turn on the ground about its centre of pressure moves its sole origin
+            # the foot's turn on the ground about its centre of pressure moves its sole origin (the
+            # turns written out: (c x − s y, s x + c y))
             foot = ya + fa.yaw
-            spin = _wrap(yb + fb.yaw - foot)
-            lx, ly = _turn(-fa.cop_x, -fa.cop_y, foot)  # sole origin minus centre of pressure
-            mx, my = _turn(lx, ly, spin)
+            spin = yb + fb.yaw - foot
+            spin = math.atan2(math.sin(spin), math.cos(spin))  # wrapped
+            c, s = math.cos(foot), math.sin(foot)
+            x, y = -fa.cop_x, -fa.cop_y
+            lx, ly = c * x - s * y, s * x + c * y  # sole origin minus centre of pressure
+            c, s = math.cos(spin), math.sin(spin)
+            mx, my = c * lx - s * ly, s * lx + c * ly
             dx, dy = dx + mx - lx, dy + my - ly
             self._rate = (dx / dt, dy / dt)
         # into the heading of this cycle
-        dx, dy = _turn(dx, dy, -(ya + 0.5 * _wrap(yb - ya)))
+        half = yb - ya
+        angle = -(ya + 0.5 * math.atan2(math.sin(half), math.cos(half)))
+        c, s = math.cos(angle), math.sin(angle)
+        dx, dy = c * dx - s * dy, s * dx + c * dy
         step = self._step
         step[0] += dx
         step[1] += dy
