@@ -467,20 +467,29 @@ class StepAdjustWalk:
         goals = []
         for i, foot in ((0, left), (1, right)):
             x, y, z = p.foot_x + foot.x, (p.foot_y if i == 0 else -p.foot_y) + foot.y, -p.walk_height + lifts[i]
-            # R = zyx_matrix(foot.yaw, pitch, roll), written out (its yaw's cosine and sine serve the pivot)
+            # R = zyx_matrix(foot.yaw, pitch, roll), written out (its yaw's cosine and sine serve the
+            # pivot); without a roll its products with cos 0 = 1 and sin 0 = ±0 are left out (the same
+            # numbers, a zero's sign aside)
             pitch, roll = pitches[i], rolls[i]
             cz, sz = math.cos(foot.yaw), math.sin(foot.yaw)
             cy, sy = math.cos(pitch), math.sin(pitch)
-            cx, sx = (1.0, roll) if roll == 0.0 else (math.cos(roll), math.sin(roll))  # cos(±0) = 1, sin(±0) = ±0
-            a, b, e = cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx
-            row = (sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx)
-            g, h, k = -sy, cy * sx, cy * cx
+            a, g = cz * cy, -sy
+            if roll == 0.0:
+                b, e = -sz, cz * sy
+                row = (sz * cy, cz, sz * sy)
+                top, bottom = (ct * a - st * g, ct * b, ct * e - st * cy), (st * a + ct * g, st * b, st * e + ct * cy)
+            else:
+                cx, sx = math.cos(roll), math.sin(roll)
+                b, e = cz * sy * sx - sz * cx, cz * sy * cx + sz * sx
+                row = (sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx)
+                h, k = cy * sx, cy * cx
+                top = (ct * a - st * g, ct * b - st * h, ct * e - st * k)
+                bottom = (st * a + ct * g, st * b + ct * h, st * e + ct * k)
             if pivots is not None:  # pitch about a point `pivots[i]` ahead of the sole origin
                 c = pivots[i]
                 x, y, z = x + cz * c - a * c, y + sz * c - row[0] * c, z - g * c
             goals.append((ct * x - st * z, y, st * x + ct * z))
-            goals.append(((ct * a - st * g, ct * b - st * h, ct * e - st * k), row,
-                          (st * a + ct * g, st * b + ct * h, st * e + ct * k)))
+            goals.append((top, row, bottom))
         angles, _ = self.kin.legs_ik_values(*goals, polish=False, quick_mean=True)  # Wolfgang: < 0.5 µm without the polish
         joints = self._standing.copy()
         joints[self.kin.legs_joint_index] = angles
