@@ -203,8 +203,7 @@ class StepAdjustWalk:
         self._all_actuated = bool(np.array_equal(self._actuated, np.arange(len(robot.joint_names))))
         self.leveling = SwingFootLeveling(self.params.leveling)
         self.feedback = SpeedFeedback(self.params.feedback)
-        #: Last frame's diagnostics (m, rad) for plots and tests.
-        self.log: dict[str, float] = {}
+        self._log: tuple[float, ...] = ()  # the last frame's diagnostics, see log
 
     def _standing_joints(self) -> np.ndarray:
         """Joint angles (robot joint order) of the standing keyframe of the robot's own model."""
@@ -370,9 +369,15 @@ class StepAdjustWalk:
             joints = self._joints_for(planned["left"], planned["right"], (lift, 0.0), (swing_pitch, support_pitch),
                                       (0.0, support_roll), (p.foot_center_x, 0.0))
         self._requests.append(joints)
-        self.log = {"com_x": com_x, "swing_x": planned[sw].x, "support_x": planned[su].x,
-                    "swing_pitch": swing_pitch, "phase": ratio}
+        self._log = (com_x, planned[sw].x, planned[su].x, swing_pitch, ratio)
         return joints.copy() if self._all_actuated else joints[self._actuated]
+
+    @property
+    def log(self) -> dict[str, float]:
+        """The last frame's diagnostics (m, rad) for plots and tests, built when asked for: the
+        predicted CoM x relative to the support sole, the swing and support feet's x offsets, the
+        swing foot's leveling pitch and the step phase; empty before the first walking frame."""
+        return dict(zip(("com_x", "swing_x", "support_x", "swing_pitch", "phase"), self._log))
 
     def com_offset(self, sensors: Sensors, side: str) -> np.ndarray:
         """The measured CoM relative to the ``side`` sole origin (m), in the gravity-aligned
