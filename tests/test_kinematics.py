@@ -373,3 +373,45 @@ def test_solve_spd_matches_numpy():
         kept = a.copy()
         np.testing.assert_allclose(solve_spd(a, b), np.linalg.solve(a, b), rtol=1e-9, atol=1e-9)
         np.testing.assert_array_equal(a, kept)
+
+
+class _Folded:
+    """A written-out method in the form :func:`specialize` takes, with constants 0, ±1 and others."""
+
+    def __init__(self, constants: tuple[float, ...]) -> None:
+        self._k = constants
+
+    def combine(self, x: float, y: float, z: float) -> tuple[float, float, bool]:
+        """A docstring, which specialize skips."""
+        a, b, c, d = self._k
+        k = b * (1.0 - c)  # constants only: computed once
+        u = a * x + b * y + c * z - d * x
+        v = (a * y - b * z) * x + k * z
+        if u > v:
+            w = a * u
+        else:
+            w = u + d
+        return u + a * w, v - a * (u / y), w == w
+
+
+def test_specialize_leaves_out_the_products_with_zero_and_one_and_gives_the_same_numbers():
+    import dis
+
+    from upright.baselines.kinematics.specialize import specialize
+
+    def operations(method) -> int:
+        return sum(i.opname in ("BINARY_OP", "UNARY_NEGATIVE") for i in dis.get_instructions(method))
+
+    rng = np.random.default_rng(3)
+    for constants in ((0.0, 1.0, -1.0, 0.3), (0.0, 0.0, 0.0, 0.0), (2.0, -0.5, 0.25, 1.5), (-1.0, 0.0, 1.0, -0.0)):
+        folded = _Folded(constants)
+        fast = specialize(_Folded.combine, folded)
+        for x, y, z in rng.normal(size=(200, 3)).tolist():
+            assert fast(x, y, z) == folded.combine(x, y, z)
+        if 0.0 in constants:
+            assert operations(fast) < operations(folded.combine)
+    # the same constants share one compiled function; other ones get their own
+    assert specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.3))).__func__ is \
+        specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.3))).__func__
+    assert specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.4))).__func__ is not \
+        specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.3))).__func__

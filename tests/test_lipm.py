@@ -133,6 +133,36 @@ def test_correction_passes_through_the_filtered_state():
     assert new_vel == pytest.approx(target_vel, abs=1e-9)
 
 
+def test_swing_foot_is_put_down_the_landing_offset_from_its_planned_point():
+    """``landing_offset_x`` moves the swing foot's end along the phase frame's x, blended in over
+    the swing: the same start, the end that far from the planned landing point; the support foot,
+    the CoM and the step planned stay."""
+    from dataclasses import replace
+
+    targets = {}
+    for offset in (0.0, -0.01):
+        player = PendulumPlayer(replace(NAO_PLAYER, landing_offset_x=offset))
+        player.command = (0.15, 0.05, 0.3)
+        player.start(1, NAO_PLAYER.ref_x)
+        player.advance(0.5)
+        phase = player.phase
+        assert phase.support != 0
+        ends = []
+        for t in (phase.tb, phase.te):
+            player.t = t
+            ends.append(player.target(0.035))
+        targets[offset] = ends, phase.step
+    (start0, end0), step0 = targets[0.0]
+    (start1, end1), step1 = targets[-0.01]
+    swing = "right" if start0.support == 1 else "left"
+    assert step1 == step0 and start1.com_xy == start0.com_xy and end1.com_xy == end0.com_xy
+    assert getattr(start1, swing) == getattr(start0, swing)
+    assert getattr(end1, swing)[0] == pytest.approx(getattr(end0, swing)[0] - 0.01, abs=1e-12)
+    assert getattr(end1, swing)[1:] == getattr(end0, swing)[1:]
+    support = "left" if swing == "right" else "right"
+    assert getattr(end1, support) == getattr(end0, support)
+
+
 def test_prediction_crosses_into_the_next_phase():
     """Equation 21: predicting past te gives the next phase's pendulum in its own frame."""
     player = PendulumPlayer(NAO_PLAYER)

@@ -234,7 +234,8 @@ def _walk_synthetic(feedback, velocity, seconds=6.0, dt=0.01, step=0.25, turn_ra
             return FootSample(c * d[0] + s * d[1], -s * d[0] + c * d[1], foot_yaw - yaw, load,
                               cop[0] if load else 0.0, cop[1] if load else 0.0)
 
-        feedback.observe(t, support, sample(1), sample(-1), yaw, turn_rate)
+        loads = (50.0 if support == 1 else 0.0, 50.0 if support == -1 else 0.0)
+        feedback.observe(t, support, loads, lambda i: sample(1 if i == 0 else -1), yaw, turn_rate)
 
 
 def test_odometry_measures_the_com_velocity_over_ground_and_the_turn():

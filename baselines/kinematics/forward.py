@@ -189,6 +189,12 @@ class ForwardKinematics:
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)
 
+    def fk_poses(self, joint_pos: np.ndarray) -> None:
+        """:meth:`fk` without the centre of mass (``subtree_com`` keeps the last :meth:`fk`'s):
+        the body and site poses only."""
+        self._qpos[self._qslice] = joint_pos
+        mujoco.mj_kinematics(self.model, self.data)
+
     def site_id(self, name: str) -> int:
         """The id of site ``name`` in the private model (read its pose from ``data.site_xpos`` /
         ``data.site_xmat`` after :meth:`fk`)."""

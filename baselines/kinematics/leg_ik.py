@@ -46,6 +46,7 @@ import numpy as np
 
 from upright.baselines.kinematics.forward import (GEOMETRY_TOL, LIMIT_TOL, SIDES, ForwardKinematics, chain_data,
                                                   check_side, closest_points, solve_spd)
+from upright.baselines.kinematics.specialize import specialize
 from upright.baselines.kinematics.vectors import (Mat, Vec, add, angle_about, cross, dot, matvec, pose_error_floats, rotate,
                                                   solve_cos_sin, tmatvec, vec, wrap)
 from upright.envs.robots import RobotSpec
@@ -249,6 +250,10 @@ class LegSolver:
                          self.s4)
         self._given_k = (*n, *e0, *e1, *e5, *self.ankle_in_sole, *self.e1_x_n, self.lateral, self.s2, self.s3, self.s4,
                          *self._normal_root, self._d5o, *self.normal0, *self._c5o)
+        # The hot paths compiled for this leg's constants: the products with its zero and unit
+        # components left out (the same floats; :mod:`~upright.baselines.kinematics.specialize`).
+        for name in ("_hip_to_ankle_floats", "_sagittal_first", "_first", "first_given_first"):
+            setattr(self, name, specialize(getattr(LegSolver, name), self))
 
     def _angle(self, x: Vec) -> float:
         """Angle (rad) of ``x`` in the sagittal plane, from the thigh direction."""
@@ -367,15 +372,11 @@ class LegSolver:
         w2 = g02 * d0 + g12 * d1 + g22 * d2
         a, b = w0 * n0 + w1 * n1 + w2 * n2, -(w0 * m0 + w1 * m1 + w2 * m2)
         q5, ok_roll = _first_root(math.hypot(a, b), math.atan2(b, a), lateral)
-        # rest_b, rest_c = g rotate(e5, -q5, e1), g rotate(e5, -q5, n)
-        c, s = math.cos(-q5), math.sin(-q5)
-        om = 1.0 - c
-        k = d51 * om
-        u0, u1, u2 = b0 * c + c510 * s + f0 * k, b1 * c + c511 * s + f1 * k, b2 * c + c512 * s + f2 * k
-        rb0, rb1, rb2 = (g00 * u0 + g01 * u1 + g02 * u2, g10 * u0 + g11 * u1 + g12 * u2,
-                         g20 * u0 + g21 * u1 + g22 * u2)
+        # rest_c = g rotate(e5, -q5, n); rest_b = g rotate(e5, -q5, e1) below (not for the yaw alone)
+        c5, s5 = math.cos(-q5), math.sin(-q5)
+        om = 1.0 - c5
         k = d5n * om
-        u0, u1, u2 = n0 * c + c5n0 * s + f0 * k, n1 * c + c5n1 * s + f1 * k, n2 * c + c5n2 * s + f2 * k
+        u0, u1, u2 = n0 * c5 + c5n0 * s5 + f0 * k, n1 * c5 + c5n1 * s5 + f1 * k, n2 * c5 + c5n2 * s5 + f2 * k
         rc0, rc1, rc2 = (g00 * u0 + g01 * u1 + g02 * u2, g10 * u0 + g11 * u1 + g12 * u2,
                          g20 * u0 + g21 * u1 + g22 * u2)
         # split_rotation(rest_b, rest_c, e0, e1, n, split_roots(...), branch 0)
@@ -394,6 +395,10 @@ class LegSolver:
                             p0 * v0 + p1 * v1 + p2 * v2)
         if yaw_only:
             return q0
+        k = d51 * om
+        u0, u1, u2 = b0 * c5 + c510 * s5 + f0 * k, b1 * c5 + c511 * s5 + f1 * k, b2 * c5 + c512 * s5 + f2 * k
+        rb0, rb1, rb2 = (g00 * u0 + g01 * u1 + g02 * u2, g10 * u0 + g11 * u1 + g12 * u2,
+                         g20 * u0 + g21 * u1 + g22 * u2)
         # rest = rotate(e1, -y, rotate(e0, -q0, rest_b)); theta = angle_about(n, e1, rest)
         c0, s0 = math.cos(-q0), math.sin(-q0)
         k = (a0 * rb0 + a1 * rb1 + a2 * rb2) * (1.0 - c0)
@@ -537,6 +542,8 @@ class LegIK(ForwardKinematics):
         super().__init__(robot)
         chains = chain_data(self.robot.name)
         self.legs = {side: self._leg_geometry(side, chains["legs"][side]) for side in SIDES}
+        for leg in self.legs.values():
+            leg.solver  # built (and its hot paths compiled) here, not in a controller's first cycle
         self._newton_jac = np.empty((6, 6))
         #: The shared hip joint (NAO): the right leg's first joint follows the left's.
         self.shared_hip = bool(self.robot.coupled_joints) and self.robot.coupled_joints.get(

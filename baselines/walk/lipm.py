@@ -30,9 +30,9 @@ from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.walk.com_observer import ComObserver
 from upright.baselines.kinematics import Kinematics
-from upright.baselines.kinematics.vectors import quat_matrix, zxy_matrix, zyx_matrix
+from upright.baselines.kinematics.vectors import quat_matrix, zxy_matrix
 from upright.baselines.walk.lipm_player import GaitTarget, PendulumPlayer, PlayerParams
-from upright.baselines.walk.odometry import FeedbackParams, FootLayout, SpeedFeedback, foot_samples
+from upright.baselines.walk.odometry import FeedbackParams, FootSampler, SpeedFeedback
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensors import Sensors
 
@@ -113,7 +113,7 @@ class LipmWalk:
         self._sole_pos = [d.site_xpos[i] for i in sole_ids]
         self._sole_rot = [d.site_xmat[i] for i in sole_ids]
         self._com = d.subtree_com[self.kin.torso_id]
-        self._feet_layout = FootLayout(self.kin, self.robot)
+        self._foot_sampler = FootSampler(self.kin, self.robot)
         self._actuated = np.array(self.robot.actuated_joint_index)
         self._all_actuated = bool(np.array_equal(self._actuated, np.arange(len(self.robot.joint_names))))
         self.command = np.zeros(3)
@@ -185,7 +185,8 @@ class LipmWalk:
         expected, expected_vel = player.expected()
         yaw = float(sensors.fused[2])
         foot_q, measured = self._measure(sensors, player.phase.support, yaw)
-        self.feedback.observe(sensors.time, player.phase.support, *self._odometry)
+        self.feedback.observe(sensors.time, player.phase.support, self._loads, self._foot_sampler.sample,
+                              *self._odometry)
         player.command = self.feedback.planned(self._command)
         filtered, filtered_vel = self._observer.update(expected, expected_vel, measured, dt)
         corrected = player.correct(filtered, filtered_vel) if p.correction else False
@@ -211,10 +212,12 @@ class LipmWalk:
         t10, t11, t12 = s * r00 + c * r10, s * r01 + c * r11, s * r02 + c * r12
         ux, uy, uz = cx - fx, cy - fy, cz - fz
         v0, v1 = t00 * ux + t01 * uy + t02 * uz, t10 * ux + t11 * uy + t12 * uz
-        # for the odometry: both feet in the torso's (fused) heading frame, the yaw and the turn rate
+        # for the odometry: the feet's loads and tilt (the heading frame of the fused yaw), the yaw
+        # and the turn rate
         g = sensors.gyro.tolist()
-        self._odometry = (*foot_samples(self.kin.data, self._feet_layout, (t00, t01, t02), (t10, t11, t12),
-                                        sensors.foot_pressure), yaw, r20 * g[0] + r21 * g[1] + r22 * g[2])
+        self._loads = self._foot_sampler.loads(sensors.foot_pressure)
+        self._foot_sampler.tilt((t00, t01, t02), (t10, t11, t12))
+        self._odometry = (yaw, r20 * g[0] + r21 * g[1] + r22 * g[2])
         # the sole's x axis (m[0], m[3], m[6]) along the heading
         yaw_f = math.atan2(t10 * m[0] + t11 * m[3] + t12 * m[6], t00 * m[0] + t01 * m[3] + t02 * m[6])
         c, s = math.cos(-yaw_f), math.sin(-yaw_f)
@@ -241,11 +244,16 @@ class LipmWalk:
         for side, foot in ((1, posture.left), (-1, posture.right)):
             x, y, z = foot[0] - px, foot[1] - py, foot[2] - pz  # torsoᵀ (foot − torso origin)
             goals.append((t00 * x + t10 * y + t20 * z, t01 * x + t11 * y + t21 * z, t02 * x + t12 * y + t22 * z))
-            # torsoᵀ Rz(yaw) Ry(pitch)
-            (a, b, c), (d, e, f), (g, h, i) = zyx_matrix(foot[3], balance if side == posture.support else 0.0, 0.0)
-            goals.append(((t00 * a + t10 * d + t20 * g, t00 * b + t10 * e + t20 * h, t00 * c + t10 * f + t20 * i),
-                          (t01 * a + t11 * d + t21 * g, t01 * b + t11 * e + t21 * h, t01 * c + t11 * f + t21 * i),
-                          (t02 * a + t12 * d + t22 * g, t02 * b + t12 * e + t22 * h, t02 * c + t12 * f + t22 * i)))
+            # torsoᵀ Rz(yaw) Ry(pitch): zyx_matrix(yaw, pitch, 0) is ((cz cy, −sz, cz sy), (sz cy, cz, sz sy),
+            # (−sy, 0, cy)) (its products with cos 0 = 1 and sin 0 = 0 give these numbers); the products
+            # with its zero are left out
+            yaw, pitch = foot[3], balance if side == posture.support else 0.0
+            cz, sz = math.cos(yaw), math.sin(yaw)
+            cy, sy = math.cos(pitch), math.sin(pitch)
+            a, b, c, d, f, g = cz * cy, -sz, cz * sy, sz * cy, sz * sy, -sy
+            goals.append(((t00 * a + t10 * d + t20 * g, t00 * b + t10 * cz, t00 * c + t10 * f + t20 * cy),
+                          (t01 * a + t11 * d + t21 * g, t01 * b + t11 * cz, t01 * c + t11 * f + t21 * cy),
+                          (t02 * a + t12 * d + t22 * g, t02 * b + t12 * cz, t02 * c + t12 * f + t22 * cy)))
         angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True)  # Wolfgang: < 0.5 µm without the polish
         self._joints[kin.legs_joint_index] = angles
         return self._joints.copy() if self._all_actuated else self._joints[self._actuated]

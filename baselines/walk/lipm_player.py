@@ -63,6 +63,11 @@ class PlayerParams:
     #: walk ramps up to a new command (B-Human 2013 limits the step size change, speedMaxChange).
     #: None: no ramp.
     max_acceleration: tuple[float, float, float] | None = None
+    #: Where the swing foot is put down relative to its planned landing point, along the phase
+    #: frame's x (m, + forward), blended in over the swing: the loaded support leg's servos sag,
+    #: the unloaded swing leg's much less, so a swing foot placed relative to the sagging body
+    #: lands ahead of the point the next phase stands on. 0: on the planned point.
+    landing_offset_x: float = 0.0
 
     @property
     def k(self) -> float:
@@ -308,7 +313,7 @@ class PendulumPlayer:
         tx, ty = s[0] + -sn * wy, s[1] + c * wy  # the swing foot's end: s̄ + R(turn) (0, −support·w)
         b = 0.5 - 0.5 * math.cos(math.pi * ratio)  # B-Human's swing blend, smooth 0 → 1; the lift: of 2·ratio
         a = phase.swing_start
-        x, y, yaw = a[0] + b * (tx - a[0]), a[1] + b * (ty - a[1]), a[2] + b * (s[2] - a[2])
+        x, y, yaw = a[0] + b * (tx + self.p.landing_offset_x - a[0]), a[1] + b * (ty - a[1]), a[2] + b * (s[2] - a[2])
         swing = (x, y, lift_height * (0.5 - 0.5 * math.cos(math.pi * (2.0 * ratio))), yaw)
         support = (0.0, phase.support * w, 0.0, 0.0)
         torso_yaw = 0.5 * (a[2] + b * (s[2] - a[2]))

@@ -12,7 +12,7 @@ not move, so the motion of the torso relative to it — joint angles through the
 turned into the gravity frame by the IMU — is the torso's motion over the ground. Measured is the
 velocity the walk environments report: that of the torso's centre of mass (MuJoCo's body
 velocity), in the torso's heading frame, and the IMU's turn rate about the vertical. Every control
-cycle (:class:`FootSample` per foot, from :func:`foot_samples`):
+cycle (:class:`FootSample` of the foot that stands, from :class:`FootSampler`):
 
 * the foot that stands is the one that carries more of the weight (its pressure sensors) when
   the cycle begins: at the end of a step the old support foot is already unloaded and drags over
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 
 @dataclass(frozen=True)
@@ -73,68 +73,77 @@ class FootSample(NamedTuple):
     cop_y: float
 
 
-class FootLayout:
-    """Where a robot's foot-pressure sensors sit in their sole frames (from its own model), for
-    :func:`foot_samples`: ``Sensors.foot_pressure`` is 4 left, then 4 right."""
+class FootSampler:
+    """The robot's measurement of its feet for :meth:`SpeedFeedback.observe`, on its own model:
+    where its foot-pressure sensors sit in their sole frames (``Sensors.foot_pressure`` is 4 left,
+    then 4 right), and per control cycle the :class:`FootSample` of a foot, computed only for the
+    feet the odometry uses (usually one a cycle).
+
+    Each cycle: :meth:`loads` with the pressure readings, :meth:`Kinematics.fk` of the measured
+    joints (torso at the origin) and :meth:`tilt`, then :meth:`sample` for a foot while the private
+    model still holds that posture (inside :meth:`SpeedFeedback.observe`)."""
 
     def __init__(self, kin, robot) -> None:
         kin.fk(kin.keyframe_joints())  # the sensors are fixed to the feet: any posture does
         d = kin.data
-        self.sole_ids = tuple(kin.site_id(site) for site in robot.sole_sites)
-        self.torso_id = kin.torso_id
+        sole_ids = tuple(kin.site_id(site) for site in robot.sole_sites)
         positions = []
         for i, name in enumerate(robot.pressure_sensors):
-            sole = self.sole_ids[0 if i < 4 else 1]
+            sole = sole_ids[0 if i < 4 else 1]
             m, o, q = d.site_xmat[sole], d.site_xpos[sole], d.site_xpos[kin.site_id(name)]
             v = (q[0] - o[0], q[1] - o[1], q[2] - o[2])
             positions.append((float(m[0] * v[0] + m[3] * v[1] + m[6] * v[2]),
                               float(m[1] * v[0] + m[4] * v[1] + m[7] * v[2])))
+        #: Per foot (left, right) its four sensors' (x, y) in the sole frame (m).
         self.sensors = (tuple(positions[:4]), tuple(positions[4:]))
+        self._sensors_flat = tuple(tuple(v for xy in foot for v in xy) for foot in self.sensors)
+        #: The torso's centre of mass in the torso frame (m): the same in every posture (the torso
+        #: is the model's root, fixed at the origin).
+        self._torso_com = tuple(d.xipos[kin.torso_id].tolist())
+        #: Views of the sole sites' positions and orientations (left, right), current after ``fk``.
+        self._sole_pos = tuple(d.site_xpos[i] for i in sole_ids)
+        self._sole_rot = tuple(d.site_xmat[i] for i in sole_ids)
+        self._t0: Sequence[float] = (1.0, 0.0, 0.0)
+        self._t1: Sequence[float] = (0.0, 1.0, 0.0)
+        self._forces: list[float] = [0.0] * 8
 
+    def loads(self, pressure) -> tuple[float, float]:
+        """This cycle's foot-pressure readings (N, ``Sensors.foot_pressure``); returns the summed
+        normal force under each foot (left, right; N)."""
+        f = self._forces = pressure.tolist() if hasattr(pressure, "tolist") else list(pressure)
+        return f[0] + f[1] + f[2] + f[3], f[4] + f[5] + f[6] + f[7]
 
-def foot_samples(data, layout: FootLayout, t0: Sequence[float], t1: Sequence[float],
-                 pressure) -> tuple[FootSample, FootSample]:
-    """Both feet's :class:`FootSample` (left, right) of the posture in a private model's ``data``
-    (after ``Kinematics.fk`` of the measured joints, torso at the origin): ``t0``, ``t1`` the
-    first two rows of the rotation from the torso frame into its heading frame (the IMU's pitch
-    and roll), ``pressure`` the foot-pressure readings (N)."""
-    cx, cy, cz = data.xipos[layout.torso_id].tolist()
-    f = pressure.tolist() if hasattr(pressure, "tolist") else list(pressure)
-    out = []
-    for side in (0, 1):
-        sole = layout.sole_ids[side]
-        sx, sy, sz = data.site_xpos[sole].tolist()
-        m = data.site_xmat[sole].tolist()
-        u = (cx - sx, cy - sy, cz - sz)
+    def tilt(self, t0: Sequence[float], t1: Sequence[float]) -> None:
+        """This cycle's tilt: ``t0``, ``t1`` the first two rows of the rotation from the torso frame
+        into its heading frame (the IMU's pitch and roll)."""
+        self._t0, self._t1 = t0, t1
+
+    def sample(self, side: int) -> FootSample:
+        """The :class:`FootSample` of foot ``side`` (0 left, 1 right) in the posture of the private
+        model, with this cycle's tilt and pressure."""
+        t0, t1 = self._t0, self._t1
+        cx, cy, cz = self._torso_com
+        sx, sy, sz = self._sole_pos[side].tolist()
+        m = self._sole_rot[side].tolist()
+        u0, u1, u2 = cx - sx, cy - sy, cz - sz
         heading_x = t0[0] * m[0] + t0[1] * m[3] + t0[2] * m[6]  # the sole's x axis in the heading frame
         heading_y = t1[0] * m[0] + t1[1] * m[3] + t1[2] * m[6]
-        forces = f[4 * side:4 * side + 4]
-        load = forces[0] + forces[1] + forces[2] + forces[3]
+        f0, f1, f2, f3 = self._forces[4 * side:4 * side + 4]
+        load = f0 + f1 + f2 + f3
         px = py = 0.0
-        if load > 0.0:
-            for w, (x, y) in zip(forces, layout.sensors[side]):
-                px += w * x
-                py += w * y
-            px, py = px / load, py / load
-        out.append(FootSample(t0[0] * u[0] + t0[1] * u[1] + t0[2] * u[2], t1[0] * u[0] + t1[1] * u[1] + t1[2] * u[2],
-                              math.atan2(heading_y, heading_x), load, px, py))
-    return out[0], out[1]
-
-
-def _turn(x: float, y: float, angle: float) -> tuple[float, float]:
-    c, s = math.cos(angle), math.sin(angle)
-    return c * x - s * y, s * x + c * y
-
-
-def _wrap(angle: float) -> float:
-    return math.atan2(math.sin(angle), math.cos(angle))
+        if load > 0.0:  # the pressure-weighted mean of the sensor positions, summed in sensor order
+            x0, y0, x1, y1, x2, y2, x3, y3 = self._sensors_flat[side]
+            px = (0.0 + f0 * x0 + f1 * x1 + f2 * x2 + f3 * x3) / load
+            py = (0.0 + f0 * y0 + f1 * y1 + f2 * y2 + f3 * y3) / load
+        return FootSample(t0[0] * u0 + t0[1] * u1 + t0[2] * u2, t1[0] * u0 + t1[1] * u1 + t1[2] * u2,
+                          math.atan2(heading_y, heading_x), load, px, py)
 
 
 class SpeedFeedback:
     """The integral speed correction of a walk (see the module docstring).
 
-    Call :meth:`observe` every control cycle with both feet's :class:`FootSample`, and
-    :meth:`planned` for the velocity to plan with.
+    Call :meth:`observe` every control cycle with the feet's loads and their :class:`FootSampler`,
+    and :meth:`planned` for the velocity to plan with.
     """
 
     def __init__(self, params: FeedbackParams) -> None:
@@ -151,7 +160,7 @@ class SpeedFeedback:
         self._command: tuple[float, float, float] | None = None
         self._steps = 0
         self._support: int | None = None
-        self._last: tuple | None = None  # (time, left, right, yaw, yaw rate) of the last cycle
+        self._last: tuple | None = None  # (time, loads, [left, right] samples taken, yaw, yaw rate) of the last cycle
         self._step: list[float] | None = None  # this step's (dx, dy, dyaw, duration)
         self._previous: list[float] | None = None
         self._rate: tuple[float, float] | None = None  # the torso's last velocity over the ground (yaw frame)
@@ -166,16 +175,19 @@ class SpeedFeedback:
         c = self.correction
         return command[0] + c[0], command[1] + c[1], command[2] + c[2]
 
-    def observe(self, time: float, support: int, left: FootSample, right: FootSample, yaw: float,
-                yaw_rate: float) -> None:
+    def observe(self, time: float, support: int, loads: tuple[float, float], sample: Callable[[int], FootSample],
+                yaw: float, yaw_rate: float) -> None:
         """One control cycle: ``support`` the walk's support foot (+1 left, −1 right, 0 both: the
-        start, not measured), both feet (:class:`FootSample`), the torso's yaw (rad, IMU) and its
-        turn rate about the vertical (rad/s, the IMU's gyro turned into the world). A change of
-        ``support`` ends a step."""
+        start, not measured), the summed normal force under each foot (left, right; N), ``sample``
+        the :class:`FootSample` of a foot this cycle (0 left, 1 right; :meth:`FootSampler.sample`,
+        asked for the feet the odometry uses only, before this method returns), the torso's yaw
+        (rad, IMU) and its turn rate about the vertical (rad/s, the IMU's gyro turned into the
+        world). A change of ``support`` ends a step."""
+        feet: list[FootSample | None] = [None, None]
         last = self._last
-        self._last = (time, left, right, yaw, yaw_rate)
+        self._last = (time, loads, feet, yaw, yaw_rate)
         if last is not None and self._step is not None:
-            self._integrate(last, self._last)
+            self._integrate(last, self._last, sample)
         if support != self._support:
             if self._step is not None and self._step[3] > 0.0:
                 self._step_done(self._step)
@@ -183,39 +195,60 @@ class SpeedFeedback:
             self._step = [0.0, 0.0, 0.0, 0.0] if support in (1, -1) else None
             if support not in (1, -1):
                 self._previous = None
+        # the foot the next cycle's motion is measured from (:meth:`_stands` of these loads)
+        left, right = loads
+        if not (left <= 0.0 and right <= 0.0 and self._rate is not None):
+            i = 0 if self._stands(left, right) == 1 else 1
+            if feet[i] is None:
+                feet[i] = sample(i)
 
-    def _integrate(self, a: tuple, b: tuple) -> None:
-        """Add the torso's motion from cycle ``a`` to cycle ``b`` to the step."""
+    def _stands(self, left: float, right: float) -> int:
+        """The foot that stands (+1 left, −1 right) for the loads ``left``, ``right`` (N) at the
+        beginning of a cycle: the one that carries more of the weight (a foot that lands takes the
+        weight while it still moves); with equal loads the last one, or at first the support foot."""
+        if left != right:
+            return 1 if left > right else -1
+        if self.standing == 0:
+            return self._support if self._support in (1, -1) else 1
+        return self.standing
+
+    def _integrate(self, a: tuple, b: tuple, sample: Callable[[int], FootSample]) -> None:
+        """Add the torso's motion from cycle ``a`` to cycle ``b`` (``sample``: b's feet) to the step."""
         dt = b[0] - a[0]
         if dt <= 0.0:
             return
         ya, yb = a[3], b[3]
-        left, right = a[1].load, a[2].load
+        left, right = a[1]
         if left <= 0.0 and right <= 0.0 and self._rate is not None:
             # no foot on the ground: the torso keeps its velocity
             dx, dy = self._rate[0] * dt, self._rate[1] * dt
         else:
-            # the foot that stands: the one that carries more of the weight when the cycle begins
-            # (a foot that lands takes the weight while it still moves)
-            if left != right:
-                self.standing = 1 if left > right else -1
-            elif self.standing == 0:
-                self.standing = self._support if self._support in (1, -1) else 1
-            i = 1 if self.standing == 1 else 2
-            fa, fb = a[i], b[i]
+            self.standing = self._stands(left, right)
+            i = 0 if self.standing == 1 else 1
+            fa, fb = a[2][i], b[2][i]
+            if fb is None:
+                fb = b[2][i] = sample(i)
             # the torso's CoM relative to the foot, in the yaw frame, at both cycles
             ca, sa, cb, sb = math.cos(ya), math.sin(ya), math.cos(yb), math.sin(yb)
             dx = (cb * fb.x - sb * fb.y) - (ca * fa.x - sa * fa.y)
             dy = (sb * fb.x + cb * fb.y) - (sa * fa.x + ca * fa.y)
-            # the foot's turn on the ground about its centre of pressure moves its sole origin
+            # the foot's turn on the ground about its centre of pressure moves its sole origin (the
+            # turns written out: (c x − s y, s x + c y))
             foot = ya + fa.yaw
-            spin = _wrap(yb + fb.yaw - foot)
-            lx, ly = _turn(-fa.cop_x, -fa.cop_y, foot)  # sole origin minus centre of pressure
-            mx, my = _turn(lx, ly, spin)
+            spin = yb + fb.yaw - foot
+            spin = math.atan2(math.sin(spin), math.cos(spin))  # wrapped
+            c, s = math.cos(foot), math.sin(foot)
+            x, y = -fa.cop_x, -fa.cop_y
+            lx, ly = c * x - s * y, s * x + c * y  # sole origin minus centre of pressure
+            c, s = math.cos(spin), math.sin(spin)
+            mx, my = c * lx - s * ly, s * lx + c * ly
             dx, dy = dx + mx - lx, dy + my - ly
             self._rate = (dx / dt, dy / dt)
         # into the heading of this cycle
-        dx, dy = _turn(dx, dy, -(ya + 0.5 * _wrap(yb - ya)))
+        half = yb - ya
+        angle = -(ya + 0.5 * math.atan2(math.sin(half), math.cos(half)))
+        c, s = math.cos(angle), math.sin(angle)
+        dx, dy = c * dx - s * dy, s * dx + c * dy
         step = self._step
         step[0] += dx
         step[1] += dy
@@ -240,4 +273,4 @@ class SpeedFeedback:
                 self.correction[i] = min(max(self.correction[i] + p.gain * error, -p.limit[i]), p.limit[i])
 
 
-__all__ = ["FeedbackParams", "FootLayout", "FootSample", "SpeedFeedback", "foot_samples"]
+__all__ = ["FeedbackParams", "FootSample", "FootSampler", "SpeedFeedback"]

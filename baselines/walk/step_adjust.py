@@ -45,8 +45,8 @@ import numpy as np
 from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.kinematics import Kinematics
-from upright.baselines.kinematics.vectors import clip, quat_matrix, zyx_matrix
-from upright.baselines.walk.odometry import FeedbackParams, FootLayout, SpeedFeedback, foot_samples
+from upright.baselines.kinematics.vectors import clip, quat_matrix
+from upright.baselines.walk.odometry import FeedbackParams, FootSampler, SpeedFeedback
 from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
 from upright.baselines.walk.swing_leveling import LevelingParams, SwingFootLeveling
 from upright.envs.robots import RobotSpec
@@ -170,13 +170,7 @@ def _pitch_of_flat(m: np.ndarray) -> float:
     return math.atan2(-m[6], math.hypot(m[0], m[3]))
 
 
-def _foot_loads(sensors: Sensors) -> dict[str, float]:
-    """Summed pressure (N) under each foot (``Sensors.foot_pressure``: 4 left, then 4 right)."""
-    f = sensors.foot_pressure.tolist()
-    return {"left": f[0] + f[1] + f[2] + f[3], "right": f[4] + f[5] + f[6] + f[7]}
-
-
-@dataclass
+@dataclass(slots=True)
 class _Foot:
     """One foot's walk-frame state: offsets from its nominal position (m), yaw (rad)."""
 
@@ -192,9 +186,10 @@ class StepAdjustWalk:
         self.robot = robot
         self.params = params if params is not None else StepAdjustParams.load(robot.name)
         self.kin = Kinematics(robot)
+        #: cos, sin of the nominal trunk pitch (the walk frame in the torso frame), set again by ``reset``.
+        self._trunk = (math.cos(self.params.trunk_pitch), math.sin(self.params.trunk_pitch))
         self.status = "waiting"
         self.command = np.zeros(3)
-        self._side_sign = {"left": 1.0, "right": -1.0}
         self._standing = self._standing_joints()
         d = self.kin.data
         #: Views of the private model's sole sites (per side) and CoM, current after ``kin.fk``
@@ -203,13 +198,12 @@ class StepAdjustWalk:
         self._sole_pos = {side: d.site_xpos[i] for side, i in sole_ids.items()}
         self._sole_rot = {side: d.site_xmat[i] for side, i in sole_ids.items()}
         self._com = d.subtree_com[self.kin.torso_id]
-        self._feet_layout = FootLayout(self.kin, robot)
+        self._foot_sampler = FootSampler(self.kin, robot)
         self._actuated = np.array(robot.actuated_joint_index)
         self._all_actuated = bool(np.array_equal(self._actuated, np.arange(len(robot.joint_names))))
         self.leveling = SwingFootLeveling(self.params.leveling)
         self.feedback = SpeedFeedback(self.params.feedback)
-        #: Last frame's diagnostics (m, rad) for plots and tests.
-        self.log: dict[str, float] = {}
+        self._log: tuple[float, ...] = ()  # the last frame's diagnostics, see log
 
     def _standing_joints(self) -> np.ndarray:
         """Joint angles (robot joint order) of the standing keyframe of the robot's own model."""
@@ -232,8 +226,9 @@ class StepAdjustWalk:
         self.leveling = SwingFootLeveling(p.leveling)
         self.feedback = SpeedFeedback(p.feedback)
         self._time = 0.0
+        self._trunk = (math.cos(p.trunk_pitch), math.sin(p.trunk_pitch))
         self._start_joints = np.asarray(sensors.joint_pos, dtype=float).copy()
-        self._walk_joints = self._joints_for({s: _Foot() for s in SIDES}, {s: 0.0 for s in SIDES}, {s: 0.0 for s in SIDES})
+        self._walk_joints = self._joints_for(_Foot(), _Foot())
         self._started = False
         self._feet = {s: _Foot() for s in SIDES}
         self._start = {s: _Foot() for s in SIDES}
@@ -262,8 +257,9 @@ class StepAdjustWalk:
         self._time += dt
         p = self.params
         # Filtered (roll rate, pitch rate) of the torso (rad/s, IMU frame: x forward, y left).
-        a, gyro = p.gyro_lowpass, sensors.gyro
-        self._gyro = (a * self._gyro[0] + (1.0 - a) * float(gyro[0]), a * self._gyro[1] + (1.0 - a) * float(gyro[1]))
+        a, gyro = p.gyro_lowpass, sensors.gyro.tolist()
+        self._rates = gyro  # for the odometry
+        self._gyro = (a * self._gyro[0] + (1.0 - a) * gyro[0], a * self._gyro[1] + (1.0 - a) * gyro[1])
         if not self._started:
             s = min(self._time / p.start_time, 1.0)
             blend = 0.5 - 0.5 * np.cos(np.pi * s)
@@ -273,7 +269,8 @@ class StepAdjustWalk:
                 self._begin_step(first=True)
             return self.kin.targets_from_joints(joints)
         self._phase += dt
-        loads = _foot_loads(sensors)
+        left, right = self._loads = self._foot_sampler.loads(sensors.foot_pressure)
+        loads = {"left": left, "right": right}
         if self._switch_due(loads):
             self._support = self._swing
             self._begin_step(first=False)
@@ -353,24 +350,34 @@ class StepAdjustWalk:
             self._adjust(planned, com_x, load, ratio, dt)
         swing_dx = planned[sw].x - self._feet[sw].x
         self._feet = planned
-        pitch = {su: p.gyro_balance * self._gyro[1], sw: 0.0}
-        roll = {su: p.gyro_side_balance * self._gyro[0], sw: 0.0}
+        support_pitch, swing_pitch = p.gyro_balance * self._gyro[1], 0.0
+        support_roll = p.gyro_side_balance * self._gyro[0]
         if p.swing_leveling:
             # Measured support-sole pitch against the one requested when the measured joints were
             # commanded (the oldest request in the delay queue), both from the model's FK.
-            kin.fk(self._requests[0])
+            kin.fk_poses(self._requests[0])
             requested = _pitch_of_flat(self._sole_rot[su])
             torso = float(sensors.fused[0]) - p.trunk_pitch
-            pitch[sw] = self.leveling.update(torso, measured - requested, ratio, swing_dx,
-                                             planned[sw].x - planned[su].x, dt)
-        lifts = {sw: lift, su: 0.0}
+            swing_pitch = self.leveling.update(torso, measured - requested, ratio, swing_dx,
+                                               planned[sw].x - planned[su].x, dt)
         # The support foot pitches about its ankle (gyro balance on the ankle pitch); the leveled
         # swing sole about its centre, so leveling lowers neither its heel nor its toes.
-        joints = self._joints_for(planned, lifts, pitch, {su: 0.0, sw: p.foot_center_x}, roll)
+        if su == "left":
+            joints = self._joints_for(planned["left"], planned["right"], (0.0, lift), (support_pitch, swing_pitch),
+                                      (support_roll, 0.0), (0.0, p.foot_center_x))
+        else:
+            joints = self._joints_for(planned["left"], planned["right"], (lift, 0.0), (swing_pitch, support_pitch),
+                                      (0.0, support_roll), (p.foot_center_x, 0.0))
         self._requests.append(joints)
-        self.log = {"com_x": com_x, "swing_x": planned[sw].x, "support_x": planned[su].x,
-                    "swing_pitch": pitch[sw], "phase": ratio}
+        self._log = (com_x, planned[sw].x, planned[su].x, swing_pitch, ratio)
         return joints.copy() if self._all_actuated else joints[self._actuated]
+
+    @property
+    def log(self) -> dict[str, float]:
+        """The last frame's diagnostics (m, rad) for plots and tests, built when asked for: the
+        predicted CoM x relative to the support sole, the swing and support feet's x offsets, the
+        swing foot's leveling pitch and the step phase; empty before the first walking frame."""
+        return dict(zip(("com_x", "swing_x", "support_x", "swing_pitch", "phase"), self._log))
 
     def com_offset(self, sensors: Sensors, side: str) -> np.ndarray:
         """The measured CoM relative to the ``side`` sole origin (m), in the gravity-aligned
@@ -380,50 +387,44 @@ class StepAdjustWalk:
         return np.array(self._com_offset(sensors, side))
 
     def _com_offset(self, sensors: Sensors, side: str) -> tuple[float, float, float]:
-        """:meth:`com_offset` for the posture already in the private model (:meth:`Kinematics.fk`)."""
-        return self._com_offsets(sensors)[side]
-
-    def _com_offsets(self, sensors: Sensors) -> dict[str, tuple[float, float, float]]:
-        """:meth:`com_offset` of both soles for the posture already in the private model; sets
-        ``_heading``, the torso's yaw (rad) that was removed."""
+        """:meth:`com_offset` for the posture already in the private model (:meth:`Kinematics.fk`);
+        sets ``_heading``, the torso's yaw (rad) that was removed, and ``_tilt``."""
         cx, cy, cz = self._com.tolist()
         (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = quat_matrix(sensors.quat)
         # the torso's x axis in the world gives the heading (the yaw of the ZYX Euler angles)
         yaw = self._heading = math.atan2(r10, r00)
         c, s = math.cos(yaw), math.sin(yaw)
-        out = {}
-        for side in SIDES:
-            sx, sy, sz = self._sole_pos[side].tolist()
-            vx, vy, vz = cx - sx, cy - sy, cz - sz
-            wx = r00 * vx + r01 * vy + r02 * vz
-            wy = r10 * vx + r11 * vy + r12 * vz
-            out[side] = (c * wx + s * wy, -s * wx + c * wy, r20 * vx + r21 * vy + r22 * vz)
+        sx, sy, sz = self._sole_pos[side].tolist()
+        vx, vy, vz = cx - sx, cy - sy, cz - sz
+        wx = r00 * vx + r01 * vy + r02 * vz
+        wy = r10 * vx + r11 * vy + r12 * vz
         # the rows of the rotation from the torso into its heading frame, for the odometry
         self._tilt = ((c * r00 + s * r10, c * r01 + s * r11, c * r02 + s * r12),
                       (-s * r00 + c * r10, -s * r01 + c * r11, -s * r02 + c * r12), (r20, r21, r22))
-        return out
+        return c * wx + s * wy, -s * wx + c * wy, r20 * vx + r21 * vy + r22 * vz
 
     def _odometry(self, sensors: Sensors) -> tuple:
         """The odometry's inputs (:meth:`SpeedFeedback.observe` after the support) for the posture in
-        the private model (after :meth:`_com_offsets`): both feet, the heading and the turn rate."""
+        the private model (after :meth:`_com_offset`): the feet's loads and sampler, the heading
+        and the turn rate."""
         t0, t1, t2 = self._tilt
-        g = sensors.gyro.tolist()
-        return (*foot_samples(self.kin.data, self._feet_layout, t0, t1, sensors.foot_pressure), self._heading,
-                t2[0] * g[0] + t2[1] * g[1] + t2[2] * g[2])
+        g = self._rates
+        sampler = self._foot_sampler
+        sampler.tilt(t0, t1)
+        return self._loads, sampler.sample, self._heading, t2[0] * g[0] + t2[1] * g[1] + t2[2] * g[2]
 
     def stance_targets(self, shift: np.ndarray) -> np.ndarray:
         """Joint targets (actuator order) of the walking posture with both feet standing and
         shifted by ``shift`` = (dx, dy) m in the walk frame (the torso moves the other way); the
         support-rectangle calibration uses it."""
-        feet = {s: _Foot(float(shift[0]), float(shift[1])) for s in SIDES}
-        return self.kin.targets_from_joints(self._joints_for(feet, {s: 0.0 for s in SIDES}, {s: 0.0 for s in SIDES}))
+        dx, dy = float(shift[0]), float(shift[1])
+        return self.kin.targets_from_joints(self._joints_for(_Foot(dx, dy), _Foot(dx, dy)))
 
     def _measured_com(self, sensors: Sensors) -> float:
         """CoM x (m) relative to the support sole origin (:meth:`com_offset`, of the posture in the
         private model), predicted over the actuation delay."""
         p = self.params
-        offsets = self._com_offsets(sensors)
-        x, _, height = offsets[self._support]
+        x, _, height = self._com_offset(sensors, self._support)
         if self._com_prev is not None:
             v = (x - self._com_prev) / self.robot.control_period
             self._com_velocity = p.com_velocity_lowpass * self._com_velocity + (1 - p.com_velocity_lowpass) * v
@@ -459,26 +460,41 @@ class StepAdjustWalk:
         self._w_plan_prev, self._w_bar_prev = w_t, w_bar
         planned[sw].x, planned[su].x = w_bar, u_bar
 
-    def _joints_for(self, feet: dict[str, _Foot], lift: dict[str, float], pitch: dict[str, float],
-                    pivot: dict[str, float] | None = None, roll: dict[str, float] | None = None) -> np.ndarray:
-        """Leg IK for the walk-frame foot offsets, lifts (m), pitches and rolls (rad, about the sole's
-        y and x axes; pitch about a point ``pivot`` m ahead of the sole origin); the rest of the
-        body keeps the standing pose."""
+    def _joints_for(self, left: _Foot, right: _Foot, lifts: tuple[float, float] = (0.0, 0.0),
+                    pitches: tuple[float, float] = (0.0, 0.0), rolls: tuple[float, float] = (0.0, 0.0),
+                    pivots: tuple[float, float] | None = None) -> np.ndarray:
+        """Leg IK for the walk-frame foot offsets of the ``left`` and ``right`` foot, and per foot
+        (left, right) the lift (m), pitch and roll (rad, about the sole's y and x axes; the pitch
+        about a point ``pivots`` m ahead of the sole origin, where given); the rest of the body
+        keeps the standing pose."""
         p = self.params
-        ct, st = math.cos(p.trunk_pitch), math.sin(p.trunk_pitch)  # the walk frame in the torso frame
+        ct, st = self._trunk  # the walk frame in the torso frame
         goals = []
-        for s in SIDES:
-            foot = feet[s]
-            x, y, z = p.foot_x + foot.x, self._side_sign[s] * p.foot_y + foot.y, -p.walk_height + lift[s]
-            R = zyx_matrix(foot.yaw, pitch[s], roll[s] if roll is not None else 0.0)
-            if pivot is not None:  # pitch about a point `pivot[s]` ahead of the sole origin
-                c = pivot[s]
-                x, y, z = (x + math.cos(foot.yaw) * c - R[0][0] * c, y + math.sin(foot.yaw) * c - R[1][0] * c,
-                           z - R[2][0] * c)
-            (a, b, e), row, (g, h, i) = R
+        for i, foot in ((0, left), (1, right)):
+            x, y, z = p.foot_x + foot.x, (p.foot_y if i == 0 else -p.foot_y) + foot.y, -p.walk_height + lifts[i]
+            # R = zyx_matrix(foot.yaw, pitch, roll), written out (its yaw's cosine and sine serve the
+            # pivot); without a roll its products with cos 0 = 1 and sin 0 = ±0 are left out (the same
+            # numbers, a zero's sign aside)
+            pitch, roll = pitches[i], rolls[i]
+            cz, sz = math.cos(foot.yaw), math.sin(foot.yaw)
+            cy, sy = math.cos(pitch), math.sin(pitch)
+            a, g = cz * cy, -sy
+            if roll == 0.0:
+                b, e = -sz, cz * sy
+                row = (sz * cy, cz, sz * sy)
+                top, bottom = (ct * a - st * g, ct * b, ct * e - st * cy), (st * a + ct * g, st * b, st * e + ct * cy)
+            else:
+                cx, sx = math.cos(roll), math.sin(roll)
+                b, e = cz * sy * sx - sz * cx, cz * sy * cx + sz * sx
+                row = (sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx)
+                h, k = cy * sx, cy * cx
+                top = (ct * a - st * g, ct * b - st * h, ct * e - st * k)
+                bottom = (st * a + ct * g, st * b + ct * h, st * e + ct * k)
+            if pivots is not None:  # pitch about a point `pivots[i]` ahead of the sole origin
+                c = pivots[i]
+                x, y, z = x + cz * c - a * c, y + sz * c - row[0] * c, z - g * c
             goals.append((ct * x - st * z, y, st * x + ct * z))
-            goals.append(((ct * a - st * g, ct * b - st * h, ct * e - st * i), row,
-                          (st * a + ct * g, st * b + ct * h, st * e + ct * i)))
+            goals.append((top, row, bottom))
         angles, _ = self.kin.legs_ik_values(*goals, polish=False, quick_mean=True)  # Wolfgang: < 0.5 µm without the polish
         joints = self._standing.copy()
         joints[self.kin.legs_joint_index] = angles

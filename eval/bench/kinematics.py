@@ -4,7 +4,11 @@ microseconds per call of the main functions of :class:`~upright.baselines.kinema
 For each robot, ``n`` poses (``--set n=N``, default 1000) are drawn with the seed ``--seed``: the
 standing pose with every leg and arm-IK joint uniform inside its range. Timed per robot: the
 analytic leg IK (``leg_ik``) on the feet of those poses, both legs alternately; ``legs_ik`` (NAO: the
-shared hip yaw-pitch as the mean); the sole forward kinematics; the CoM; the arm IK from a start
+shared hip yaw-pitch as the mean); the walks' per-cycle call of both legs (``legs_ik_values`` on goals
+as floats, without the Wolfgang polish, NAO's shared hip from the first candidates) on walking-like
+goals (each sole within 1 cm and 0.1 rad of yaw of where it is in the standing pose with the torso
+3 cm lower, where the walks' first candidate is taken; the random poses above mostly leave the
+joint ranges); the sole forward kinematics; the CoM; the arm IK from a start
 0.1 rad off the solution (as when tracking) and from the standing pose with 6 restarts (on n / 10
 targets). Times are wall-clock on one core, so other load inflates them. No episodes: nothing here
 runs the environment.
@@ -24,7 +28,8 @@ from upright.eval.experiments import ExperimentContext, register_experiment
 from upright.eval.tables import Column, Table, number
 
 #: The timed functions: result key and column title.
-MEASURES = {"leg_ik_us": "leg IK", "legs_ik_us": "legs IK (both)", "foot_fk_us": "sole FK", "com_us": "CoM",
+MEASURES = {"leg_ik_us": "leg IK", "legs_ik_us": "legs IK (both)", "legs_walk_us": "legs IK, the walks' call",
+            "foot_fk_us": "sole FK", "com_us": "CoM",
             "arm_ik_local_us": "arm IK, tracking", "arm_ik_from_stand_us": "arm IK from standing, 6 restarts"}
 
 
@@ -77,10 +82,22 @@ def bench(robot: str, n: int = 1000, seed: int = 0) -> dict[str, float]:
     near = [q.copy() for q in poses]  # tracking: start 0.1 rad off the solution
     for q in near:
         q[ik] += rng.uniform(-0.1, 0.1, len(ik))
+    crouch = {s: kin.foot_pose(s, stand) for s in SIDES}
+    goals = []  # the walks' goals: per foot the position and the rotation as nested lists
+    for _ in range(n):
+        goal = []
+        for s in SIDES:
+            pos, rot = crouch[s]
+            c, si = np.cos(yaw := rng.uniform(-0.1, 0.1)), np.sin(yaw)
+            turn = np.array([[c, -si, 0.0], [si, c, 0.0], [0.0, 0.0, 1.0]])
+            goal += [(pos + (0.0, 0.0, 0.03) + rng.uniform(-0.01, 0.01, 3)).tolist(), (turn @ rot).tolist()]
+        goals.append(goal)
     return {
         "leg_ik_us": 1e6 * ik_cost(robot, n, seed),
         "legs_ik_us": 1e6 * _time_per_call(
             [lambda f=f: kin.legs_ik(*f["left"], *f["right"], hip_yaw_pitch="mean") for f in feet]),
+        "legs_walk_us": 1e6 * _time_per_call(
+            [lambda g=g: kin.legs_ik_values(*g, polish=False, quick_mean=True) for g in goals]),
         "foot_fk_us": 1e6 * _time_per_call([lambda q=q: kin.foot_pose("left", q) for q in poses]),
         "com_us": 1e6 * _time_per_call([lambda q=q: kin.com(q) for q in poses]),
         "arm_ik_local_us": 1e6 * _time_per_call(
