@@ -369,3 +369,24 @@ def test_video_beside_prior_joins_residual_and_prior_on_one_seed(run_dir, tmp_pa
     assert joined[0].shape[1] == parts[0][0].shape[1] + parts[1][0].shape[1]
     assert "spline" in capsys.readouterr().out
     assert main(["video", "--env", ENV, "--policy", "spline", "--beside-prior", "--out", str(out)]) == 2
+
+
+def test_a_fine_tuning_curve_continues_where_its_initial_run_stood(tmp_path):
+    """A ``curves`` entry ``{file, after, at_steps}`` is drawn shifted by the steps and wall-clock
+    of the run it was fine-tuned from, read at that evaluation; a missing evaluation is named."""
+    from upright.eval.experiments.residuals import _curve
+
+    header = "steps,wall_seconds,success_rate,success_ci_low,success_ci_high\n"
+    (tmp_path / "first.csv").write_text(header + "100,10.5,0.5,0.2,0.8\n200,21.0,0.6,0.3,0.9\n")
+    (tmp_path / "tuned.csv").write_text(header + "100,12.0,0.7,0.4,0.9\n")
+    assert _curve(tmp_path, "tuned.csv") == tmp_path / "tuned.csv"
+    entry = {"file": "tuned.csv", "after": "first.csv", "at_steps": 200}
+    assert _curve(tmp_path, entry) == (tmp_path / "tuned.csv", 200.0, 21.0)
+    with pytest.raises(ValueError, match="no evaluation at 300 steps"):
+        _curve(tmp_path, {**entry, "at_steps": 300})
+    if importlib.util.find_spec("matplotlib") is not None:
+        from upright.training.plots import plot_curve_comparison
+
+        path = plot_curve_comparison("t", {"a": [tmp_path / "first.csv"], "b": [_curve(tmp_path, entry)]},
+                                     tmp_path / "c.png")
+        assert path.stat().st_size > 0

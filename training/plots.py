@@ -56,12 +56,14 @@ def plot_learning_curve(run_dir: str | Path) -> Path:
     return path
 
 
-def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path: str | Path,
-                          metric: str = "success_rate") -> Path:
+def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[str | Path, float, float]]],
+                          path: str | Path, metric: str = "success_rate") -> Path:
     """Draw the periodic evaluation's rate (``metric``: ``success_rate`` or ``stood_up_rate``) of
     several runs (``groups``: a label, e.g. ``residual`` or ``scratch``, to the
     ``learning_curve.csv`` files of its seeds) against environment steps and against wall-clock minutes into ``path``: one line per
-    run with its Wilson 95 % band, one colour per group. A ``prior.json`` beside a CSV (the run's
+    run with its Wilson 95 % band, one colour per group. A run that continued another (fine-tuned
+    from its model) is given as ``(file, steps, seconds)``: its curve is drawn shifted by the
+    environment steps and wall-clock seconds the run it started from had trained. A ``prior.json`` beside a CSV (the run's
     ``eval/prior/results.json``: the prior alone on the same seeds) is drawn as a dashed line with
     its interval. The stood-up bands take the episode count from the run's ``config.yml`` beside
     the CSV (the CSV holds only success's interval)."""
@@ -75,7 +77,9 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
     priors_drawn = set()
     for colour, (label, files) in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], groups.items()):
-        for marker, file in zip("osD^v<>", map(Path, files)):  # one marker per seed of a group
+        for marker, entry in zip("osD^v<>", files):  # one marker per seed of a group
+            file, offset = (Path(entry[0]), {"steps": entry[1], "wall_seconds": entry[2]}) \
+                if isinstance(entry, tuple) else (Path(entry), {"steps": 0.0, "wall_seconds": 0.0})
             rows = read_learning_curve(file)
             if not rows or rows[0][metric] is None:
                 raise ValueError(f"{file}: no get-up evaluations in this learning curve")
@@ -89,7 +93,7 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path]], path:
                 n = int(yaml.safe_load(file.with_name("config.yml").read_text())["eval_episodes"])
                 bands = [wilson_interval(round(v * n), n) for v in y]
             for ax, x_key in zip(axes[0], ("steps", "wall_seconds")):
-                x = [r[x_key] / (60.0 if x_key == "wall_seconds" else 1.0) for r in rows]
+                x = [(r[x_key] + offset[x_key]) / (60.0 if x_key == "wall_seconds" else 1.0) for r in rows]
                 ax.plot(x, y, marker=marker, ms=4, color=colour, label=f"{label} ({file.parent.name})")
                 ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], color=colour, alpha=0.12)
                 if new_prior:

@@ -46,13 +46,32 @@ def draw_learning_curves(directory: Path) -> list[Path]:
     root = Path(__file__).resolve().parents[2]
     paths = []
     for name, group in DATA["curves"].items():
-        runs = {label: [root / file for file in files if (root / file).is_file()]
+        runs = {label: [_curve(root, entry) for entry in files if (root / _file(entry)).is_file()]
                 for label, files in group["runs"].items()}
         runs = {label: files for label, files in runs.items() if files}
         if runs:
             paths.append(plot_curve_comparison(group["title"], runs, directory / f"{name}.png",
                                                metric=group["metric"]))
     return paths
+
+
+def _file(entry: str | dict[str, Any]) -> str:
+    """The learning-curve file of a ``curves`` entry (a path, or a mapping with ``file``)."""
+    return entry if isinstance(entry, str) else entry["file"]
+
+
+def _curve(root: Path, entry: str | dict[str, Any]) -> Path | tuple[Path, float, float]:
+    """A ``curves`` entry for :func:`plot_curve_comparison`: a path, or for a fine-tuning run
+    (``{file, after, at_steps}``: it started from the model ``after``'s run had at ``at_steps``)
+    the path with that run's steps and wall-clock seconds at that evaluation."""
+    if isinstance(entry, str):
+        return root / entry
+    from upright.training.callbacks import read_learning_curve
+
+    rows = [r for r in read_learning_curve(root / entry["after"]) if r["steps"] == entry["at_steps"]]
+    if not rows:
+        raise ValueError(f"{entry['after']}: no evaluation at {entry['at_steps']} steps")
+    return root / entry["file"], float(entry["at_steps"]), float(rows[0]["wall_seconds"])
 
 
 @register_experiment("trained-residuals", "the shipped residual policies against their priors (held-out seeds)",
