@@ -81,8 +81,8 @@ class GetUpEnv(UprightEnv):
     draws one of these four per episode; ``standing`` (tests, push recovery) is the standing
     keyframe. A sequence of these names (``start=("random", "standing")``, on the command line
     ``--set start=random,standing``) draws one of them uniformly per episode (repeat a name to
-    weight it), e.g. to train push recovery beside getting up. The conditions (terrain, wear, noise, randomisation) are sampled from the episode's
-    seed: the same seed gives the same episode.
+    weight it), e.g. to train more often where the prior fails. The conditions (terrain, wear,
+    noise, randomisation) are sampled from the episode's seed: the same seed gives the same episode.
 
     ## Episode end
 
@@ -132,11 +132,11 @@ class GetUpEnv(UprightEnv):
         prior_params: Mapping[str, Any] | str | None = None,
     ) -> None:
         names = (start,) if isinstance(start, str) else tuple(start)
+        if not names:
+            raise ValueError(f"start must name at least one start, got {start!r}")
         for name in names:
             if name not in STARTS:
                 raise ValueError(f"unknown start {name!r}; valid starts: {', '.join(STARTS)}")
-        if not names:
-            raise ValueError("start must name at least one start")
         self.reward_scales = GetUpRewardScales.resolve(reward_scales)
         super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
         #: The start name, or the tuple of names one is drawn from per episode.

@@ -188,6 +188,8 @@ def test_bad_input_is_clear():
         gym.make("upright/NaoGetUp-v0", start="sitting")
     with pytest.raises(ValueError, match="unknown start 'sitting'"):
         gym.make("upright/NaoGetUp-v0", start=("random", "sitting"))
+    with pytest.raises(ValueError, match=r"at least one start, got \(\)"):
+        gym.make("upright/NaoGetUp-v0", start=())
     with pytest.raises(ValueError, match="unknown conditions 'mars'"):
         gym.make("upright/NaoGetUp-v0", conditions="mars")
     with pytest.raises(ValueError, match="unknown baseline 'magic'"):
