@@ -390,3 +390,30 @@ def test_a_fine_tuning_curve_continues_where_its_initial_run_stood(tmp_path):
         path = plot_curve_comparison("t", {"a": [tmp_path / "first.csv"], "b": [_curve(tmp_path, entry)]},
                                      tmp_path / "c.png")
         assert path.stat().st_size > 0
+
+
+def test_an_interrupt_during_the_periodic_evaluation_stops_the_training(tmp_path):
+    """Ctrl-C or SIGTERM while the periodic evaluation runs: the runner keeps the finished
+    episodes (``interrupted`` in results.json), and the training stops too instead of going on; the
+    partial evaluation neither adds a learning-curve row nor becomes the best model."""
+    from upright.policies.base import Policy
+    from upright.training.callbacks import Evaluation
+
+    class Interrupting(Policy):
+        name = "interrupting"
+
+        def reset(self, env, seed):
+            pass
+
+        def act(self, observation, info):
+            raise KeyboardInterrupt
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    evaluation = Evaluation(run_dir, ENV, {**SHORT, "prior": "spline"}, every=1, episodes=2, seed=1_000_000,
+                            has_prior=True)
+    with pytest.raises(KeyboardInterrupt):
+        evaluation._run(Interrupting(), run_dir / "eval" / "000000001")
+    result = yaml.safe_load((run_dir / "eval" / "000000001" / "results.json").read_text())
+    assert result["interrupted"] is True and result["episodes"] == 0
+    assert not (run_dir / "learning_curve.csv").exists()

@@ -124,6 +124,8 @@ class Evaluation(BaseCallback):
                            progress=False)
         result = aggregate(run)
         write_results(result, out)
+        if run.interrupted:  # Ctrl-C or SIGTERM came during the evaluation: the runner kept the
+            raise KeyboardInterrupt  # episodes that finished; now stop the training (no curve row, no best model)
         return summary_numbers(result)
 
     def evaluate(self) -> dict[str, float | None]:
