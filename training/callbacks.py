@@ -124,8 +124,10 @@ class Evaluation(BaseCallback):
                            progress=False)
         result = aggregate(run)
         write_results(result, out)
-        if run.interrupted:  # Ctrl-C or SIGTERM came during the evaluation: the runner kept the
-            raise KeyboardInterrupt  # episodes that finished; now stop the training (no curve row, no best model)
+        # Ctrl-C or SIGTERM during the evaluation: the runner kept the finished episodes (written
+        # above); stop the training too, before a curve row or a best model comes from them.
+        if run.interrupted:
+            raise KeyboardInterrupt
         return summary_numbers(result)
 
     def evaluate(self) -> dict[str, float | None]:
