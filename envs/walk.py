@@ -58,9 +58,17 @@ class WalkEnv(UprightEnv):
     | fused         | 3    | fused pitch, fused roll (rad), hemisphere (±1)         |
     | foot_pressure | 8    | foot pressure sensors (N), 4 left then 4 right         |
     | command       | 3    | commanded vx (m/s), vy (m/s), yaw rate (rad/s)         |
+    | odometry      | 6    | only with ``observe_odometry``: see below              |
     | prior_target  | nu   | only with a prior: the prior's targets (rad)           |
 
     NAO: nj = 24, n = 94 (117 with a prior); Wolfgang: nj = 20, n = 83 (103 with a prior).
+
+    ``observe_odometry=True`` (with a walk prior that has speed feedback: ``lipm``, ``step_adjust``)
+    appends the prior's own odometry, robot-side estimates from its sensors: the velocity (vx m/s,
+    vy m/s, yaw rate rad/s, heading frame) it measured over its last full step cycle (zeros before
+    the first) and the correction its speed feedback adds to the command now (same units). A
+    policy sees single frames; this gives a residual the drift of the last cycle, which the
+    tracking metrics measure and one frame does not show.
 
     ## Rewards
 
@@ -120,6 +128,7 @@ class WalkEnv(UprightEnv):
     | reward_scales       | WalkRewardScales, dict or None | None       | weights; a dict replaces the named ones   |
     | tracking_widths     | (σ_xy m/s, σ_yaw rad/s)        | 0.25, 0.5  | widths of the tracking rewards            |
     | tracking_window     | float                          | 0.0        | s of velocity the tracking rewards average |
+    | observe_odometry    | bool                           | False      | observe the prior's odometry (see above)  |
     | render_mode         | str or None                    | None       | "rgb_array" or "human"                    |
     | prior_params        | dict, YAML path or None        | None       | the prior's parameter overrides (dotted)  |
 
@@ -149,6 +158,7 @@ class WalkEnv(UprightEnv):
         prior_params: Mapping[str, Any] | str | None = None,
         tracking_widths: Sequence[float] = (TRACKING_XY_WIDTH, TRACKING_YAW_WIDTH),
         tracking_window: float = 0.0,
+        observe_odometry: bool = False,
     ) -> None:
         if start != "standing":
             raise ValueError(f"unknown start {start!r} for a walk; valid starts: standing")
@@ -172,14 +182,23 @@ class WalkEnv(UprightEnv):
         self._fixed_command = command
         self.command_ranges = ranges
         self.command = np.zeros(3) if command is None else command
+        self.observe_odometry = bool(observe_odometry)
         super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
+        if self.observe_odometry and not hasattr(self.prior, "feedback"):
+            raise ValueError(f"observe_odometry needs a walk prior with speed feedback (lipm, step_adjust), "
+                             f"got prior {prior!r}")
         self._tracker: WalkTracker | None = None
         self._sole_sites = [self.sim.model.site(s).id for s in self.robot.sole_sites]
         self._sole_velocity = np.zeros(6)  # mj_objectVelocity's output: angular, linear (world frame)
         self._reward_steps = max(1, round(self.tracking_window / self.robot.control_period))
 
     def _extra_observation(self) -> np.ndarray:
-        return self.command
+        if not self.observe_odometry:
+            return self.command
+        feedback = getattr(self.prior, "feedback", None)
+        measured = (0.0, 0.0, 0.0) if feedback is None or feedback.measured is None else feedback.measured
+        correction = (0.0, 0.0, 0.0) if feedback is None else feedback.correction
+        return np.array([*self.command, *measured, *correction])
 
     def _heading_velocity(self, quat: np.ndarray) -> np.ndarray:
         """The torso's (vx m/s, vy m/s, yaw rate rad/s) in the heading frame of its orientation

@@ -141,6 +141,8 @@ def _blocks(env, obs: np.ndarray) -> dict[str, np.ndarray]:
              ("gravity", 3), ("fused", 3), ("foot_pressure", 8)]
     if env.task == "walk":
         sizes.append(("command", 3))
+        if env.observe_odometry:
+            sizes.append(("odometry", 6))
     if env.prior is not None:
         sizes.append(("prior_target", nu))
     assert obs.shape == (sum(n for _, n in sizes),)
@@ -196,6 +198,30 @@ def test_walk_observation_carries_the_command_before_the_prior_targets():
     obs, info = drawn.reset(seed=5)
     np.testing.assert_array_equal(_blocks(drawn, obs)["command"], info["command"].astype(np.float32))
     assert np.any(info["command"] != 0.0)
+
+
+def test_walk_observation_can_carry_the_priors_odometry():
+    """``observe_odometry``: the prior's last measured cycle velocity and its feedback correction,
+    zeros until the walk has measured a cycle; an error without a prior that has them."""
+    env = gym.make("upright/NaoWalk-v0", command=(0.2, 0.0, 0.3), prior="step_adjust", observe_odometry=True,
+                   conditions="turf").unwrapped
+    obs, _ = env.reset(seed=1)
+    assert not _blocks(env, obs)["odometry"].any()
+    measured = []
+    for _ in range(400):  # 4.8 s: the walk has started, measured cycles and begun to correct
+        obs, *_ = env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+        b = _blocks(env, obs)
+        feedback = env.prior.feedback
+        if feedback.measured is not None:
+            np.testing.assert_array_equal(b["odometry"][:3], np.float32(feedback.measured))
+            measured.append(feedback.measured)
+        np.testing.assert_array_equal(b["odometry"][3:], np.float32(feedback.correction))
+        np.testing.assert_array_equal(b["command"], np.float32([0.2, 0.0, 0.3]))
+    assert len(set(measured)) > 3 and 0.1 < measured[-1][0] < 0.3  # new cycles, walking forward
+    assert any(feedback.correction)
+    assert env.observation_space.shape == (123,)  # 117 + 6
+    with pytest.raises(ValueError, match="observe_odometry needs a walk prior with speed feedback"):
+        gym.make("upright/NaoWalk-v0", observe_odometry=True)
 
 
 # ---------------------------------------------------------------- residual scaling and clipping
