@@ -150,6 +150,25 @@ class UprightEnv(gym.Env):
         """The normalised action (no prior) that commands joint ``targets`` (rad, actuator order)."""
         return ((np.asarray(targets, dtype=float) - self._mid) / self._half).astype(np.float32)
 
+    def residual_action(self, offsets: Mapping[str, float]) -> np.ndarray:
+        """The action (float32) whose residual moves the named actuators' targets by ``offsets``
+        (rad, by actuator name; the others by 0) from the prior's: offset / (residual_scale · half
+        range). ValueError without a prior, for an unknown actuator name or for an offset beyond
+        the residual range."""
+        if self.prior is None:
+            raise ValueError("residual_action needs a prior: without one an action is a joint target, not a residual")
+        names = self.robot.actuator_names
+        action = np.zeros(self.action_space.shape)
+        for name, offset in offsets.items():
+            if name not in names:
+                raise ValueError(f"unknown actuator {name!r} for {self.robot.name}; valid: {', '.join(names)}")
+            i = names.index(name)
+            action[i] = float(offset) / (self.residual_scale * self._half[i])
+            if not abs(action[i]) <= 1.0:
+                raise ValueError(f"offset {offset!r} rad for {name!r} is beyond the residual range "
+                                 f"±{self.residual_scale * self._half[i]:.4g} rad (residual_scale {self.residual_scale})")
+        return action.astype(np.float32)
+
     def targets_from_action(self, action: np.ndarray) -> np.ndarray:
         """Joint targets (rad) an action commands, given the current prior targets."""
         return self._targets(self._clipped(action))

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import yaml
@@ -59,6 +60,32 @@ def test_zero_initialised_residual_is_exactly_the_prior(tmp_path, algo, hp):
     observation = venv.reset()
     assert np.array_equal(model.predict(observation, deterministic=True)[0], np.zeros((1, 20), dtype=np.float32))
     venv.close()
+
+
+def test_initial_residual_starts_the_policy_at_a_given_correction(tmp_path):
+    """``hp.initial_residual``: the deterministic action is the residual of those joint offsets
+    (the actuators' order of the robot), the rest stays zero; bad uses are refused by resolve."""
+    bend = {"LKnee": 0.2, "RKnee": -0.2, "LAnklePitch": -0.1}
+    config = resolve(_config(tmp_path, hp_overrides={**TINY_PPO, "initial_residual": bend}))
+    venv = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=True, on_policy=True)
+    model = _new_model(config, venv, tmp_path / "tb")
+    action = model.predict(venv.reset(), deterministic=True)[0][0]
+    env = venv.envs[0].unwrapped
+    names = env.robot.actuator_names
+    assert names == tuple(env.sim.model.actuator(i).name for i in range(env.sim.model.nu))
+    offsets = env.targets_from_action(action) - env.targets_from_action(np.zeros_like(action))
+    np.testing.assert_allclose(offsets, [bend.get(name, 0.0) for name in names], atol=1e-7)
+    venv.close()
+    with pytest.raises(ValueError, match="unknown actuator 'LKnie'"):
+        resolve(_config(tmp_path, hp_overrides={**TINY_PPO, "initial_residual": {"LKnie": 0.1}}))
+    with pytest.raises(ValueError, match="beyond the residual range"):
+        resolve(_config(tmp_path, hp_overrides={**TINY_PPO, "initial_residual": {"LKnee": 1.0}}))
+    with pytest.raises(ValueError, match="initial_residual needs PPO, a prior"):
+        resolve(_config(tmp_path, algo="sac", hp_overrides={"initial_residual": bend}))
+    with pytest.raises(ValueError, match="initial_residual needs PPO, a prior"):
+        resolve(_config(tmp_path, prior=None, hp_overrides={**TINY_PPO, "initial_residual": bend}))
+    with pytest.raises(ValueError, match="residual_action needs a prior"):
+        gym.make(ENV).unwrapped.residual_action(bend)
 
 
 @pytest.fixture(scope="module")

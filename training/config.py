@@ -32,8 +32,10 @@ ALGOS = ("ppo", "sac", "td3")
 #: for on-policy algorithms), ``warmup_steps`` (environment steps during which the actor is frozen
 #: and only the critic learns; 0 = off), ``zero_init`` (zero the actor's last layer; default: with a
 #: prior), ``log_std_init`` (SAC: initial log-std of the actions; PPO takes it in policy_kwargs),
-#: ``action_noise_sigma`` (TD3: Gaussian exploration noise, normalised action units).
-OWN_KEYS = ("normalize", "warmup_steps", "zero_init", "log_std_init", "action_noise_sigma")
+#: ``action_noise_sigma`` (TD3: Gaussian exploration noise, normalised action units),
+#: ``initial_residual`` (PPO with a prior: the residual the policy starts from instead of zero, joint
+#: target offsets in rad by actuator name, e.g. a hand-set correction that training refines).
+OWN_KEYS = ("normalize", "warmup_steps", "zero_init", "log_std_init", "action_noise_sigma", "initial_residual")
 ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
 
 

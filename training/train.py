@@ -52,6 +52,16 @@ def resolve(config: TrainConfig) -> TrainConfig:
         raise ValueError(f"steps and n_envs must be >= 1, got steps={config.steps!r} n_envs={config.n_envs!r}")
     hp = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file, config.hp_overrides)
     env = check_env(config.env_id, config.env_kwargs_with_prior)
+    if hp.get("initial_residual"):
+        if config.algo != "ppo" or config.prior is None or not hp.get("zero_init", True) or config.init is not None:
+            env.close()
+            raise ValueError("initial_residual needs PPO, a prior and a fresh, zero-initialised actor "
+                             f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
+        try:
+            env.unwrapped.residual_action(hp["initial_residual"])  # ValueError naming a bad actuator or offset
+        except ValueError:
+            env.close()
+            raise
     if config.eval_env_kwargs:
         if "prior" in config.eval_env_kwargs:
             raise ValueError("eval_env_kwargs cannot change the prior: the policy is a residual on "
@@ -113,11 +123,12 @@ def source_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
-def zero_actor_output(model: Any, log_std_init: float | None = None) -> None:
+def zero_actor_output(model: Any, log_std_init: float | None = None, action: np.ndarray | None = None) -> None:
     """Zero the actor's last layer (after SB3's orthogonal initialisation) so that the
     deterministic action is exactly 0 (the residual reproduces the prior): PPO's ``action_net``;
     SAC's ``mu`` (and its ``log_std`` layer: weight 0, bias ``log_std_init``); the last layer of
-    TD3's ``mu``."""
+    TD3's ``mu``. With ``action`` (PPO: the mean is the layer's output itself) its bias is that
+    action instead, the residual the policy starts from."""
     import torch
 
     policy = model.policy
@@ -126,6 +137,8 @@ def zero_actor_output(model: Any, log_std_init: float | None = None) -> None:
         layer = [m for m in head.modules() if isinstance(m, torch.nn.Linear)][-1]  # TD3's mu is the whole MLP
         layer.weight.zero_()
         layer.bias.zero_()
+        if action is not None:
+            layer.bias.copy_(torch.as_tensor(action, dtype=layer.bias.dtype))
         log_std = getattr(getattr(policy, "actor", None), "log_std", None)
         if isinstance(log_std, torch.nn.Linear) and log_std_init is not None:
             log_std.weight.zero_()
@@ -145,7 +158,9 @@ def _new_model(config: TrainConfig, venv: Any, tb_dir: Path) -> Any:
     model = algo_class(config.algo)("MlpPolicy", venv, seed=config.seed, tensorboard_log=str(tb_dir), device="cpu",
                                     verbose=0, **kwargs)
     if hp.get("zero_init", config.prior is not None):
-        zero_actor_output(model, hp.get("log_std_init", -2.0) if config.algo == "sac" else None)
+        start = hp.get("initial_residual")
+        zero_actor_output(model, hp.get("log_std_init", -2.0) if config.algo == "sac" else None,
+                          venv.env_method("residual_action", start, indices=0)[0] if start else None)
     if config.init is not None:  # fine-tuning: the trained weights (and optimiser state) replace the fresh ones
         start, _ = init_files(config.init, config.algo, bool(hp.get("normalize")))  # spaces: checked by resolve
         model.set_parameters(str(start), exact_match=True, device="cpu")
