@@ -52,22 +52,17 @@ def resolve(config: TrainConfig) -> TrainConfig:
         raise ValueError(f"steps and n_envs must be >= 1, got steps={config.steps!r} n_envs={config.n_envs!r}")
     hp = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file, config.hp_overrides)
     env = check_env(config.env_id, config.env_kwargs_with_prior)
-    if hp.get("initial_residual"):
-        if config.algo != "ppo" or config.prior is None or not hp.get("zero_init", True) or config.init is not None:
-            env.close()
-            raise ValueError("initial_residual needs PPO, a prior and a fresh, zero-initialised actor "
-                             f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
-        try:
-            env.unwrapped.residual_action(hp["initial_residual"])  # ValueError naming a bad actuator or offset
-        except ValueError:
-            env.close()
-            raise
-    if config.eval_env_kwargs:
-        if "prior" in config.eval_env_kwargs:
-            raise ValueError("eval_env_kwargs cannot change the prior: the policy is a residual on "
-                             f"{config.prior!r}")
-        check_env(config.env_id, config.eval_kwargs_with_prior).close()
     try:
+        if config.eval_env_kwargs:
+            if "prior" in config.eval_env_kwargs:
+                raise ValueError("eval_env_kwargs cannot change the prior: the policy is a residual on "
+                                 f"{config.prior!r}")
+            check_env(config.env_id, config.eval_kwargs_with_prior).close()
+        if hp.get("initial_residual"):
+            if config.algo != "ppo" or config.prior is None or not hp.get("zero_init", True) or config.init is not None:
+                raise ValueError("initial_residual needs PPO, a prior and a fresh, zero-initialised actor "
+                                 f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
+            env.unwrapped.residual_action(hp["initial_residual"])  # ValueError naming a bad actuator or offset
         if config.init is not None:
             init_files(config.init, config.algo, bool(hp.get("normalize")), env)
     finally:
@@ -158,9 +153,9 @@ def _new_model(config: TrainConfig, venv: Any, tb_dir: Path) -> Any:
     model = algo_class(config.algo)("MlpPolicy", venv, seed=config.seed, tensorboard_log=str(tb_dir), device="cpu",
                                     verbose=0, **kwargs)
     if hp.get("zero_init", config.prior is not None):
-        start = hp.get("initial_residual")
+        initial = hp.get("initial_residual")
         zero_actor_output(model, hp.get("log_std_init", -2.0) if config.algo == "sac" else None,
-                          venv.env_method("residual_action", start, indices=0)[0] if start else None)
+                          venv.env_method("residual_action", initial, indices=0)[0] if initial else None)
     if config.init is not None:  # fine-tuning: the trained weights (and optimiser state) replace the fresh ones
         start, _ = init_files(config.init, config.algo, bool(hp.get("normalize")))  # spaces: checked by resolve
         model.set_parameters(str(start), exact_match=True, device="cpu")
