@@ -60,10 +60,11 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[
                           path: str | Path, metric: str = "success_rate") -> Path:
     """Draw the periodic evaluation's rate (``metric``: ``success_rate`` or ``stood_up_rate``) of
     several runs (``groups``: a label, e.g. ``residual`` or ``scratch``, to the
-    ``learning_curve.csv`` files of its seeds) against environment steps and against wall-clock minutes into ``path``: one line per
-    run with its Wilson 95 % band, one colour per group. A run that continued another (fine-tuned
-    from its model) is given as ``(file, steps, seconds)``: its curve is drawn shifted by the
-    environment steps and wall-clock seconds the run it started from had trained. A ``prior.json`` beside a CSV (the run's
+    ``learning_curve.csv`` files of its seeds) against environment steps and against wall-clock
+    minutes into ``path``: one line per run with its Wilson 95 % band, one colour per group. A run
+    that continued another (fine-tuned from its model) is given as ``(file, steps, seconds)``: its
+    curve is drawn shifted by the environment steps and wall-clock seconds the run it started from
+    had trained. A ``prior.json`` beside a CSV (the run's
     ``eval/prior/results.json``: the prior alone on the same seeds) is drawn as a dashed line with
     its interval. The stood-up bands take the episode count from the run's ``config.yml`` beside
     the CSV (the CSV holds only success's interval)."""
@@ -109,11 +110,11 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    rows = (len(labels) + 1) // 2  # the legend below both panels, two columns: the labels are long
-    fig.set_size_inches(11, 4 + 0.22 * rows)
+    legend_rows = (len(labels) + 1) // 2  # the legend below both panels, two columns: the labels are long
+    fig.set_size_inches(11, 4 + 0.22 * legend_rows)
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.22 * rows / (4 + 0.22 * rows) + 0.01, 1, 1))
+    fig.tight_layout(rect=(0, 0.22 * legend_rows / (4 + 0.22 * legend_rows) + 0.01, 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
