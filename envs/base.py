@@ -150,6 +150,12 @@ class UprightEnv(gym.Env):
         """The normalised action (no prior) that commands joint ``targets`` (rad, actuator order)."""
         return ((np.asarray(targets, dtype=float) - self._mid) / self._half).astype(np.float32)
 
+    @property
+    def residual_limits(self) -> np.ndarray:
+        """The largest residual per actuator (rad, actuator order): a residual action of ±1 moves
+        that actuator's target this far from the prior's (``residual_scale`` · half range)."""
+        return self.residual_scale * self._half
+
     def residual_action(self, offsets: Mapping[str, float]) -> np.ndarray:
         """The action (float32) whose residual moves the named actuators' targets by ``offsets``
         (rad, by actuator name; the others by 0) from the prior's: offset / (residual_scale · half
@@ -163,10 +169,10 @@ class UprightEnv(gym.Env):
             if name not in names:
                 raise ValueError(f"unknown actuator {name!r} for {self.robot.name}; valid: {', '.join(names)}")
             i = names.index(name)
-            action[i] = float(offset) / (self.residual_scale * self._half[i])
+            action[i] = float(offset) / self.residual_limits[i]
             if not abs(action[i]) <= 1.0:
                 raise ValueError(f"offset {offset!r} rad for {name!r} is beyond the residual range "
-                                 f"±{self.residual_scale * self._half[i]:.4g} rad (residual_scale {self.residual_scale})")
+                                 f"±{self.residual_limits[i]:.4g} rad (residual_scale {self.residual_scale})")
         return action.astype(np.float32)
 
     def targets_from_action(self, action: np.ndarray) -> np.ndarray:

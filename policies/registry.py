@@ -1,5 +1,6 @@
 """Loading a policy by name or file.
 
+- ``feedback:NAME`` or a ``.yml`` file: a hand-designed residual (:mod:`upright.policies.feedback`).
 - A run folder of ``upright train``, a ``.zip`` inside one, or ``zoo:NAME`` (a shipped policy)
   loads the model with its frozen normalisation (:mod:`upright.policies.run`).
 - Any other path ending in ``.zip`` loads a stable-baselines3 model (:class:`SB3Policy`).
@@ -38,16 +39,20 @@ def _baseline_names() -> tuple[str, ...]:
 def policy_names() -> tuple[str, ...]:
     """Every name :func:`load_policy` accepts (besides run folders and ``.zip`` files), sorted;
     shipped policies as ``zoo:NAME``."""
+    from upright.policies.feedback import feedback_names
     from upright.policies.run import ZOO_PREFIX, zoo_names
 
-    return tuple(sorted({*_FACTORIES, *_baseline_names(), *(ZOO_PREFIX + n for n in zoo_names())}))
+    return tuple(sorted({*_FACTORIES, *_baseline_names(), *(ZOO_PREFIX + n for n in zoo_names()), *feedback_names()}))
 
 
 def load_policy(name_or_path: str) -> Policy:
     """A fresh policy for ``name_or_path``: a registered name, a baseline name, a run folder or
-    ``zoo:NAME``, or an SB3 ``.zip``."""
+    ``zoo:NAME``, an SB3 ``.zip``, or a hand-designed residual (``feedback:NAME`` or a ``.yml``)."""
+    from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy, load_feedback_spec
     from upright.policies.run import is_run_policy, load_run_policy
 
+    if is_feedback_policy(name_or_path):
+        return FeedbackResidualPolicy(load_feedback_spec(name_or_path))
     if is_run_policy(name_or_path):
         return load_run_policy(name_or_path)
     if name_or_path.endswith(".zip"):
@@ -59,7 +64,7 @@ def load_policy(name_or_path: str) -> Policy:
     if name_or_path in _baseline_names():
         return ControllerPolicy(name_or_path)
     raise ValueError(f"unknown policy {name_or_path!r}; valid policies: {', '.join(policy_names())} "
-                     "(or a run folder, zoo:NAME, or an SB3 model file ending in .zip)")
+                     "(or a run folder, zoo:NAME, a hand-designed residual's .yml, or an SB3 model file ending in .zip)")
 
 
 for _policy in (ZeroPolicy, RandomPolicy, HoldPolicy):

@@ -168,3 +168,58 @@ def test_sb3_model_for_another_env_is_refused(env, tmp_path):
     (tmp_path / "junk.zip").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="not a stable-baselines3 model"):
         load_policy(str(tmp_path / "junk.zip"))
+
+
+def test_hand_designed_residual_adds_offsets_and_pitch_feedback(tmp_path):
+    """``feedback:NAME``: the offsets always, the ankle feedback only in the prior status it names,
+    p · (pitch − reference) + d · gyro y with the actuators' signs, clipped to the residual range;
+    the joint targets move by exactly that from the prior's."""
+    from dataclasses import replace
+
+    from upright.policies.feedback import FeedbackResidualPolicy, load_feedback_spec
+
+    name = "feedback:wolfgang-getup-bend-ankle"
+    assert name in policy_names()
+    policy = load_policy(name)
+    assert isinstance(policy, FeedbackResidualPolicy)
+    env = gym.make("upright/WolfgangGetUp-v0", prior="spline", start="prone", max_episode_seconds=0.5)
+    observation, info = env.reset(seed=3)
+    policy.reset(env, 3)
+    names = env.unwrapped.robot.actuator_names
+    knee, ankle_l, ankle_r = (names.index(n) for n in ("LKnee", "LAnklePitch", "RAnklePitch"))
+    assert info["prior_status"] != "finished"
+    residual = policy.residual(info)
+    assert residual[knee] == 0.225 and residual[ankle_l] == -0.1125 and residual[ankle_r] == 0.1125
+    action = policy.act(observation, info)
+    observation, _, _, _, step_info = env.step(action)
+    moved = env.unwrapped.targets_from_action(action) - env.unwrapped.targets_from_action(np.zeros_like(action))
+    np.testing.assert_allclose(moved, residual, atol=1e-6)
+
+    sensors = replace(step_info["sensors"], fused=np.array([0.3, 0.0, 0.0, 1.0]), gyro=np.array([0.0, 2.0, 0.0]))
+    finished = policy.residual({"sensors": sensors, "prior_status": "finished"})
+    push = 0.5 * (0.3 - 0.2) + 0.05 * 2.0
+    assert finished[ankle_l] == pytest.approx(-0.1125 + push) and finished[ankle_r] == pytest.approx(0.1125 - push)
+    assert finished[knee] == 0.225
+    far = replace(sensors, fused=np.array([3.0, 0.0, 0.0, 1.0]))
+    limits = env.unwrapped.residual_limits
+    assert policy.residual({"sensors": far, "prior_status": "finished"})[ankle_l] > limits[ankle_l]
+    assert policy.act(observation, {"sensors": far, "prior_status": "finished"})[ankle_l] == 1.0  # clipped
+    env.close()
+
+    custom = tmp_path / "mine.yml"
+    custom.write_text("env_id: upright/NaoGetUp-v0\nprior: keyframe\noffsets: {LKnie: 0.1}\n")
+    nao = gym.make(ENV, prior="keyframe", max_episode_seconds=0.5)
+    nao.reset(seed=0)
+    with pytest.raises(ValueError, match="unknown actuator 'LKnie'"):
+        load_policy(str(custom)).reset(nao, 0)
+    nao.close()
+    with pytest.raises(ValueError, match="needs an environment with a prior"):
+        load_policy(name).reset(gym.make("upright/WolfgangGetUp-v0"), 0)
+    with pytest.raises(ValueError, match="unknown hand-designed residual 'feedback:nope'"):
+        load_policy("feedback:nope")
+    custom.write_text("env_id: upright/NaoGetUp-v0\nprior: keyframe\nfeedback: [{angle: yaw, reference: 0, p: 1, d: 0, actuators: {}}]\n")
+    with pytest.raises(ValueError, match="feedback angle 'yaw' is not one of pitch, roll"):
+        load_feedback_spec(str(custom))
+    custom.write_text("env_id: upright/NaoGetUp-v0\nfeedback: []\n")
+    with pytest.raises(ValueError, match="malformed hand-designed residual"):
+        load_feedback_spec(str(custom))

@@ -88,6 +88,57 @@ def test_initial_residual_starts_the_policy_at_a_given_correction(tmp_path):
         gym.make(ENV).unwrapped.residual_action(bend)
 
 
+def test_imitation_fits_the_actor_to_a_hand_designed_residual(tmp_path):
+    """``hp.imitate``: the teacher's rollouts count in the run's steps, the regression's error falls,
+    and afterwards the deterministic policy acts as the teacher does, on observations of its own
+    episodes, far closer than the fresh (zero) policy; bad uses are refused by resolve."""
+    from upright.policies.feedback import FeedbackResidualPolicy, load_feedback_spec
+    from upright.training.imitation import imitate
+
+    teacher_name = "feedback:wolfgang-getup-bend-ankle"
+    hp = {**TINY_PPO, "imitate": teacher_name, "imitate_steps": 600, "imitate_epochs": 30,
+          "imitate_batch_size": 64, "policy_kwargs.net_arch": (64, 64)}
+    config = resolve(_config(tmp_path, hp_overrides=hp))
+    assert config.hyperparams["imitate_learning_rate"] == 1e-3  # the defaults fill what is not set
+    venv = make_train_env(ENV, config.env_kwargs_with_prior, 2, 0, normalize=True, on_policy=True)
+    model = _new_model(config, venv, tmp_path / "tb")
+    teacher = FeedbackResidualPolicy(load_feedback_spec(teacher_name))
+    record = imitate(model, venv, teacher, steps=600, epochs=30, batch_size=64, learning_rate=1e-3, seed=0,
+                     out=tmp_path / "imitation.json")
+    assert model.num_timesteps == record["steps"] == 600 and record["rollout"]["episodes"] >= 2
+    assert record["loss_per_epoch"][-1] < 0.2 * record["loss_per_epoch"][0]
+    env = gym.make(ENV, **config.env_kwargs_with_prior)
+    obs, info = env.reset(seed=11)
+    teacher.reset(env, 11)
+    gaps = []
+    for _ in range(100):
+        wanted = teacher.act(obs, info)
+        acted = model.predict(venv.normalize_obs(obs), deterministic=True)[0]
+        gaps.append((np.mean((acted - wanted) ** 2), np.mean(wanted ** 2)))
+        obs, _, _, _, info = env.step(wanted)
+    imitated, zero = np.mean(gaps, axis=0)
+    assert imitated < 0.1 * zero
+    env.close()
+    venv.close()
+    with pytest.raises(ValueError, match="imitate needs PPO, a prior"):
+        resolve(_config(tmp_path, prior=None, hp_overrides={**TINY_PPO, "imitate": teacher_name}))
+    with pytest.raises(ValueError, match="imitate needs PPO, a prior"):
+        resolve(_config(tmp_path, hp_overrides={**TINY_PPO, "imitate": teacher_name, "initial_residual": {"LKnee": 0.1}}))
+    with pytest.raises(ValueError, match="unknown hand-designed residual 'feedback:nope'"):
+        resolve(_config(tmp_path, hp_overrides={**TINY_PPO, "imitate": "feedback:nope"}))
+    with pytest.raises(ValueError, match="was made for upright/WolfgangGetUp-v0 with prior 'spline'"):
+        resolve(_config(tmp_path, prior="keyframe", hp_overrides={**TINY_PPO, "imitate": teacher_name}))
+
+
+def test_an_imitating_run_starts_its_curve_at_the_teacher_steps(tmp_path):
+    run_dir = train(_config(tmp_path, steps=384, hp_overrides={**TINY_PPO, "imitate": "feedback:wolfgang-getup-bend-ankle",
+                                                               "imitate_steps": 200, "imitate_epochs": 2}))
+    rows = list(csv.DictReader((run_dir / "learning_curve.csv").open()))
+    assert [int(r["steps"]) for r in rows][:1] == [200]  # the imitated policy, evaluated before PPO
+    assert int(rows[-1]["steps"]) >= 384 and float(rows[0]["wall_seconds"]) > 0
+    assert yaml.safe_load((run_dir / "config.yml").read_text())["hyperparams"]["imitate_steps"] == 200
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """A PPO run of 256 steps continued to 640 with --resume."""

@@ -93,15 +93,16 @@ class Evaluation(BaseCallback):
     saves ``best_model.zip`` (+ ``best_vecnormalize.pkl``) on a new best. With a prior, the
     prior alone (the zero residual) is evaluated once on the same seeds and logged as ``prior/*``
     beside every evaluation. A resumed run continues the wall-clock and the best score of the rows
-    already in ``learning_curve.csv``."""
+    already in ``learning_curve.csv``; a run that started before training (``elapsed`` seconds of
+    imitation, its steps already counted) is evaluated once when training starts."""
 
     def __init__(self, run_dir: Path, env_id: str, env_kwargs: dict[str, Any], *, every: int, episodes: int,
-                 seed: int, has_prior: bool) -> None:
+                 seed: int, has_prior: bool, elapsed: float = 0.0) -> None:
         super().__init__()
         self.run_dir, self.env_id, self.env_kwargs = run_dir, env_id, env_kwargs
         self.every, self.episodes, self.seed, self.has_prior = every, episodes, seed, has_prior
         rows = read_learning_curve(run_dir / "learning_curve.csv")
-        self.wall_offset = rows[-1]["wall_seconds"] if rows else 0.0
+        self.wall_offset = rows[-1]["wall_seconds"] if rows else elapsed
         self._best: tuple[float, ...] | None = max((score(r) for r in rows), default=None)
         self._start = time.monotonic()
         self.last = 0
@@ -110,6 +111,8 @@ class Evaluation(BaseCallback):
     def _on_training_start(self) -> None:
         self._start = time.monotonic()
         self.last = self.num_timesteps
+        if self.every > 0 and self.num_timesteps > 0 and not (self.run_dir / "learning_curve.csv").is_file():
+            self.evaluate()  # the imitated policy, before PPO changes it
 
     def _on_step(self) -> bool:
         if self.every > 0 and self.num_timesteps - self.last >= self.every:

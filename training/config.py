@@ -34,8 +34,17 @@ ALGOS = ("ppo", "sac", "td3")
 #: prior), ``log_std_init`` (SAC: initial log-std of the actions; PPO takes it in policy_kwargs),
 #: ``action_noise_sigma`` (TD3: Gaussian exploration noise, normalised action units),
 #: ``initial_residual`` (PPO with a prior: the residual the policy starts from instead of zero, joint
-#: target offsets in rad by actuator name, e.g. a hand-set correction that training refines).
-OWN_KEYS = ("normalize", "warmup_steps", "zero_init", "log_std_init", "action_noise_sigma", "initial_residual")
+#: target offsets in rad by actuator name, e.g. a hand-set correction that training refines),
+#: ``imitate`` (PPO with a prior: a hand-designed residual, ``feedback:NAME`` or its ``.yml``, whose
+#: rollouts the fresh actor is fitted to before PPO, :mod:`upright.training.imitation`) with
+#: ``imitate_steps`` (environment steps of its rollouts; they count in the run's steps, so
+#: ``warmup_steps`` must exceed them to freeze the actor after imitation), ``imitate_epochs``,
+#: ``imitate_batch_size`` and ``imitate_learning_rate`` (the regression's Adam).
+OWN_KEYS = ("normalize", "warmup_steps", "zero_init", "log_std_init", "action_noise_sigma", "initial_residual",
+            "imitate", "imitate_steps", "imitate_epochs", "imitate_batch_size", "imitate_learning_rate")
+#: Defaults of the imitation keys when ``imitate`` is set.
+IMITATE_DEFAULTS = {"imitate_steps": 100_000, "imitate_epochs": 20, "imitate_batch_size": 1024,
+                    "imitate_learning_rate": 1e-3}
 ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
 
 
@@ -225,5 +234,5 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
     return TrainConfig.from_yaml(yaml.safe_load(path.read_text()))
 
 
-__all__ = ["ALGOS", "HP_PREFIX", "OWN_KEYS", "TrainConfig", "algo_class", "check_hyperparams", "load_hyperparams",
+__all__ = ["ALGOS", "HP_PREFIX", "IMITATE_DEFAULTS", "OWN_KEYS", "TrainConfig", "algo_class", "check_hyperparams", "load_hyperparams",
            "load_run_config", "model_kwargs", "next_run_dir", "split_train_settings"]

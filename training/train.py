@@ -23,8 +23,8 @@ import numpy as np
 import yaml
 
 from upright.training.callbacks import ActorWarmup, Evaluation, RewardTerms
-from upright.training.config import (TrainConfig, algo_class, load_hyperparams, load_run_config, model_kwargs,
-                                     next_run_dir)
+from upright.training.config import (IMITATE_DEFAULTS, TrainConfig, algo_class, load_hyperparams, load_run_config,
+                                     model_kwargs, next_run_dir)
 from upright.training.envs import check_env, make_train_env
 from upright.training.plots import plot_learning_curve
 
@@ -63,6 +63,13 @@ def resolve(config: TrainConfig) -> TrainConfig:
                 raise ValueError("initial_residual needs PPO, a prior and a fresh, zero-initialised actor "
                                  f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
             env.unwrapped.residual_action(hp["initial_residual"])  # ValueError naming a bad actuator or offset
+        if hp.get("imitate"):
+            if (config.algo != "ppo" or config.prior is None or config.init is not None
+                    or hp.get("initial_residual")):
+                raise ValueError("imitate needs PPO, a prior and a fresh actor without initial_residual "
+                                 f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
+            hp = {**IMITATE_DEFAULTS, **hp}
+            check_teacher(hp["imitate"], config, env)
         if config.init is not None:
             init_files(config.init, config.algo, bool(hp.get("normalize")), env)
     finally:
@@ -70,6 +77,21 @@ def resolve(config: TrainConfig) -> TrainConfig:
     from importlib.metadata import version
 
     return replace(config, hyperparams=hp, version=version("upright"), code=source_commit())
+
+
+def check_teacher(teacher: str, config: TrainConfig, env: Any) -> None:
+    """Check that the hand-designed residual ``teacher`` fits the run: ValueError naming it when it
+    is unknown or malformed, made for another environment or prior, or names an actuator that
+    ``env`` lacks."""
+    from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy, load_feedback_spec
+
+    if not is_feedback_policy(str(teacher)):
+        raise ValueError(f"imitate: {teacher!r} is not a hand-designed residual (feedback:NAME or a .yml file)")
+    spec = load_feedback_spec(str(teacher))
+    if (spec.env_id, spec.prior) != (config.env_id, config.prior):
+        raise ValueError(f"imitate: {teacher!r} was made for {spec.env_id} with prior {spec.prior!r}, "
+                         f"this run is {config.env_id} with prior {config.prior!r}")
+    FeedbackResidualPolicy(spec).reset(env, None)
 
 
 def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[Path, Path | None]:
@@ -162,6 +184,20 @@ def _new_model(config: TrainConfig, venv: Any, tb_dir: Path) -> Any:
     return model
 
 
+def _imitate(model: Any, venv: Any, config: TrainConfig, run_dir: Path) -> float:
+    """Fit ``model``'s fresh actor to the run's teacher (``hp.imitate``) in ``venv``; write
+    ``imitation.json``; return the seconds it took (they count in the run's wall-clock)."""
+    from upright.policies.feedback import FeedbackResidualPolicy, load_feedback_spec
+    from upright.training.imitation import imitate
+
+    hp = config.hyperparams
+    record = imitate(model, venv, FeedbackResidualPolicy(load_feedback_spec(str(hp["imitate"]))),
+                     steps=int(hp["imitate_steps"]), epochs=int(hp["imitate_epochs"]),
+                     batch_size=int(hp["imitate_batch_size"]), learning_rate=float(hp["imitate_learning_rate"]),
+                     seed=config.seed, out=run_dir / "imitation.json")
+    return float(record["seconds"])
+
+
 def _save(model: Any, venv: Any, run_dir: Path, off_policy: bool) -> None:
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -212,8 +248,12 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
             model.load_replay_buffer(run_dir / "replay_buffer.pkl")
     else:
         model = _new_model(config, venv, tb_dir)
+    imitation_seconds = 0.0
+    if resume is None and hp.get("imitate"):
+        imitation_seconds = _imitate(model, venv, config, run_dir)
     evaluation = Evaluation(run_dir, config.env_id, config.eval_kwargs_with_prior, every=config.eval_every,
-                            episodes=config.eval_episodes, seed=config.eval_seed, has_prior=config.prior is not None)
+                            episodes=config.eval_episodes, seed=config.eval_seed, has_prior=config.prior is not None,
+                            elapsed=imitation_seconds)
     callbacks = [RewardTerms(), evaluation,
                  CheckpointCallback(max(config.checkpoint_every // config.n_envs, 1), str(run_dir / "checkpoints"),
                                     name_prefix="model", save_replay_buffer=not on_policy,
@@ -226,7 +266,7 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
         remaining = config.steps - model.num_timesteps
         if remaining > 0:
             model.learn(remaining, callback=CallbackList(callbacks), tb_log_name="run",
-                        reset_num_timesteps=resume is None, progress_bar=config.progress)
+                        reset_num_timesteps=resume is None and not hp.get("imitate"), progress_bar=config.progress)
             if config.eval_every > 0 and evaluation.num_timesteps > evaluation.last:
                 evaluation.evaluate()
     except KeyboardInterrupt:
@@ -242,4 +282,4 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
     return run_dir
 
 
-__all__ = ["TrainingInterrupted", "init_files", "resolve", "train", "zero_actor_output"]
+__all__ = ["TrainingInterrupted", "check_teacher", "init_files", "resolve", "train", "zero_actor_output"]

@@ -255,7 +255,7 @@ def _cmd_ship(args: argparse.Namespace) -> int:
 def _add_episode_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments ``eval`` and ``video`` share: environment, policy, seed, keyword arguments."""
     p.add_argument("--env", required=True, help="environment id, e.g. upright/NaoGetUp-v0")
-    p.add_argument("--policy", required=True, help="policy name (zero, random, hold, a baseline), a run folder of upright train, one of its .zip files, zoo:NAME or an SB3 .zip")
+    p.add_argument("--policy", required=True, help="policy name (zero, random, hold, a baseline), a run folder of upright train, one of its .zip files, zoo:NAME, a hand-designed residual (feedback:NAME or a .yml, with --set prior=...) or an SB3 .zip")
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode (episode i: seed + i)")
     p.add_argument("--start", default=None, help="get-up start: prone, supine, side, fall, random, standing")
     p.add_argument("--conditions", default=None, help="conditions preset: lab, turf, thesis, competition")

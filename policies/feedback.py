@@ -1,0 +1,155 @@
+"""Hand-designed residuals: a constant joint-target offset plus PD feedback on the IMU's fused pitch
+or roll, added to a prior's targets (``feedback:NAME`` for ``policies/feedback/NAME.yml``, or any
+such YAML file by its path).
+
+They are robot-side: they read only ``info["sensors"]`` and the prior's own ``info["prior_status"]``.
+They serve as baselines of their own (``upright eval --policy feedback:NAME``) and as teachers a
+learned residual starts from (``upright train --set hp.imitate=feedback:NAME``).
+
+File format (angles in rad, rates in rad/s, by actuator name)::
+
+    env_id: upright/WolfgangGetUp-v0
+    prior: spline
+    offsets: {LKnee: 0.225, RKnee: -0.225}     # constant residual (rad)
+    feedback:                                  # each term adds weight · (p · (angle − reference) + d · rate)
+      - angle: pitch                           # fused pitch (rate: gyro y) or fused roll (rate: gyro x)
+        reference: 0.2                         # rad
+        p: 0.5                                 # rad of residual per rad of angle
+        d: 0.05                                # rad of residual per rad/s
+        actuators: {LAnklePitch: 1.0, RAnklePitch: -1.0}
+        prior_status: [finished]               # only while the prior reports one of these (omit: always)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import yaml
+
+from upright.policies.base import Policy
+
+FEEDBACK_PREFIX = "feedback:"
+#: Fused angle name → (index in ``Sensors.fused``, index of its rate in ``Sensors.gyro``).
+ANGLES = {"pitch": (0, 1), "roll": (1, 0)}
+
+
+@dataclass(frozen=True)
+class FeedbackTerm:
+    """``weight · (p · (angle − reference) + d · rate)`` (rad) added to each named actuator's residual."""
+
+    angle: str
+    reference: float
+    p: float
+    d: float
+    actuators: Mapping[str, float]
+    prior_status: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.angle not in ANGLES:
+            raise ValueError(f"feedback angle {self.angle!r} is not one of {', '.join(ANGLES)}")
+
+
+@dataclass(frozen=True)
+class FeedbackSpec:
+    """A hand-designed residual: the environment and prior it is meant for, constant ``offsets``
+    (rad by actuator name) and feedback ``terms``."""
+
+    name: str
+    env_id: str
+    prior: str
+    offsets: Mapping[str, float]
+    terms: tuple[FeedbackTerm, ...]
+
+
+def feedback_dir() -> Path:
+    """The folder of the shipped hand-designed residuals (``policies/feedback/``)."""
+    return Path(__file__).parent / "feedback"
+
+
+def feedback_names() -> tuple[str, ...]:
+    """The shipped hand-designed residuals, as ``feedback:NAME``, sorted."""
+    return tuple(sorted(FEEDBACK_PREFIX + p.stem for p in feedback_dir().glob("*.yml")))
+
+
+def is_feedback_policy(name: str) -> bool:
+    """Whether ``name`` is ``feedback:NAME`` or the path of a ``.yml`` file."""
+    return name.startswith(FEEDBACK_PREFIX) or (name.endswith((".yml", ".yaml")) and Path(name).is_file())
+
+
+def load_feedback_spec(name: str) -> FeedbackSpec:
+    """The :class:`FeedbackSpec` of ``feedback:NAME`` or of a YAML file; ValueError naming an
+    unknown name or a malformed entry."""
+    if name.startswith(FEEDBACK_PREFIX):
+        path = feedback_dir() / f"{name[len(FEEDBACK_PREFIX):]}.yml"
+        if not path.is_file():
+            raise ValueError(f"unknown hand-designed residual {name!r}; shipped: {', '.join(feedback_names()) or 'none'}")
+    else:
+        path = Path(name)
+    data = yaml.safe_load(path.read_text())
+    try:
+        terms = tuple(FeedbackTerm(angle=t["angle"], reference=float(t["reference"]), p=float(t["p"]), d=float(t["d"]),
+                                   actuators={k: float(v) for k, v in t["actuators"].items()},
+                                   prior_status=tuple(t.get("prior_status", ())))
+                      for t in data.get("feedback", ()))
+        return FeedbackSpec(name=name, env_id=data["env_id"], prior=data["prior"],
+                            offsets={k: float(v) for k, v in data.get("offsets", {}).items()}, terms=terms)
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{path}: malformed hand-designed residual ({type(error).__name__}: {error})") from None
+
+
+class FeedbackResidualPolicy(Policy):
+    """Acts a :class:`FeedbackSpec` as a residual action, clipped to [−1, 1] (the residual range).
+    ``reset`` raises ValueError for an environment without a prior or an actuator it lacks."""
+
+    def __init__(self, spec: FeedbackSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self._limits = np.ones(0)
+        self._offsets = np.zeros(0)
+        self._terms: list[tuple[FeedbackTerm, np.ndarray]] = []
+
+    def reset(self, env: gym.Env, seed: int | None) -> None:
+        base = env.unwrapped
+        if getattr(base, "prior", None) is None:
+            raise ValueError(f"{self.name}: a hand-designed residual needs an environment with a prior "
+                             f"(it was made for prior {self.spec.prior!r})")
+        names = list(base.robot.actuator_names)
+        self._limits = np.asarray(base.residual_limits, dtype=float)
+        self._offsets = self._vector(self.spec.offsets, names)
+        self._terms = [(term, self._vector(term.actuators, names)) for term in self.spec.terms]
+
+    def _vector(self, by_name: Mapping[str, float], names: list[str]) -> np.ndarray:
+        vector = np.zeros(len(names))
+        for name, value in by_name.items():
+            if name not in names:
+                raise ValueError(f"{self.name}: unknown actuator {name!r}; valid: {', '.join(names)}")
+            vector[names.index(name)] = value
+        return vector
+
+    def residual(self, info: Mapping[str, Any]) -> np.ndarray:
+        """The residual (rad, actuator order) for a step's ``info``: the offsets alone when it holds
+        no sensors."""
+        residual = self._offsets.copy()
+        sensors = info.get("sensors")
+        if sensors is None:
+            return residual
+        status = info.get("prior_status", "")
+        for term, weights in self._terms:
+            if term.prior_status and status not in term.prior_status:
+                continue
+            angle, rate = ANGLES[term.angle]
+            residual += weights * (term.p * (float(sensors.fused[angle]) - term.reference)
+                                   + term.d * float(sensors.gyro[rate]))
+        return residual
+
+    def act(self, observation: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        return np.clip(self.residual(info) / self._limits, -1.0, 1.0).astype(np.float32)
+
+
+__all__ = ["FEEDBACK_PREFIX", "FeedbackResidualPolicy", "FeedbackSpec", "FeedbackTerm", "feedback_names",
+           "is_feedback_policy", "load_feedback_spec"]
