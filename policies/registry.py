@@ -67,7 +67,35 @@ def load_policy(name_or_path: str) -> Policy:
                      "(or a run folder, zoo:NAME, a hand-designed residual's .yml, or an SB3 model file ending in .zip)")
 
 
+def policy_digest(name_or_path: str) -> str | None:
+    """SHA-256 (hex) of the files that define a trained or hand-designed policy: a run or zoo
+    policy's model and its normalisation statistics, a ``.zip``, a hand-designed residual's YAML;
+    None for a name whose behaviour is code (built-ins, baselines). A re-shipped policy under the
+    same name gets a new digest, so an evaluation can tell its results from the old one's."""
+    import hashlib
+    from pathlib import Path
+
+    from upright.policies.feedback import FEEDBACK_PREFIX, feedback_dir, is_feedback_policy
+    from upright.policies.run import is_run_policy, normalizer_path, run_model
+
+    if is_feedback_policy(name_or_path):
+        files = [feedback_dir() / f"{name_or_path[len(FEEDBACK_PREFIX):]}.yml"
+                 if name_or_path.startswith(FEEDBACK_PREFIX) else Path(name_or_path)]
+    elif is_run_policy(name_or_path):
+        _, model = run_model(name_or_path)
+        files = [model, normalizer_path(model)]
+    elif name_or_path.endswith(".zip"):
+        files = [Path(name_or_path)]
+    else:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 for _policy in (ZeroPolicy, RandomPolicy, HoldPolicy):
     register_policy(_policy.name, _policy)
 
-__all__ = ["PolicyFactory", "load_policy", "policy_names", "register_policy"]
+__all__ = ["PolicyFactory", "load_policy", "policy_digest", "policy_names", "register_policy"]

@@ -338,7 +338,8 @@ def test_trained_residuals_protocol_runs_residual_and_prior_on_held_out_seeds(ru
     """``upright experiment trained-residuals`` on a shipped (tiny) Wolfgang residual: every cell
     for the residual and for its prior alone, on seeds from 3000000000 (disjoint from training's
     [0, 2^31) and selection's 1000000+); the prior rows are exactly the spline's own episodes; a
-    second run with --resume reads every cell back instead of running it."""
+    second run with --resume reads every cell back instead of running it, unless the policy shipped
+    under that name has changed."""
     import json
 
     zoo = tmp_path / "zoo"
@@ -362,6 +363,10 @@ def test_trained_residuals_protocol_runs_residual_and_prior_on_held_out_seeds(ru
     assert len(written) == 6
     assert main([*args, "--resume"]) == 0
     assert {p: p.stat().st_mtime_ns for p in out.glob(f"{name}/*/results.json")} == written
+    assert main(["ship", str(run_dir), "--name", name, "--zoo", str(zoo), "--model", "final", "--overwrite"]) == 0
+    assert main([*args, "--resume"]) == 0  # the same name, another model: its cells run again, the prior's not
+    rerun = {p for p in written if p.stat().st_mtime_ns != written[p]}
+    assert rerun == {out / name / f"{cell}-residual" / "results.json" for cell in ("target", "lab", "turf")}
     assert main([*args[:3], "3", *args[4:], "--resume"]) == 0  # another episode count: run again
     prior_file = out / name / "target-prior" / "results.json"
     assert prior_file.stat().st_mtime_ns != written[prior_file]

@@ -33,6 +33,7 @@ from upright.eval.runner import EvalRun, Observer, Wrap, resolve_policy, run_epi
 from upright.eval.settings import split_settings
 from upright.eval.tables import Table, jsonable, print_tables, write_tables
 from upright.policies.base import Policy
+from upright.policies.registry import policy_digest
 
 #: Where ``--docs`` writes a protocol's page (relative to the working directory, the repository root).
 DOCS_RESULTS = Path("docs", "results")
@@ -112,13 +113,16 @@ class ExperimentContext:
         """One cell: like :meth:`run`, then :func:`~upright.eval.results.aggregate`, written to
         ``out/CELL/results.json`` + ``results.md`` (like ``upright eval``); returns the aggregate.
         An interrupted cell writes the episodes that finished, then raises KeyboardInterrupt.
-        With :attr:`resume`, a finished matching ``out/CELL/results.json`` is returned instead."""
+        With :attr:`resume`, a finished matching ``out/CELL/results.json`` (the same environment,
+        policy, files behind the policy, settings, seed and episodes) is returned instead."""
         if self.resume:
             done = self._finished_cell(cell, env_id, policy, env_kwargs, episodes)
             if done is not None:
                 return done
         run = self._episodes(env_id, policy, env_kwargs, episodes, observers, wrappers)
         result = aggregate(run)
+        if isinstance(policy, str):
+            result["policy_digest"] = policy_digest(policy)
         write_results(result, self.out / cell)
         if run.interrupted:
             raise KeyboardInterrupt
@@ -134,6 +138,8 @@ class ExperimentContext:
         wanted = {"env": env_id, "policy": policy if isinstance(policy, str) else policy.name,
                   "env_kwargs": json.loads(json.dumps(jsonable(self.env_kwargs(env_kwargs)))), "seed": self.seed,
                   "episodes_requested": episodes, "interrupted": False}
+        if isinstance(policy, str):  # the same name, but a re-trained or re-shipped policy: run it again
+            wanted["policy_digest"] = policy_digest(policy)
         return done if all(done.get(key) == value for key, value in wanted.items()) else None
 
     def _episodes(self, env_id: str, policy: str | Policy, env_kwargs: Mapping[str, Any], episodes: int,
