@@ -18,6 +18,7 @@ File format (angles in rad, rates in rad/s, by actuator name)::
         d: 0.05                                # rad of residual per rad/s
         actuators: {LAnklePitch: 1.0, RAnklePitch: -1.0}
         prior_status: [finished]               # only while the prior reports one of these (omit: always)
+        band: 0.5                              # only while |angle − reference| <= band (rad; omit: always)
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ ANGLES = {"pitch": (0, 1), "roll": (1, 0)}
 
 @dataclass(frozen=True)
 class FeedbackTerm:
-    """``weight · (p · (angle − reference) + d · rate)`` (rad) added to each named actuator's residual."""
+    """``weight · (p · (angle − reference) + d · rate)`` (rad) added to each named actuator's
+    residual, while the prior's status is one of ``prior_status`` (empty: any) and the angle is
+    within ``band`` (rad) of the reference."""
 
     angle: str
     reference: float
@@ -48,6 +51,7 @@ class FeedbackTerm:
     d: float
     actuators: Mapping[str, float]
     prior_status: tuple[str, ...] = ()
+    band: float = float("inf")
 
     def __post_init__(self) -> None:
         if self.angle not in ANGLES:
@@ -94,7 +98,8 @@ def load_feedback_spec(name: str) -> FeedbackSpec:
     try:
         terms = tuple(FeedbackTerm(angle=t["angle"], reference=float(t["reference"]), p=float(t["p"]), d=float(t["d"]),
                                    actuators={k: float(v) for k, v in t["actuators"].items()},
-                                   prior_status=tuple(t.get("prior_status", ())))
+                                   prior_status=tuple(t.get("prior_status", ())),
+                                   band=float(t.get("band", float("inf"))))
                       for t in data.get("feedback", ()))
         return FeedbackSpec(name=name, env_id=data["env_id"], prior=data["prior"],
                             offsets={k: float(v) for k, v in data.get("offsets", {}).items()}, terms=terms)
@@ -143,8 +148,9 @@ class FeedbackResidualPolicy(Policy):
             if term.prior_status and status not in term.prior_status:
                 continue
             angle, rate = ANGLES[term.angle]
-            residual += weights * (term.p * (float(sensors.fused[angle]) - term.reference)
-                                   + term.d * float(sensors.gyro[rate]))
+            error = float(sensors.fused[angle]) - term.reference
+            if abs(error) <= term.band:
+                residual += weights * (term.p * error + term.d * float(sensors.gyro[rate]))
         return residual
 
     def act(self, observation: np.ndarray, info: dict[str, Any]) -> np.ndarray:

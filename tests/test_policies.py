@@ -204,6 +204,14 @@ def test_hand_designed_residual_adds_offsets_and_pitch_feedback(tmp_path):
     limits = env.unwrapped.residual_limits
     assert policy.residual({"sensors": far, "prior_status": "finished"})[ankle_l] > limits[ankle_l]
     assert policy.act(observation, {"sensors": far, "prior_status": "finished"})[ankle_l] == 1.0  # clipped
+
+    banded = tmp_path / "banded.yml"
+    banded.write_text("env_id: upright/WolfgangGetUp-v0\nprior: spline\nfeedback: [{angle: pitch, reference: 0.2, "
+                      "p: 1.0, d: 0.0, actuators: {LAnklePitch: 1.0}, band: 0.15}]\n")
+    near = load_policy(str(banded))
+    near.reset(env, 0)
+    assert near.residual({"sensors": sensors})[ankle_l] == pytest.approx(0.1)  # 0.1 rad off: inside the band
+    assert near.residual({"sensors": far})[ankle_l] == 0.0  # 2.8 rad off: outside
     env.close()
 
     custom = tmp_path / "mine.yml"

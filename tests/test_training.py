@@ -137,6 +137,7 @@ def test_an_imitating_run_starts_its_curve_at_the_teacher_steps(tmp_path):
     assert [int(r["steps"]) for r in rows][:1] == [200]  # the imitated policy, evaluated before PPO
     assert int(rows[-1]["steps"]) >= 384 and float(rows[0]["wall_seconds"]) > 0
     assert yaml.safe_load((run_dir / "config.yml").read_text())["hyperparams"]["imitate_steps"] == 200
+    assert {"model_200_steps.zip", "model_vecnormalize_200_steps.pkl"} <= {p.name for p in (run_dir / "checkpoints").iterdir()}
 
 
 @pytest.fixture(scope="module")

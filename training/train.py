@@ -186,7 +186,11 @@ def _new_model(config: TrainConfig, venv: Any, tb_dir: Path) -> Any:
 
 def _imitate(model: Any, venv: Any, config: TrainConfig, run_dir: Path) -> float:
     """Fit ``model``'s fresh actor to the run's teacher (``hp.imitate``) in ``venv``; write
-    ``imitation.json``; return the seconds it took (they count in the run's wall-clock)."""
+    ``imitation.json`` and a checkpoint of the imitated policy (SB3's checkpoint names, so that
+    ``checkpoint-selection`` can choose it too); return the seconds it took (they count in the
+    run's wall-clock)."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
     from upright.policies.feedback import FeedbackResidualPolicy, load_feedback_spec
     from upright.training.imitation import imitate
 
@@ -195,6 +199,11 @@ def _imitate(model: Any, venv: Any, config: TrainConfig, run_dir: Path) -> float
                      steps=int(hp["imitate_steps"]), epochs=int(hp["imitate_epochs"]),
                      batch_size=int(hp["imitate_batch_size"]), learning_rate=float(hp["imitate_learning_rate"]),
                      seed=config.seed, out=run_dir / "imitation.json")
+    checkpoints = run_dir / "checkpoints"
+    checkpoints.mkdir(exist_ok=True)
+    model.save(checkpoints / f"model_{model.num_timesteps}_steps.zip")
+    if isinstance(venv, VecNormalize):
+        venv.save(str(checkpoints / f"model_vecnormalize_{model.num_timesteps}_steps.pkl"))
     return float(record["seconds"])
 
 
