@@ -544,6 +544,9 @@ class LegIK(ForwardKinematics):
         self.legs = {side: self._leg_geometry(side, chains["legs"][side]) for side in SIDES}
         for leg in self.legs.values():
             leg.solver  # built (and its hot paths compiled) here, not in a controller's first cycle
+        #: Per leg (left, right): its geometry, its compiled first candidate and range check, for
+        #: the walks' call of :meth:`legs_ik_values` (no attribute reads on the way).
+        self._first_paths = tuple((leg, leg.solver._first, leg.inside) for leg in self.legs.values())
         self._newton_jac = np.empty((6, 6))
         #: The shared hip joint (NAO): the right leg's first joint follows the left's.
         self.shared_hip = bool(self.robot.coupled_joints) and self.robot.coupled_joints.get(
@@ -837,6 +840,17 @@ class LegIK(ForwardKinematics):
             first = 0.5 * (legs["left"].solver.first_yaw(left_pos, left_R) + legs["right"].solver.first_yaw(right_pos, right_R))
             left, ok_left = self._solve_leg_given_first(legs["left"], left_pos, left_R, first)
             right, ok_right = self._solve_leg_given_first(legs["right"], right_pos, right_R, first)
+            return left + right, ok_left and ok_right
+        if not polish and not self.shared_hip:
+            # :meth:`_solve_leg`'s first candidate inline (the walks on Wolfgang, ~0.3 µs less a call);
+            # a leg whose first candidate is not taken is solved again the long way
+            (left_leg, left_first, left_inside), (right_leg, right_first, right_inside) = self._first_paths
+            left, ok_left = left_first(left_pos, left_R, False)
+            if not (ok_left and left_inside(left)):
+                left, ok_left = self._solve_leg(left_leg, left_pos, left_R, False)
+            right, ok_right = right_first(right_pos, right_R, False)
+            if not (ok_right and right_inside(right)):
+                right, ok_right = self._solve_leg(right_leg, right_pos, right_R, False)
             return left + right, ok_left and ok_right
         left, ok_left = self._solve_leg(self.legs["left"], left_pos, left_R, polish)
         right, ok_right = self._solve_leg(self.legs["right"], right_pos, right_R, polish)

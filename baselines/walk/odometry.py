@@ -73,6 +73,11 @@ class FootSample(NamedTuple):
     cop_y: float
 
 
+#: ``_new_tuple(FootSample, values)`` builds the named tuple without its generated ``__new__`` (a
+#: Python function: ~0.2 µs a call, every control cycle).
+_new_tuple = tuple.__new__
+
+
 class FootSampler:
     """The robot's measurement of its feet for :meth:`SpeedFeedback.observe`, on its own model:
     where its foot-pressure sensors sit in their sole frames (``Sensors.foot_pressure`` is 4 left,
@@ -135,8 +140,8 @@ class FootSampler:
             x0, y0, x1, y1, x2, y2, x3, y3 = self._sensors_flat[side]
             px = (0.0 + f0 * x0 + f1 * x1 + f2 * x2 + f3 * x3) / load
             py = (0.0 + f0 * y0 + f1 * y1 + f2 * y2 + f3 * y3) / load
-        return FootSample(t0[0] * u0 + t0[1] * u1 + t0[2] * u2, t1[0] * u0 + t1[1] * u1 + t1[2] * u2,
-                          math.atan2(heading_y, heading_x), load, px, py)
+        return _new_tuple(FootSample, (t0[0] * u0 + t0[1] * u1 + t0[2] * u2, t1[0] * u0 + t1[1] * u1 + t1[2] * u2,
+                                       math.atan2(heading_y, heading_x), load, px, py))
 
 
 class SpeedFeedback:
