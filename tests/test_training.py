@@ -404,6 +404,9 @@ def test_checkpoint_selection_picks_by_score_on_selection_seeds_and_ships_it(run
     assert (entry / "vecnormalize.pkl").read_bytes() == (
         run / "checkpoints" / f"model_vecnormalize_{picked['steps']}_steps.pkl").read_bytes()
     assert main([*args, "from_steps=1000000"]) == 2  # no checkpoint that late: named, nothing run
+    assert main([*args, "steps=256", "--resume"]) == 0  # exactly the checkpoints named (read back: same cell)
+    assert json.loads((run / "selection.json").read_text())["candidates"] == [256]
+    assert main([*args, "steps=256,300"]) == 2  # a checkpoint that does not exist: named, nothing run
     (run / "selection.json").unlink()
     assert main(["ship", str(run), "--name", "again", "--model", "selected", "--zoo", str(zoo)]) == 2
 

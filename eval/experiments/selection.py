@@ -2,6 +2,7 @@
 
 ``checkpoint-selection`` — for each run folder of ``runs`` (``upright train``'s), its checkpoints
 (``checkpoints/model_N_steps.zip``) from ``from_steps`` on, every ``every`` steps (0: all of them),
+or those at ``steps`` (a list),
 evaluated deterministically with the environment arguments the run was trained with, all on the
 same selection seeds (``seed`` in the YAML plus ``--seed``: disjoint from the training episodes'
 seeds, which lie in [0, 2^31), and from the held-out seeds of ``trained-residuals``). The periodic
@@ -30,14 +31,21 @@ DATA = protocol_data(__name__)
 _CHECKPOINT = re.compile(r"model_(\d+)_steps\.zip")
 
 
-def run_checkpoints(run_dir: Path, from_steps: int = 0, every: int = 0) -> list[tuple[int, Path]]:
+def run_checkpoints(run_dir: Path, from_steps: int = 0, every: int = 0,
+                    steps: tuple[int, ...] = ()) -> list[tuple[int, Path]]:
     """``(steps, path)`` of the run's checkpoints from ``from_steps`` on whose steps are a multiple
-    of ``every`` (0: all), in step order. ValueError when none is left."""
+    of ``every`` (0: all), or exactly those at ``steps`` when given, in step order. ValueError when
+    none is left or a checkpoint of ``steps`` is missing."""
     if from_steps < 0 or every < 0:
         raise ValueError(f"from_steps and every must be >= 0, got {from_steps!r} and {every!r}")
     found = sorted((int(m.group(1)), path) for path in (run_dir / "checkpoints").glob("model_*_steps.zip")
                    if (m := _CHECKPOINT.fullmatch(path.name)))
-    chosen = [(steps, path) for steps, path in found if steps >= from_steps and (every == 0 or steps % every == 0)]
+    missing = sorted(set(steps) - {s for s, _ in found})
+    if missing:
+        raise ValueError(f"run {str(run_dir)!r} has no checkpoint at {', '.join(map(str, missing))} steps "
+                         f"(it has: {', '.join(str(s) for s, _ in found) or 'none'})")
+    chosen = [(s, path) for s, path in found if (s in steps if steps else
+                                                 s >= from_steps and (every == 0 or s % every == 0))]
     if not chosen:
         raise ValueError(f"run {str(run_dir)!r} has no checkpoint from {from_steps} steps on"
                          + (f" every {every} steps" if every else "")
@@ -47,7 +55,7 @@ def run_checkpoints(run_dir: Path, from_steps: int = 0, every: int = 0) -> list[
 
 @register_experiment("checkpoint-selection", "a training run's checkpoints on more selection episodes; "
                      "the best is what `upright ship --model selected` takes",
-                     options={"runs": (), "from_steps": 0, "every": 0})
+                     options={"runs": (), "from_steps": 0, "every": 0, "steps": ()})
 def checkpoint_selection(ctx: ExperimentContext) -> list[Table]:
     """Every chosen checkpoint of every run on the same selection seeds; one results folder per
     checkpoint (``RUN/STEPS``), the choice in each run's ``selection.json``."""
@@ -63,9 +71,11 @@ def checkpoint_selection(ctx: ExperimentContext) -> list[Table]:
     selection = replace(ctx, seed=int(DATA["seed"]) + ctx.seed)
     getup_rows: list[dict[str, Any]] = []
     walk_rows: list[dict[str, Any]] = []
+    steps = ctx.options["steps"]
+    chosen = tuple(int(n) for n in ((steps,) if isinstance(steps, (int, str)) else steps))
     for run in runs:
         run_dir = Path(run)
-        candidates = run_checkpoints(run_dir, int(ctx.options["from_steps"]), int(ctx.options["every"]))
+        candidates = run_checkpoints(run_dir, int(ctx.options["from_steps"]), int(ctx.options["every"]), chosen)
         env_id, kwargs = run_env_id(str(run_dir)), run_env_kwargs(str(run_dir))
         scored = []
         for steps, path in candidates:
