@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import mujoco
 import numpy as np
 import pytest
@@ -415,3 +417,30 @@ def test_specialize_leaves_out_the_products_with_zero_and_one_and_gives_the_same
         specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.3))).__func__
     assert specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.4))).__func__ is not \
         specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.3))).__func__
+
+
+class _Negated:
+    """A written-out method whose constant −1 leaves negations for :func:`specialize` to move."""
+
+    def __init__(self, constants: tuple[float, ...]) -> None:
+        self._k = constants
+
+    def combine(self, x: float, y: float, z: float) -> tuple[float, float, float]:
+        """x + a·y, (a·x)·y − a·z and a·(a·(x / z))."""
+        (a,) = self._k
+        return x + a * y, (a * x) * y - a * z, a * (a * (x / z))
+
+
+def test_specialize_moves_negations_into_sums_and_gives_the_same_numbers():
+    import dis
+
+    from upright.baselines.kinematics.specialize import specialize
+
+    folded = _Negated((-1.0,))
+    fast = specialize(_Negated.combine, folded)
+    # x − y, z − x·y and x / z: no negation left
+    assert not any(i.opname == "UNARY_NEGATIVE" for i in dis.get_instructions(fast))
+    values = np.random.default_rng(5).normal(size=(200, 3)).tolist() + [[0.0, -0.0, 1.0], [-0.0, 0.0, -2.0]]
+    for x, y, z in values:  # the same floats, zeros with the same sign
+        assert [(v, math.copysign(1.0, v)) for v in fast(x, y, z)] == \
+            [(v, math.copysign(1.0, v)) for v in folded.combine(x, y, z)]

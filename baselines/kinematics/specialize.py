@@ -12,7 +12,9 @@ in and that work left out:
 * ``0 · x`` and ``x · 0`` are a zero; a zero added to or subtracted from ``x`` leaves ``x`` (``0 −
   x`` is ``−x``), a zero times or divided by anything is a zero; ``1 · x`` is ``x`` and ``−1 · x``
   is ``−x``; a variable assigned a constant or a zero is one where it is read later (straight-line
-  code; a name assigned inside an ``if`` is not known after it).
+  code; a name assigned inside an ``if`` is not known after it);
+* negations leave products and end in sums: ``x + (−y)·z`` is ``x − y·z``, ``−(−x)`` is ``x``
+  (:func:`_move_negations`).
 
 Every result is the float the unspecialized method computes, except that a zero may come out with
 the other sign (``x + 0.0`` is ``+0.0`` for ``x = −0.0``; ``−0.0 == 0.0``) and that ``0 · inf`` is
@@ -70,6 +72,7 @@ class _Folder(ast.NodeTransformer):
                 return _zero_node()
             if isinstance(value, float):
                 return ast.Constant(value=-value)
+            return _negate(node.operand)
         return node
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
@@ -89,9 +92,9 @@ class _Folder(ast.NodeTransformer):
             if b == 1.0:
                 return node.left
             if a == -1.0:
-                return ast.UnaryOp(op=ast.USub(), operand=node.right)
+                return _negate(node.right)
             if b == -1.0:
-                return ast.UnaryOp(op=ast.USub(), operand=node.left)
+                return _negate(node.left)
         elif isinstance(op, ast.Div):
             if a is ZERO or a == 0.0:
                 return _zero_node()
@@ -99,8 +102,8 @@ class _Folder(ast.NodeTransformer):
             if b is ZERO or b == 0.0:
                 return node.left
             if a is ZERO or a == 0.0:
-                return node.right if isinstance(op, ast.Add) else ast.UnaryOp(op=ast.USub(), operand=node.right)
-        return node
+                return node.right if isinstance(op, ast.Add) else _negate(node.right)
+        return _move_negations(node)
 
     # ------------------------------------------------------------------ statements
     def visit_Assign(self, node: ast.Assign) -> ast.stmt:
@@ -146,6 +149,41 @@ class _Folder(ast.NodeTransformer):
         if isinstance(node, (ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.Lambda)):
             raise NotImplementedError(f"specialize: {type(node).__name__} is not supported")
         return super().generic_visit(node)
+
+
+def _negated(node: ast.expr) -> ast.expr | None:
+    """``x`` where ``node`` is ``−x``, else None."""
+    return node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) else None
+
+
+def _negate(node: ast.expr) -> ast.expr:
+    """``−node``; ``x`` where ``node`` is ``−x``."""
+    inner = _negated(node)
+    return inner if inner is not None else ast.UnaryOp(op=ast.USub(), operand=node)
+
+
+def _move_negations(node: ast.BinOp) -> ast.expr:
+    """``node`` with its operands' negations taken out of products and quotients and into sums and
+    differences, where a negation goes: ``x + −y`` is ``x − y``, ``x − −y`` is ``x + y``, ``−x + y``
+    is ``y − x``, ``(−x)·y`` and ``x·(−y)`` are ``−(x·y)``, ``(−x)·(−y)`` is ``x·y`` (the same for
+    ``/``). Each is the same float in IEEE arithmetic (subtraction is the addition of the negated
+    operand, rounding is symmetric about zero); what it saves is the negation."""
+    op = node.op
+    left, right = _negated(node.left), _negated(node.right)
+    if isinstance(op, (ast.Mult, ast.Div)):
+        if left is not None and right is not None:
+            return ast.BinOp(left=left, op=op, right=right)
+        if left is not None:
+            return _negate(ast.BinOp(left=left, op=op, right=node.right))
+        if right is not None:
+            return _negate(ast.BinOp(left=node.left, op=op, right=right))
+    elif isinstance(op, (ast.Add, ast.Sub)):
+        if right is not None:
+            return _move_negations(ast.BinOp(left=node.left, op=ast.Sub() if isinstance(op, ast.Add) else ast.Add(),
+                                             right=right))  # −x + y, where x − −y gave it, is y − x
+        if left is not None and isinstance(op, ast.Add):
+            return ast.BinOp(left=node.right, op=ast.Sub(), right=left)
+    return node
 
 
 def _same(a: float | _Zero, b: float | _Zero) -> bool:

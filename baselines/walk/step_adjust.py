@@ -234,7 +234,8 @@ class StepAdjustWalk:
         self._start = {s: _Foot() for s in SIDES}
         self._speed = np.zeros(3)
         self._step_size = (0.0, 0.0, 0.0)
-        self._support = "right"
+        #: The support and the swing foot ("left" / "right"; both kept: read several times a cycle).
+        self._support, self._swing = "right", "left"
         self._phase = 0.0
         self._period = p.period
         self._lift = p.foot_lift * p.first_step_lift_factor
@@ -272,15 +273,11 @@ class StepAdjustWalk:
         left, right = self._loads = self._foot_sampler.loads(sensors.foot_pressure)
         loads = {"left": left, "right": right}
         if self._switch_due(loads):
-            self._support = self._swing
+            self._support, self._swing = self._swing, self._support
             self._begin_step(first=False)
         return self._walk(sensors, loads, dt)
 
     # ------------------------------------------------------------------ the gait
-    @property
-    def _swing(self) -> str:
-        return "left" if self._support == "right" else "right"
-
     def _switch_due(self, load: dict[str, float]) -> bool:
         """Support-foot switch: the swing foot carries more than the support foot (``load``: the
         summed pressure per foot) once the earliest switch phase has passed, or the step has

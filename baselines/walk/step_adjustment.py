@@ -28,6 +28,11 @@ class StepAdjustment(NamedTuple):
     violation: float
 
 
+#: ``_new_tuple(StepAdjustment, values)`` builds the named tuple without its generated ``__new__``
+#: (a Python function: ~0.2 µs a call, every control cycle).
+_new_tuple = tuple.__new__
+
+
 def adjust_step(w_t: float, w_prev: float, w_bar_prev: float, u_t: float, m: float, p_max: float,
                 t_min: float, t_max: float) -> StepAdjustment:
     """Algorithm 1 of the paper for one control frame.
@@ -66,7 +71,7 @@ def adjust_step(w_t: float, w_prev: float, w_bar_prev: float, u_t: float, m: flo
     p_hi = (ahead if ahead > 0.0 else 0.0) - (0.0 if 0.0 < decay else decay)  # 9: max(0, ·) − min(decay, 0)
     w_bar = w_hat + clip(delta, p_lo, p_hi)  # 10
     u_bar = u_t - (w_bar - w_t) / 2.0  # 11
-    return StepAdjustment(w_bar, u_bar, delta)
+    return _new_tuple(StepAdjustment, (w_bar, u_bar, delta))
 
 
 def predict_com(x: float, v: float, support_back: float, support_front: float, height: float,
