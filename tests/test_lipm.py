@@ -357,3 +357,26 @@ def test_wolfgang_without_polish_misses_its_sole_goals_by_under_a_micrometre():
             p, r = kin.foot_pose(side, solved)
             worst = max(worst, float(np.abs(p - pos).max()), float(np.abs(r - rot).max()))
     assert worst < 1e-6
+
+
+def test_sampled_joints_solve_every_period_cycles_and_continue_the_line_between():
+    """ik_period (Wolfgang 2): the IK every period-th cycle, the joints of the cycles between on the
+    line through the last two solutions; period 1 solves every cycle."""
+    from upright.baselines.walk.ik_samples import SampledJoints
+
+    def line(n: int) -> np.ndarray:
+        return np.array([0.1 * n, 1.0 - 0.25 * n])
+
+    samples, solved = SampledJoints(3), []
+    for n in range(10):
+        if samples.due():
+            samples.solved(line(n))
+            solved.append(n)
+        else:
+            np.testing.assert_allclose(samples.continued(), line(n), atol=1e-12)
+    assert solved == [0, 1, 4, 7]  # the first two cycles solve (no line yet)
+    every = SampledJoints(1)
+    assert all(every.due() for _ in range(5))
+    for period in (0, 1.5, True):
+        with pytest.raises(ValueError):
+            SampledJoints(period)

@@ -3,7 +3,8 @@ cycle by cycle over whole episodes, the recorded targets within 1e-9 rad (record
 compute speed-ups of issue 16, and again after its odometry change, from that change's own code:
 the speed-ups merged with it give the same floats; again after lipm's landing offset, which
 changed Wolfgang's lipm only: the other three cases came out the same, as after the later
-speed-ups).
+speed-ups; again after Wolfgang's lipm took its leg IK every other cycle (``ik_period: 2``), its
+case only: the other three recomputed equal to the bit).
 
 The recording (``tests/data/walk_targets.npz``, written by ``python tests/test_walk_targets.py``)
 holds each case's targets (rad, actuator order) per cycle. The test drives the environment with the

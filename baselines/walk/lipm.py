@@ -11,7 +11,8 @@ Each control cycle (``LipmWalk.step``):
 4. correct the current pendulum from the filtered state (equations 15–20; switch ``correction``);
 5. predict the pendulum over the actuation delay (equation 21; switch ``predict_delay``) and turn
    that posture (CoM, feet, torso yaw) into leg joint targets by inverse kinematics; the torso is
-   placed so that the model's CoM lies on the planned CoM.
+   placed so that the model's CoM lies on the planned CoM (with ``ik_period`` > 1, Wolfgang's 2, only
+   every that many cycles: the cycles between continue the joints linearly and skip this step).
 
 Before walking, the controller moves from the standing pose to its walking posture (bent knees,
 CoM at the walking height) over ``posture_time`` and holds it for ``settle_time``. Parameters per
@@ -29,6 +30,7 @@ import numpy as np
 from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.walk.com_observer import ComObserver
+from upright.baselines.walk.ik_samples import SampledJoints
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import quat_matrix, zxy_matrix
 from upright.baselines.walk.lipm_player import GaitTarget, PendulumPlayer, PlayerParams
@@ -76,6 +78,10 @@ class LipmParams(Params):
     #: the low-pass ratio (old share per cycle). 0: off.
     gyro_balance: float = 0.0
     gyro_lowpass: float = 0.6
+    #: Control cycles per leg IK solution while walking; the targets of the cycles between are
+    #: continued linearly from the last two solutions (:mod:`~upright.baselines.walk.ik_samples`).
+    #: 1: every cycle.
+    ik_period: int = 1
 
 
 def _smoothstep(x: float) -> float:
@@ -156,6 +162,7 @@ class LipmWalk:
         self._player.command = self._command
         self._observer = ComObserver(p.observer_process_std, p.observer_measurement_std)
         self.feedback = SpeedFeedback(p.feedback)
+        self._samples = SampledJoints(p.ik_period)
         self._gyro_y = 0.0
         self._walking = False
         self._diagnostics: tuple | None = None
@@ -192,7 +199,13 @@ class LipmWalk:
         corrected = player.correct(filtered, filtered_vel) if p.correction else False
         self._diagnostics = (sensors.time, player.phase.support, player.phase_count, foot_q, expected, measured,
                              filtered, filtered_vel, corrected)
-        return self._targets(player.target(p.lift_height, p.delay if p.predict_delay else 0.0))
+        samples = self._samples
+        if not samples.due():  # a cycle between two IK solutions (ik_period): the joints continued
+            self._joints = samples.continued()
+            return self._joints.copy() if self._all_actuated else self._joints[self._actuated]
+        targets = self._targets(player.target(p.lift_height, p.delay if p.predict_delay else 0.0))
+        samples.solved(self._joints)
+        return targets
 
     # ------------------------------------------------------------------ measurement
     def _measure(self, sensors: Sensors, support: int, yaw: float) -> tuple[list[float], list[float]]:
