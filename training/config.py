@@ -39,7 +39,8 @@ ALGOS = ("ppo", "sac", "td3")
 #: rollouts the fresh actor is fitted to before PPO, :mod:`upright.training.imitation`) with
 #: ``imitate_steps`` (environment steps of its rollouts; they count in the run's steps, so
 #: ``warmup_steps`` must exceed them to freeze the actor after imitation), ``imitate_epochs``,
-#: ``imitate_batch_size`` and ``imitate_learning_rate`` (the regression's Adam).
+#: ``imitate_batch_size`` and ``imitate_learning_rate`` (the regression's Adam). A run stopped
+#: during its imitation is saved as it stands; ``--resume`` goes on with PPO from that actor.
 OWN_KEYS = ("normalize", "warmup_steps", "zero_init", "log_std_init", "action_noise_sigma", "initial_residual",
             "imitate", "imitate_steps", "imitate_epochs", "imitate_batch_size", "imitate_learning_rate")
 #: Defaults of the imitation keys when ``imitate`` is set.

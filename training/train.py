@@ -257,21 +257,19 @@ def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
             model.load_replay_buffer(run_dir / "replay_buffer.pkl")
     else:
         model = _new_model(config, venv, tb_dir)
-    imitation_seconds = 0.0
-    if resume is None and hp.get("imitate"):
-        imitation_seconds = _imitate(model, venv, config, run_dir)
-    evaluation = Evaluation(run_dir, config.env_id, config.eval_kwargs_with_prior, every=config.eval_every,
-                            episodes=config.eval_episodes, seed=config.eval_seed, has_prior=config.prior is not None,
-                            elapsed=imitation_seconds)
-    callbacks = [RewardTerms(), evaluation,
-                 CheckpointCallback(max(config.checkpoint_every // config.n_envs, 1), str(run_dir / "checkpoints"),
-                                    name_prefix="model", save_replay_buffer=not on_policy,
-                                    save_vecnormalize=bool(hp.get("normalize")))]
-    if hp.get("warmup_steps", 0) > 0:
-        callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     interrupted = False
-    try:
+    try:  # Ctrl-C or SIGTERM from here on (the imitation included) saves a loadable run
+        imitation_seconds = _imitate(model, venv, config, run_dir) if resume is None and hp.get("imitate") else 0.0
+        evaluation = Evaluation(run_dir, config.env_id, config.eval_kwargs_with_prior, every=config.eval_every,
+                                episodes=config.eval_episodes, seed=config.eval_seed,
+                                has_prior=config.prior is not None, elapsed=imitation_seconds)
+        callbacks = [RewardTerms(), evaluation,
+                     CheckpointCallback(max(config.checkpoint_every // config.n_envs, 1), str(run_dir / "checkpoints"),
+                                        name_prefix="model", save_replay_buffer=not on_policy,
+                                        save_vecnormalize=bool(hp.get("normalize")))]
+        if hp.get("warmup_steps", 0) > 0:
+            callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
         remaining = config.steps - model.num_timesteps
         if remaining > 0:
             model.learn(remaining, callback=CallbackList(callbacks), tb_log_name="run",
