@@ -380,3 +380,92 @@ def test_sampled_joints_solve_every_period_cycles_and_continue_the_line_between(
     for period in (0, 1.5, True):
         with pytest.raises(ValueError):
             SampledJoints(period)
+
+
+def test_sampled_joints_continue_a_single_joint_as_a_float():
+    """hip_period (NAO 2): one joint's angle (a float) is sampled and continued like an array."""
+    from upright.baselines.walk.ik_samples import SampledJoints
+
+    samples, answers = SampledJoints(2), []
+    for n in range(6):
+        if samples.due():
+            samples.solved(0.5 - 0.1 * n)
+            answers.append(None)
+        else:
+            answers.append(samples.continued())
+    assert [a is None for a in answers] == [True, True, False, True, False, True]
+    assert isinstance(answers[2], float) and answers[2] == pytest.approx(0.3, abs=1e-15)
+    assert answers[4] == pytest.approx(0.1, abs=1e-15)
+
+
+def test_legs_solved_for_a_given_shared_hip_reach_their_positions_and_sole_normals():
+    """legs_ik_values(shared_first=...) on NAO: both legs take the given HipYawPitch and still put
+    their soles at the goal positions with the goal's sole normal (only the yaw about it follows);
+    without it the shared joint is the free legs' mean, as before."""
+    from upright.baselines.kinematics import Kinematics
+
+    kin = Kinematics("nao")
+    rng = np.random.default_rng(11)
+    base = kin.keyframe_joints()
+    for _ in range(50):
+        q = base.copy()
+        q[kin.legs_joint_index] += rng.normal(0.0, 0.05, 12)
+        goal = [kin.foot_pose(side, q) for side in ("left", "right")]
+        flat = [v.tolist() for g in goal for v in g]
+        free, _ = kin.legs_ik_values(*flat, polish=False, quick_mean=True)
+        hip = free[0] + float(rng.normal(0.0, 0.01))
+        angles, reachable = kin.legs_ik_values(*flat, polish=False, quick_mean=True, shared_first=hip)
+        assert reachable and angles[0] == hip and angles[6] == hip
+        solved = base.copy()
+        solved[kin.legs_joint_index] = angles
+        for side, (pos, rot) in zip(("left", "right"), goal):
+            p, r = kin.foot_pose(side, solved)
+            np.testing.assert_allclose(p, pos, atol=1e-9)
+            np.testing.assert_allclose(r[:, 2], rot[:, 2], atol=1e-9)  # the sole normal
+    assert kin.legs_ik_values(*flat, polish=False, quick_mean=True)[0] == free
+
+
+def test_lipm_rejects_a_bad_hip_period():
+    """A hip period that is not a whole number of cycles >= 1 fails when the walk is built."""
+    from upright.baselines.walk.lipm import LipmParams, LipmWalk
+
+    params = LipmParams.load("nao").with_overrides({"hip_period": 0})
+    with pytest.raises(ValueError, match="period must be an integer >= 1"):
+        LipmWalk("nao", params)
+
+
+def test_odometry_sampled_every_other_cycle_measures_the_same_steps():
+    """feedback.period 2 (lipm): the odometry integrates two cycles as one piece and still ends its
+    steps at their cycles: on the same sensors (a lab walk turning and walking sideways, feedback
+    applied by neither) it measures the same full cycles as period 1, their linear velocities each
+    within 5 mm/s (measured: 3.5) and on average within 2 mm/s (1.0), their turn rates equal."""
+    import gymnasium as gym
+
+    from upright.baselines.walk.lipm import LipmParams, LipmWalk
+    from upright.baselines.walk.odometry import SpeedFeedback
+
+    command = (0.15, 0.05, 0.3)
+    walks = [LipmWalk("nao", LipmParams.load("nao").with_overrides({"feedback.enabled": False,
+                                                                   "feedback.period": period}))
+             for period in (1, 2)]
+    env = gym.make("upright/NaoWalk-v0", conditions="lab", command=command, max_episode_seconds=8.0)
+    _, info = env.reset(seed=0)
+    measured: list[list[tuple]] = [[], []]
+    for walk in walks:
+        walk.set_command(np.array(command))
+        walk.reset(info["sensors"], np.random.default_rng(0))
+    while True:
+        targets = [walk.step(info["sensors"]) for walk in walks][0]
+        for walk, found in zip(walks, measured):
+            if walk.feedback.measured is not None and (not found or found[-1] != walk.feedback.measured):
+                found.append(walk.feedback.measured)
+        _, _, terminated, truncated, info = env.step(env.unwrapped.action_from_targets(targets))
+        if terminated or truncated:
+            break
+    assert not terminated and len(measured[0]) >= 10
+    assert len(measured[1]) == len(measured[0])
+    difference = np.array(measured[1]) - np.array(measured[0])
+    assert np.abs(difference[:, :2]).max() < 0.005 and np.abs(difference[:, :2].mean(axis=0)).max() < 0.002
+    assert np.abs(difference[:, 2]).max() < 1e-12  # the turn is still summed every cycle
+    with pytest.raises(ValueError, match="feedback.period must be an integer >= 1"):
+        SpeedFeedback(LipmParams.load("nao").with_overrides({"feedback.period": 0}).feedback)

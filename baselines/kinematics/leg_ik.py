@@ -821,7 +821,8 @@ class LegIK(ForwardKinematics):
         return slice(int(index[0]), int(index[-1]) + 1) if np.all(np.diff(index) == 1) else index
 
     def legs_ik_values(self, left_pos, left_R, right_pos, right_R, hip_yaw_pitch: str = "mean",
-                       polish: bool = True, quick_mean: bool = False) -> tuple[list[float], bool]:
+                       polish: bool = True, quick_mean: bool = False,
+                       shared_first: float | None = None) -> tuple[list[float], bool]:
         """:meth:`legs_ik` for unchecked goals given as (nested) lists or tuples of floats, the hot
         path of the walks: the twelve angles as a list in the order of :attr:`legs_joint_names`
         (put them into a joint vector with :attr:`legs_joint_index`) and whether both legs reached.
@@ -834,10 +835,17 @@ class LegIK(ForwardKinematics):
         *first* candidates' joint 0 (:meth:`LegSolver.first_yaw`), without solving the rest of
         those free legs or checking them against the joint ranges; the legs are then solved for it
         as always. The same as without it unless a free leg's first candidate leaves its ranges or
-        reach (then ``legs_ik`` takes another candidate's joint 0)."""
+        reach (then ``legs_ik`` takes another candidate's joint 0).
+
+        ``shared_first`` (with ``quick_mean``, NAO): the shared joint's angle (rad) given instead of
+        that mean, the legs solved for it (their positions and sole normals exact, their yaws follow)."""
         if quick_mean and self.shared_hip and hip_yaw_pitch == "mean":
             legs = self.legs
-            first = 0.5 * (legs["left"].solver.first_yaw(left_pos, left_R) + legs["right"].solver.first_yaw(right_pos, right_R))
+            if shared_first is not None:
+                first = shared_first
+            else:
+                first = 0.5 * (legs["left"].solver.first_yaw(left_pos, left_R)
+                               + legs["right"].solver.first_yaw(right_pos, right_R))
             left, ok_left = self._solve_leg_given_first(legs["left"], left_pos, left_R, first)
             right, ok_right = self._solve_leg_given_first(legs["right"], right_pos, right_R, first)
             return left + right, ok_left and ok_right

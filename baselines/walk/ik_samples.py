@@ -8,7 +8,11 @@ last two solutions, carried on from the last one. The posture of a walk changes 
 step (tens of cycles), so the continued targets stay close to the ones the IK would give; what a
 cycle in between does not get is that cycle's own feedback (gyro, CoM correction), which the next
 solution takes in. ``period`` 1 (the default) solves every cycle: the targets are the IK's.
-``lipm`` on Wolfgang solves every other cycle (``ik_period`` in ``baselines/data/lipm_wolfgang.yaml``).
+``lipm`` on Wolfgang solves every other cycle (``ik_period`` in ``baselines/data/lipm_wolfgang.yaml``),
+``step_adjust`` on Wolfgang too (``baselines/data/step_adjust_wolfgang.yaml``); ``lipm`` on NAO solves
+its legs every cycle and only NAO's shared hip yaw-pitch joint every other cycle (``hip_period``): the
+legs are solved for the continued hip angle, so the feet's positions and sole normals stay exact and
+only their yaw follows the continued hip.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import numpy as np
 
 
 class SampledJoints:
-    """Joint targets (rad, any fixed order and length) solved every ``period`` control cycles and
+    """Joint targets (rad, an array of any fixed order and length, or one joint's float) solved every ``period`` control cycles and
     continued linearly in the cycles between (see the module docstring).
 
     Every control cycle calls :meth:`due`; when it answers True the walk solves and hands the
@@ -47,16 +51,16 @@ class SampledJoints:
         self._age += 1
         return self._rate is None or self._age >= self.period
 
-    def solved(self, joints: np.ndarray) -> None:
-        """This cycle's solution (copied; with ``period`` 1 nothing is kept)."""
+    def solved(self, joints: np.ndarray | float) -> None:
+        """This cycle's solution (an array is copied; with ``period`` 1 nothing is kept)."""
         if self.period == 1:
             return
         if self._last is not None:
             self._rate = (joints - self._last) / self._age
-        self._last, self._age = joints.copy(), 0
+        self._last, self._age = joints.copy() if isinstance(joints, np.ndarray) else joints, 0
 
-    def continued(self) -> np.ndarray:
-        """This cycle's joints (a new array): the last solution plus the change per cycle times the
+    def continued(self) -> np.ndarray | float:
+        """This cycle's joints (a new array, or a float for a single joint): the last solution plus the change per cycle times the
         cycles since it."""
         return self._last + self._age * self._rate
 

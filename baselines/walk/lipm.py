@@ -12,7 +12,9 @@ Each control cycle (``LipmWalk.step``):
 5. predict the pendulum over the actuation delay (equation 21; switch ``predict_delay``) and turn
    that posture (CoM, feet, torso yaw) into leg joint targets by inverse kinematics; the torso is
    placed so that the model's CoM lies on the planned CoM (with ``ik_period`` > 1, Wolfgang's 2, only
-   every that many cycles: the cycles between continue the joints linearly and skip this step).
+   every that many cycles: the cycles between continue the joints linearly and skip this step; with
+   ``hip_period`` > 1, NAO's 2, NAO's shared hip yaw-pitch is solved only every that many cycles and
+   the legs in between are solved for its continued angle).
 
 Before walking, the controller moves from the standing pose to its walking posture (bent knees,
 CoM at the walking height) over ``posture_time`` and holds it for ``settle_time``. Parameters per
@@ -82,6 +84,11 @@ class LipmParams(Params):
     #: continued linearly from the last two solutions (:mod:`~upright.baselines.walk.ik_samples`).
     #: 1: every cycle.
     ik_period: int = 1
+    #: Control cycles per solution of NAO's shared hip yaw-pitch joint (the mean of the free legs'
+    #: first candidates); the cycles between continue it linearly from the last two solutions and
+    #: solve the legs for it (:mod:`~upright.baselines.walk.ik_samples`). 1: every cycle. A robot
+    #: without a shared hip ignores it.
+    hip_period: int = 1
 
 
 def _smoothstep(x: float) -> float:
@@ -112,6 +119,8 @@ class LipmWalk:
         self.robot = get_robot(robot) if isinstance(robot, str) else robot
         self.params = params or LipmParams.load(self.robot.name)
         self.kin = Kinematics(self.robot)
+        #: NAO's shared hip yaw-pitch angle, solved every ``hip_period`` cycles.
+        self._hip = SampledJoints(self.params.hip_period)
         d = self.kin.data
         #: Views of the private model's sole sites (left, right) and CoM, current after ``kin.fk``
         #: (indexing MjData's arrays anew costs ~0.3 µs a read).
@@ -156,6 +165,7 @@ class LipmWalk:
         self._joints[list(self.robot.actuated_joint_index)] = self._start_targets  # arms, head: as commanded
         w = p.player.foot_y
         stand = GaitTarget(0, [p.player.ref_x, 0.0], 0.0, (0.0, w, 0.0, 0.0), (0.0, -w, 0.0, 0.0), 0.0)
+        self._hip.reset()
         for _ in range(6):  # settle the torso-to-CoM offset of the walking posture
             self._stand_targets = self._targets(stand)
         self._player = PendulumPlayer(p.player)
@@ -267,7 +277,14 @@ class LipmWalk:
             goals.append(((t00 * a + t10 * d + t20 * g, t00 * b + t10 * cz, t00 * c + t10 * f + t20 * cy),
                           (t01 * a + t11 * d + t21 * g, t01 * b + t11 * cz, t01 * c + t11 * f + t21 * cy),
                           (t02 * a + t12 * d + t22 * g, t02 * b + t12 * cz, t02 * c + t12 * f + t22 * cy)))
-        angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True)  # Wolfgang: < 0.5 µm without the polish
+        hip = self._hip
+        if hip.period == 1 or not kin.shared_hip or not self._walking:
+            angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True)  # Wolfgang: < 0.5 µm without the polish
+        elif hip.due():
+            angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True)
+            hip.solved(angles[0])
+        else:  # the legs solved for the continued shared hip angle (hip_period)
+            angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True, shared_first=hip.continued())
         self._joints[kin.legs_joint_index] = angles
         return self._joints.copy() if self._all_actuated else self._joints[self._actuated]
 

@@ -55,6 +55,10 @@ class FeedbackParams:
     warmup: int = 4
     #: Factor on the measured displacement, forward and sideways (1: no slip).
     scale: tuple[float, float] = (1.0, 1.0)
+    #: Control cycles per odometry sample within a step (1: every cycle). The motion between two
+    #: samples is integrated as one piece (the feet's positions telescope); a change of the support
+    #: foot is always sampled, so steps still end at their cycle.
+    period: int = 1
 
 
 class FootSample(NamedTuple):
@@ -152,6 +156,8 @@ class SpeedFeedback:
     """
 
     def __init__(self, params: FeedbackParams) -> None:
+        if not isinstance(params.period, int) or isinstance(params.period, bool) or params.period < 1:
+            raise ValueError(f"feedback.period must be an integer >= 1 (control cycles), got {params.period!r}")
         self.params = params
         self.reset()
 
@@ -169,6 +175,9 @@ class SpeedFeedback:
         self._step: list[float] | None = None  # this step's (dx, dy, dyaw, duration)
         self._previous: list[float] | None = None
         self._rate: tuple[float, float] | None = None  # the torso's last velocity over the ground (yaw frame)
+        self._cycles = 0  # observed cycles, for ``period``
+        self._rate_at: tuple[float, float] | None = None  # (time, turn rate) of the last cycle
+        self._turn = 0.0  # the turn (rad) since the last sample
 
     def planned(self, command) -> tuple[float, float, float]:
         """The velocity to plan with for ``command`` (vx, vy, wz): command plus the correction."""
@@ -187,12 +196,21 @@ class SpeedFeedback:
         the :class:`FootSample` of a foot this cycle (0 left, 1 right; :meth:`FootSampler.sample`,
         asked for the feet the odometry uses only, before this method returns), the torso's yaw
         (rad, IMU) and its turn rate about the vertical (rad/s, the IMU's gyro turned into the
-        world). A change of ``support`` ends a step."""
+        world). A change of ``support`` ends a step. With ``period`` > 1 the cycles between two
+        samples only add their turn (``sample`` is not asked)."""
+        # the turn since the last cycle (trapezoid of the turn rates), summed up to the next sample
+        rate_at, self._rate_at = self._rate_at, (time, yaw_rate)
+        if rate_at is not None:
+            self._turn += 0.5 * (rate_at[1] + yaw_rate) * (time - rate_at[0])
+        self._cycles += 1
+        if self._cycles % self.params.period and support == self._support:
+            return
+        turn, self._turn = self._turn, 0.0
         feet: list[FootSample | None] = [None, None]
         last = self._last
         self._last = (time, loads, feet, yaw, yaw_rate)
         if last is not None and self._step is not None:
-            self._integrate(last, self._last, sample)
+            self._integrate(last, self._last, sample, turn)
         if support != self._support:
             if self._step is not None and self._step[3] > 0.0:
                 self._step_done(self._step)
@@ -217,8 +235,9 @@ class SpeedFeedback:
             return self._support if self._support in (1, -1) else 1
         return self.standing
 
-    def _integrate(self, a: tuple, b: tuple, sample: Callable[[int], FootSample]) -> None:
-        """Add the torso's motion from cycle ``a`` to cycle ``b`` (``sample``: b's feet) to the step."""
+    def _integrate(self, a: tuple, b: tuple, sample: Callable[[int], FootSample], turn: float) -> None:
+        """Add the torso's motion from cycle ``a`` to cycle ``b`` (``sample``: b's feet; ``turn``:
+        the torso's turn between them, rad) to the step."""
         dt = b[0] - a[0]
         if dt <= 0.0:
             return
@@ -257,7 +276,7 @@ class SpeedFeedback:
         step = self._step
         step[0] += dx
         step[1] += dy
-        step[2] += 0.5 * (a[4] + b[4]) * dt
+        step[2] += turn
         step[3] += dt
 
     def _step_done(self, step: list[float]) -> None:

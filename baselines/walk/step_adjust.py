@@ -46,6 +46,7 @@ from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import clip, quat_matrix
+from upright.baselines.walk.ik_samples import SampledJoints
 from upright.baselines.walk.odometry import FeedbackParams, FootSampler, SpeedFeedback
 from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
 from upright.baselines.walk.swing_leveling import LevelingParams, SwingFootLeveling
@@ -149,6 +150,10 @@ class StepAdjustParams(Params):
     leveling: LevelingParams
     #: Speed feedback from the robot's odometry (ours, :mod:`~upright.baselines.walk.odometry`).
     feedback: FeedbackParams = FeedbackParams()
+    #: Control cycles per leg IK solution while walking; the targets of the cycles between are
+    #: continued linearly from the last two solutions (:mod:`~upright.baselines.walk.ik_samples`).
+    #: 1: every cycle.
+    ik_period: int = 1
 
     def with_configuration(self, name: str) -> "StepAdjustParams":
         """A copy with the stabilisations of the paper's configuration ``name`` (Old/WSA/SFL/New)."""
@@ -250,6 +255,7 @@ class StepAdjustWalk:
         self._tolerance = tolerance_range(p.support_back, p.support_front, p.foot_area)
         #: Joint requests of the last ``delay_cycles + 1`` frames (the oldest is what the servos follow now).
         self._requests: deque[np.ndarray] = deque([self._walk_joints.copy()], maxlen=self.robot.delay_cycles + 1)
+        self._samples = SampledJoints(p.ik_period)
         self.status = "working"
 
     def step(self, sensors: Sensors) -> np.ndarray:
@@ -359,12 +365,17 @@ class StepAdjustWalk:
                                                planned[sw].x - planned[su].x, dt)
         # The support foot pitches about its ankle (gyro balance on the ankle pitch); the leveled
         # swing sole about its centre, so leveling lowers neither its heel nor its toes.
-        if su == "left":
+        samples = self._samples
+        if not samples.due():  # a cycle between two IK solutions (ik_period): the joints continued
+            joints = samples.continued()
+        elif su == "left":
             joints = self._joints_for(planned["left"], planned["right"], (0.0, lift), (support_pitch, swing_pitch),
                                       (support_roll, 0.0), (0.0, p.foot_center_x))
+            samples.solved(joints)
         else:
             joints = self._joints_for(planned["left"], planned["right"], (lift, 0.0), (swing_pitch, support_pitch),
                                       (0.0, support_roll), (p.foot_center_x, 0.0))
+            samples.solved(joints)
         self._requests.append(joints)
         self._log = (com_x, planned[sw].x, planned[su].x, swing_pitch, ratio)
         return joints.copy() if self._all_actuated else joints[self._actuated]
