@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from upright.envs.conditions import Conditions, get_conditions
+from upright.eval.machine import machine, machine_line
 from upright.eval.runner import EvalRun
 from upright.eval.tables import Column, Table, jsonable, mean_min_max, print_tables, rate, vector, wilson_interval
 
@@ -165,11 +166,13 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 def write_results(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
-    """Write ``out/results.json`` and ``out/results.md``; returns both paths."""
+    """Write ``out/results.json`` (with the machine it ran on) and ``out/results.md``; returns both
+    paths."""
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "results.json", out / "results.md"
-    json_path.write_text(json.dumps(result, indent=2) + "\n")
-    md_path.write_text(markdown_table(result))
+    host = machine()
+    json_path.write_text(json.dumps({**result, "machine": host}, indent=2) + "\n")
+    md_path.write_text(markdown_table(result) + "\n" + machine_line(host) + "\n")
     return json_path, md_path
 
 

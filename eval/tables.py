@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from upright.eval.machine import machine, machine_line
+
 #: The text of a missing value.
 MISSING = "—"
 #: Two-sided 95 % quantile of the standard normal distribution.
@@ -179,14 +181,18 @@ def jsonable(value: Any) -> Any:
 
 def write_tables(tables: Sequence[Table], out: Path, name: str, *, command: str | None = None,
                  data: Any = None, docs: Path | None = None) -> list[Path]:
-    """Write ``out/results.json`` (``name``, ``command``, the tables with raw rows, ``data``) and
-    ``out/results.md`` (a ``# name`` page with the command and the tables); with ``docs`` (a
-    folder, e.g. ``docs/results``) also ``docs/<name>.md``, the same page. Returns the paths."""
+    """Write ``out/results.json`` (``name``, ``command``, the machine, the tables with raw rows,
+    ``data``) and ``out/results.md`` (a ``# name`` page with the command, the machine and the
+    tables); with ``docs`` (a folder, e.g. ``docs/results``) also ``docs/<name>.md``, the same page.
+    Returns the paths."""
     out.mkdir(parents=True, exist_ok=True)
-    result = {"name": name, "command": command, "tables": [t.to_json() for t in tables], "data": jsonable(data)}
+    host = machine()
+    result = {"name": name, "command": command, "machine": host, "tables": [t.to_json() for t in tables],
+              "data": jsonable(data)}
     page = [f"# {name}", ""]
     if command:
         page += ["Produced by", "", "```", command, "```", ""]
+    page += [machine_line(host), ""]
     page += [t.markdown() for t in tables]
     paths = [out / "results.json", out / "results.md"]
     paths[0].write_text(json.dumps(result, indent=2) + "\n")

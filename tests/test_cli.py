@@ -54,4 +54,5 @@ def test_bench_measures_all_models():
         (env_id, preset) for env_id in ENVIRONMENTS for preset in ("lab", "turf")]
     assert all(r.env_steps_per_s > 0 and r.ratio_reference > 0 for r in rows)
     assert all(r.ratio_raw > 0 and r.ratio_lab > 0 for r in rows[1:])
-    assert "/ raw" in format_bench(rows)
+    table = format_bench(rows)
+    assert "/ raw" in table and table.splitlines()[-1].startswith("Machine: ")

@@ -34,6 +34,7 @@ import pytest
 
 import upright  # noqa: F401  (registers the ids)
 from upright.envs.conditions import Conditions, Impulse
+from upright.eval.machine import cpu_model
 
 FIXTURE = Path(__file__).parent / "data" / "env_reference.json"
 #: Control steps recorded per case (episodes restart with the next seed when they end).
@@ -129,16 +130,6 @@ def record(case: str) -> dict[str, list]:
             digests.append(digest(observation, info))
     env.close()
     return {"digests": digests, "rewards": rewards}
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`)."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def platform_key() -> dict[str, Any]:

@@ -288,6 +288,11 @@ def test_write_tables_writes_json_markdown_and_the_docs_page(tmp_path):
     result = json.loads(paths[0].read_text())
     assert result["name"] == "demo" and result["data"] == {"a": [1, 2]} and result["tables"][0]["rows"] == [{"x": 1}]
     assert "upright experiment demo" in paths[1].read_text() and paths[1].read_text() == paths[2].read_text()
+    # the machine it ran on (timing ratios and the physics' last bits depend on the CPU)
+    from upright.eval.machine import cpu_model, machine_line
+
+    assert result["machine"]["cpu"] == cpu_model() and result["machine"]["cores"] >= 1
+    assert machine_line(result["machine"]) in paths[1].read_text().splitlines()
 
 
 def test_eval_passes_params_to_the_controller(tmp_path):

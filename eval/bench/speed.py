@@ -26,6 +26,7 @@ import numpy as np
 
 from upright.envs.conditions import PRESETS
 from upright.envs.registration import ENVIRONMENTS, register_envs
+from upright.eval.machine import machine_line
 
 #: The reference environment, stepped through its own ``env.step``.
 REFERENCE = "HumanoidStandup-v5"
@@ -142,6 +143,7 @@ def format_bench(rows: list[BenchRow]) -> str:
         f"same model from the same start; ref = {REFERENCE} env.step, same run. Targets: / raw >= 0.85 in lab, "
         "/ lab >= 0.7, / ref >= 1.0."
     )
+    lines.append(machine_line())
     return "\n".join(lines)
 
 
