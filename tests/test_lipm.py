@@ -164,16 +164,23 @@ def test_swing_foot_is_put_down_the_landing_offset_from_its_planned_point():
 
 
 def test_prediction_crosses_into_the_next_phase():
-    """Equation 21: predicting past te gives the next phase's pendulum in its own frame."""
+    """Equation 21: predicting past te gives the next phase's pendulum in its own frame; the
+    player that predicts stays as it was (the prediction shares its state without changing it)."""
+    import copy
+
     player = PendulumPlayer(NAO_PLAYER)
     player.start(1, NAO_PLAYER.ref_x)
     player.advance(0.4)
+    before = copy.deepcopy(player.__dict__)
     remaining = player.phase.te - player.t
     ahead = player.advanced(remaining + 0.02)
     assert ahead.phase_count == player.phase_count + 1
+    assert player.__dict__ == before
     support, r, x0, v0, tb = player.next
     expected, _ = pendulum.propagate(x0, v0, player.k, tb + 0.02)
     assert ahead.expected()[0] == pytest.approx(r + expected, abs=1e-9)
+    ahead.advance(1.0)  # several more switches of the prediction leave the player alone too
+    assert player.__dict__ == before
 
 
 def test_observer_follows_a_constant_offset():

@@ -249,12 +249,11 @@ class PendulumPlayer:
 
     def advanced(self, dt: float) -> "PendulumPlayer":
         """A copy moved on by ``dt`` (s): the prediction over the actuation delay (equation 21)."""
-        other = PendulumPlayer.__new__(PendulumPlayer)  # the parameters are shared, the state is copied
+        other = PendulumPlayer.__new__(PendulumPlayer)
+        # The parameters and the state are shared: advancing rebinds the copy's phase, next phase,
+        # speed and time and changes only the new phase's lists in place (a switch builds the new
+        # phase from copies of the planned next one), so this player stays as it was.
         other.__dict__.update(self.__dict__)
-        other.phase = self.phase.copy()
-        if self.next is not None:
-            support, r, x0, v0, tb = self.next
-            other.next = (support, r[:], x0[:], v0[:], tb)
         other.advance(dt)
         return other
 
