@@ -21,8 +21,9 @@ import numpy as np
 
 
 class SampledJoints:
-    """Joint targets (rad, an array of any fixed order and length, or one joint's float) solved every ``period`` control cycles and
-    continued linearly in the cycles between (see the module docstring).
+    """Joint targets (rad, an array of any fixed order and length, or one joint's float) solved
+    every ``period`` control cycles and continued linearly in the cycles between (see the module
+    docstring).
 
     Every control cycle calls :meth:`due`; when it answers True the walk solves and hands the
     joints to :meth:`solved`, else it takes :meth:`continued`. Until two solutions exist every
@@ -60,8 +61,8 @@ class SampledJoints:
         self._last, self._age = joints.copy() if isinstance(joints, np.ndarray) else joints, 0
 
     def continued(self) -> np.ndarray | float:
-        """This cycle's joints (a new array, or a float for a single joint): the last solution plus the change per cycle times the
-        cycles since it."""
+        """This cycle's joints (a new array, or a float for a single joint): the last solution plus
+        the change per cycle times the cycles since it."""
         return self._last + self._age * self._rate
 
 

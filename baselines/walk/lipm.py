@@ -119,8 +119,9 @@ class LipmWalk:
         self.robot = get_robot(robot) if isinstance(robot, str) else robot
         self.params = params or LipmParams.load(self.robot.name)
         self.kin = Kinematics(self.robot)
-        #: NAO's shared hip yaw-pitch angle, solved every ``hip_period`` cycles.
+        #: NAO's shared hip yaw-pitch angle, solved every ``hip_period`` cycles while walking.
         self._hip = SampledJoints(self.params.hip_period)
+        self._sample_hip = self.kin.shared_hip and self.params.hip_period > 1
         d = self.kin.data
         #: Views of the private model's sole sites (left, right) and CoM, current after ``kin.fk``
         #: (indexing MjData's arrays anew costs ~0.3 µs a read).
@@ -277,14 +278,13 @@ class LipmWalk:
             goals.append(((t00 * a + t10 * d + t20 * g, t00 * b + t10 * cz, t00 * c + t10 * f + t20 * cy),
                           (t01 * a + t11 * d + t21 * g, t01 * b + t11 * cz, t01 * c + t11 * f + t21 * cy),
                           (t02 * a + t12 * d + t22 * g, t02 * b + t12 * cz, t02 * c + t12 * f + t22 * cy)))
-        hip = self._hip
-        if hip.period == 1 or not kin.shared_hip or not self._walking:
-            angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True)  # Wolfgang: < 0.5 µm without the polish
-        elif hip.due():
-            angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True)
+        # hip_period: between two solutions of NAO's shared hip the legs are solved for its continued angle
+        sampled, hip = self._walking and self._sample_hip, self._hip
+        first = hip.continued() if sampled and not hip.due() else None
+        angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True,  # Wolfgang: < 0.5 µm without the polish
+                                       shared_first=first)
+        if sampled and first is None:
             hip.solved(angles[0])
-        else:  # the legs solved for the continued shared hip angle (hip_period)
-            angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True, shared_first=hip.continued())
         self._joints[kin.legs_joint_index] = angles
         return self._joints.copy() if self._all_actuated else self._joints[self._actuated]
 

@@ -368,13 +368,13 @@ class StepAdjustWalk:
         samples = self._samples
         if not samples.due():  # a cycle between two IK solutions (ik_period): the joints continued
             joints = samples.continued()
-        elif su == "left":
-            joints = self._joints_for(planned["left"], planned["right"], (0.0, lift), (support_pitch, swing_pitch),
-                                      (support_roll, 0.0), (0.0, p.foot_center_x))
-            samples.solved(joints)
         else:
-            joints = self._joints_for(planned["left"], planned["right"], (lift, 0.0), (swing_pitch, support_pitch),
-                                      (0.0, support_roll), (p.foot_center_x, 0.0))
+            if su == "left":
+                joints = self._joints_for(planned["left"], planned["right"], (0.0, lift), (support_pitch, swing_pitch),
+                                          (support_roll, 0.0), (0.0, p.foot_center_x))
+            else:
+                joints = self._joints_for(planned["left"], planned["right"], (lift, 0.0), (swing_pitch, support_pitch),
+                                          (0.0, support_roll), (p.foot_center_x, 0.0))
             samples.solved(joints)
         self._requests.append(joints)
         self._log = (com_x, planned[sw].x, planned[su].x, swing_pitch, ratio)
