@@ -218,6 +218,16 @@ class UprightEnv(gym.Env):
             self.prior.reset(sensors, np.random.default_rng(self.np_random.integers(2**32)))
             self._prior_targets = np.asarray(self.prior.step(sensors), dtype=float)
 
+    def restart_prior(self, sensors: Sensors) -> np.ndarray:
+        """Starts the prior afresh from ``sensors`` of a robot put back mid-episode (the obstacle
+        course's restart after a fall, :meth:`Simulation.place`) and returns the observation of them,
+        with the prior's new targets. ValueError without a prior."""
+        if self.prior is None:
+            raise ValueError("restart_prior needs an environment with a prior")
+        self._start_prior(sensors)
+        self._sensors = sensors
+        return self._observe(sensors)
+
     def _advance(self, action: np.ndarray) -> tuple[Sensors, np.ndarray]:
         """Command ``action`` for one control period: the sensors after it and the clipped action
         (float64, in [-1, 1])."""

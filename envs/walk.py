@@ -200,6 +200,19 @@ class WalkEnv(UprightEnv):
         correction = (0.0, 0.0, 0.0) if feedback is None else feedback.correction
         return np.array([*self.command, *measured, *correction])
 
+    def set_command(self, command: np.ndarray) -> None:
+        """Changes the command mid-episode (vx m/s, vy m/s, yaw rate rad/s; a steering layer such as
+        the obstacle course's): the observation's command block and, with a prior, the command the
+        prior walks from its next cycle on, and the tracking rewards; the episode's tracking
+        metrics keep comparing with its first command. The next reset starts from the episode's
+        command again (``command``, or a new draw)."""
+        command = np.asarray(command, dtype=float)
+        if command.shape != (3,) or not np.all(np.isfinite(command)):
+            raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
+        self.command = command.copy()
+        if self.prior is not None and hasattr(self.prior, "set_command"):
+            self.prior.set_command(command.copy())
+
     def _heading_velocity(self, quat: np.ndarray) -> np.ndarray:
         """The torso's (vx m/s, vy m/s, yaw rate rad/s) in the heading frame of its orientation
         ``quat`` (w, x, y, z)."""
@@ -213,6 +226,8 @@ class WalkEnv(UprightEnv):
         episode_seed = int(self.np_random.integers(2**31)) if seed is None else seed
         if self._fixed_command is None:
             self.command = self.np_random.uniform(self.command_ranges[:, 0], self.command_ranges[:, 1])
+        else:
+            self.command = self._fixed_command.copy()
         sensors = self.sim.reset(self.robot.standing_pose, seed=episode_seed)
         self._sensors = sensors
         self._tracker = WalkTracker.for_period(self.command.copy(), self.robot.control_period)

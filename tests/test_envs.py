@@ -443,3 +443,31 @@ def test_walk_tracking_errors_on_window_means():
     assert m["linear_tracking_error"] == pytest.approx(0.2 / 3) and m["yaw_tracking_error"] == pytest.approx(0.0)
     with pytest.raises(ValueError, match="window must be at least one step"):
         WalkTracker(np.zeros(3), window=0)
+
+
+def test_set_command_steers_the_prior_and_the_next_reset_restores_the_command():
+    """A steering layer's command reaches the observation and the prior's walk (which then walks
+    sideways); the tracking metrics keep the first command and the next reset starts from it."""
+    env = gym.make("upright/NaoWalk-v0", command=(0.0, 0.0, 0.0), prior="step_adjust", max_episode_seconds=4.0)
+    base = env.unwrapped
+    zero = np.zeros(env.action_space.shape, dtype=np.float32)
+    obs, _ = env.reset(seed=0)
+    command_block = slice(-base.sim.model.nu - 3, -base.sim.model.nu)
+    np.testing.assert_array_equal(obs[command_block], [0.0, 0.0, 0.0])
+    base.set_command(np.array([0.0, 0.1, 0.0]))
+    terminated = truncated = False
+    while not (terminated or truncated):
+        obs, _, terminated, truncated, info = env.step(zero)
+    assert truncated  # 4 s without a fall
+    np.testing.assert_allclose(obs[command_block], [0.0, 0.1, 0.0])
+    assert base.sim.torso_pose()[0][1] > 0.05  # the prior walked left (m)
+    assert info["episode_metrics"]["command"] == pytest.approx([0.0, 0.0, 0.0])
+    obs, info = env.reset(seed=0)
+    np.testing.assert_array_equal(obs[command_block], [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(info["command"], [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="command must be three finite numbers"):
+        base.set_command(np.array([0.1, np.nan, 0.0]))
+    restarted = base.restart_prior(base.sim.sensors())
+    assert restarted.shape == env.observation_space.shape
+    with pytest.raises(ValueError, match="restart_prior needs an environment with a prior"):
+        gym.make("upright/NaoWalk-v0").unwrapped.restart_prior(base.sim.sensors())

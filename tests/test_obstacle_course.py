@@ -9,7 +9,7 @@ import pytest
 
 from upright.envs.terrain import OBSTACLE_COURSE
 from upright.eval.experiments import run_experiment
-from upright.eval.experiments.obstacle_course import BEYOND, against_old, falls_rows
+from upright.eval.experiments.obstacle_course import BEYOND, against, falls_rows
 
 
 def _run(configuration: str, seed: int, obstacles: list[str]) -> dict:
@@ -31,15 +31,20 @@ def test_falls_rows_count_per_obstacle_and_column():
     assert BEYOND not in rows  # nobody fell beyond the course
 
 
-def test_comparison_pairs_the_same_robots_against_old():
-    (row,) = against_old(RUNS, COLUMNS)
+def test_comparison_pairs_the_same_robots_against_a_reference():
+    (row,) = against(RUNS, COLUMNS)
     assert row["column"] == "New 250 mm/s"
     assert row["falls_per_run"] == pytest.approx([1 / 3, 1.0])
     assert row["change"] == pytest.approx(-2 / 3)
     assert 0.0 < row["p"] <= 1.0
     assert row["directions"] == [[1, 0], [3, 0]] and row["robots"] == 3
     ties = [_run("Old", 0, ["3 mm edge"]), _run("New", 0, ["first 6 mm edge"])]
-    assert against_old(ties, COLUMNS)[0]["p"] is None  # every pair ties: no test
+    assert against(ties, COLUMNS)[0]["p"] is None  # every pair ties: no test
+    residual = [*RUNS, _run("nao-walk-residual-step_adjust", 0, []), _run("nao-walk-residual-step_adjust", 1, []),
+                _run("nao-walk-residual-step_adjust", 2, ["3 mm edge"])]
+    (row,) = against(residual, [("New", 0.25), ("nao-walk-residual-step_adjust", 0.25)], reference="New")
+    assert row["column"] == "nao-walk-residual-step_adjust 250 mm/s"
+    assert row["falls_per_run"] == pytest.approx([1 / 3, 1 / 3]) and row["change"] == pytest.approx(0.0)
 
 
 def test_a_real_run_crosses_the_course_and_merges(tmp_path):
@@ -68,3 +73,19 @@ def test_bad_arguments_are_refused_by_name(tmp_path):
         run_experiment("obstacle-course", tmp_path, progress=False, settings={"only": "Fast@0.25"})
     with pytest.raises(ValueError, match="episodes"):
         run_experiment("obstacle-course", tmp_path, episodes=0, progress=False, settings={"only": "New@0.25"})
+
+
+def test_the_shipped_residual_walks_the_course_against_new(tmp_path):
+    """The shipped walk residual is a column of its own: its prior in New steered along the centre
+    line by the course, the same robot as New's, compared with New in a table of its own."""
+    run_experiment("obstacle-course", tmp_path, episodes=1, progress=False,
+                   settings={"tables": 1, "only": ("New@0.25", "nao-walk-residual-step_adjust@0.25")})
+    saved = json.loads((tmp_path / "results.json").read_text())
+    runs = {r["configuration"]: r for r in saved["data"]["runs"]}
+    assert set(runs) == {"New", "nao-walk-residual-step_adjust"} and runs["New"]["seed"] == runs[
+        "nao-walk-residual-step_adjust"]["seed"] == 0
+    residual = runs["nao-walk-residual-step_adjust"]
+    assert residual["reached_end"] and residual["seconds"] > OBSTACLE_COURSE[-1].x_end / 0.25 * 0.5
+    page = (tmp_path / "results.md").read_text()
+    assert "Table 1: against New" in page and "| nao-walk-residual-step_adjust 250 mm/s |" in page
+    assert "Table 1: against Old" not in page  # no Old column ran

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
+import json
 import os
 import signal
 import subprocess
@@ -504,3 +505,24 @@ def test_an_interrupt_during_the_periodic_evaluation_stops_the_training(tmp_path
     result = yaml.safe_load((run_dir / "eval" / "000000001" / "results.json").read_text())
     assert result["interrupted"] is True and result["episodes"] == 0
     assert not (run_dir / "learning_curve.csv").exists()
+
+
+def test_walk_curves_plot_the_fall_rate_against_the_prior(tmp_path):
+    """``metric: fall_rate`` draws a walk's share of episodes with a fall, its Wilson band from the
+    run's evaluation episodes, and the prior's fall rate from ``prior.json``; get-up curves have none."""
+    pytest.importorskip("matplotlib")
+    from upright.training.plots import _prior_rate, plot_curve_comparison
+
+    run = tmp_path / "walk"
+    run.mkdir()
+    (run / "learning_curve.csv").write_text("steps,wall_seconds,success_rate,fall_rate\n100,10,,0.1\n200,20,,0.05\n")
+    (run / "config.yml").write_text("eval_episodes: 40\n")
+    prior = {"episodes": 40, "falls": {"fall_rate": 0.2, "fall_ci95": [0.1, 0.35]}}
+    (run / "prior.json").write_text(json.dumps(prior))
+    assert _prior_rate(prior, "fall_rate") == (0.2, [0.1, 0.35])
+    assert plot_curve_comparison("walk", {"residual": [run / "learning_curve.csv"]}, tmp_path / "w.png",
+                                 metric="fall_rate").stat().st_size > 0
+    with pytest.raises(ValueError, match="no success_rate in this learning curve"):
+        plot_curve_comparison("walk", {"residual": [run / "learning_curve.csv"]}, tmp_path / "x.png")
+    with pytest.raises(ValueError, match="metric must be success_rate, stood_up_rate or fall_rate"):
+        plot_curve_comparison("walk", {}, tmp_path / "y.png", metric="falls")

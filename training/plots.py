@@ -56,9 +56,17 @@ def plot_learning_curve(run_dir: str | Path) -> Path:
     return path
 
 
+def _prior_rate(prior: dict, metric: str) -> tuple[float, list[float]]:
+    """The rate ``metric`` of the prior's aggregated evaluation and its Wilson 95 % interval."""
+    if metric == "fall_rate":
+        return prior["falls"]["fall_rate"], prior["falls"]["fall_ci95"]
+    return prior[metric], prior["success_ci95" if metric == "success_rate" else "stood_up_ci95"]
+
+
 def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[str | Path, float, float]]],
                           path: str | Path, metric: str = "success_rate") -> Path:
-    """Draw the periodic evaluation's rate (``metric``: ``success_rate`` or ``stood_up_rate``) of
+    """Draw the periodic evaluation's rate (``metric``: ``success_rate`` or ``stood_up_rate`` of a
+    get-up, ``fall_rate`` of a walk: the share of episodes with a fall) of
     several runs (``groups``: a label, e.g. ``residual`` or ``scratch``, to the
     ``learning_curve.csv`` files of its seeds) against environment steps and against wall-clock
     minutes into ``path``: one line per run with its Wilson 95 % band, one colour per group. A run
@@ -66,15 +74,15 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[
     curve is drawn shifted by the environment steps and wall-clock seconds the run it started from
     had trained. A ``prior.json`` beside a CSV (the run's
     ``eval/prior/results.json``: the prior alone on the same seeds) is drawn as a dashed line with
-    its interval. The stood-up bands take the episode count from the run's ``config.yml`` beside
-    the CSV (the CSV holds only success's interval)."""
+    its interval. The stood-up and fall bands take the episode count from the run's ``config.yml``
+    beside the CSV (the CSV holds only success's interval)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if metric not in ("success_rate", "stood_up_rate"):
-        raise ValueError(f"metric must be success_rate or stood_up_rate, got {metric!r}")
+    if metric not in ("success_rate", "stood_up_rate", "fall_rate"):
+        raise ValueError(f"metric must be success_rate, stood_up_rate or fall_rate, got {metric!r}")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
     priors_drawn = set()
     for colour, (label, files) in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], groups.items()):
@@ -83,7 +91,7 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[
                 if isinstance(entry, tuple) else (Path(entry), {"steps": 0.0, "wall_seconds": 0.0})
             rows = read_learning_curve(file)
             if not rows or rows[0][metric] is None:
-                raise ValueError(f"{file}: no get-up evaluations in this learning curve")
+                raise ValueError(f"{file}: no {metric} in this learning curve")
             prior_file = file.with_name("prior.json")
             prior = json.loads(prior_file.read_text()) if prior_file.is_file() else None
             new_prior = prior is not None and json.dumps(prior, sort_keys=True) not in priors_drawn
@@ -98,8 +106,8 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[
                 ax.plot(x, y, marker=marker, ms=4, color=colour, label=f"{label} ({file.parent.name})")
                 ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], color=colour, alpha=0.12)
                 if new_prior:
-                    low, high = prior["success_ci95" if metric == "success_rate" else "stood_up_ci95"]
-                    ax.axhline(prior[metric], color="black", ls="--", lw=1,
+                    value, (low, high) = _prior_rate(prior, metric)
+                    ax.axhline(value, color="black", ls="--", lw=1,
                                label=f"prior alone on {file.parent.name}'s seeds ({prior['episodes']} episodes)")
                     ax.axhspan(low, high, color="black", alpha=0.06)
             if new_prior:
@@ -107,7 +115,10 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[
     for ax, x_label in zip(axes[0], ("environment steps", "wall-clock (min, evaluations included)")):
         ax.set_xlabel(x_label)
         ax.set_ylabel("evaluation " + metric.replace("_rate", "").replace("_", " ") + " rate")
-        ax.set_ylim(-0.02, 1.02)
+        if metric == "fall_rate":
+            ax.set_ylim(bottom=0.0)
+        else:
+            ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     legend_rows = (len(labels) + 1) // 2  # the legend below both panels, two columns: the labels are long

@@ -64,7 +64,9 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
         picked = read_selection(run_dir)
         source = run_dir / picked["model"]
         steps = int(picked["steps"])
-        selection = {key: picked[key] for key in ("seed", "episodes", "success_rate", "stood_up_rate")}
+        selection = {key: picked[key] for key in ("seed", "episodes", "success_rate", "stood_up_rate",
+                                                  "fall_rate", "linear_tracking_error", "yaw_tracking_error")
+                     if key in picked}  # the walk's numbers since issue 14's eighth round
         selection["by"] = "upright experiment checkpoint-selection"
     else:
         source = run_dir / ("best_model.zip" if model == "best" else "model.zip")

@@ -2,7 +2,9 @@
 Walk" (section 6, Tables 1 and 2), on the ``obstacles`` terrain (:data:`~upright.envs.terrain.OBSTACLE_COURSE`).
 
 NAO walks along +x across the course with the step_adjust walk in the configurations Old (no
-stabilisation), WSA (step adjustment only), SFL (swing-foot leveling only) and New (both). Each run
+stabilisation), WSA (step adjustment only), SFL (swing-foot leveling only) and New (both), and
+the shipped residual walk (``residuals`` in the YAML: the zoo policy on its prior in New),
+compared with New. Each run
 is one simulated robot: the seed draws its wear, sensor noise, mass and friction (the competition
 preset's robot variations on the course instead of turf, ``obstacle_course.yaml``; run ``i`` uses
 the same robot in every configuration). Like the paper's robots, a robot that falls is counted at
@@ -54,6 +56,7 @@ from upright.eval.settings import split_settings
 from upright.eval.tables import Column, Table, number, text
 from upright.policies.base import Policy
 from upright.policies.builtin import ControllerPolicy
+from upright.policies.run import ZOO_PREFIX, run_env_kwargs, zoo_names
 
 DATA = protocol_data(__name__)
 #: Where a fall past the last obstacle is counted.
@@ -106,7 +109,10 @@ class CourseRun(gym.Wrapper):
     is put back standing at that x on the centre line (its start pose, servos holding the start
     targets; :meth:`~upright.envs.simulation.Simulation.place`), ``info["sensors"]`` are its
     measurements then and ``info["restarted"]`` is True (the returned observation is still the
-    fallen robot's: the course is walked by controllers, which read the sensors). The run ends
+    fallen robot's: the course is walked by controllers, which read the sensors). An environment
+    with a prior (a residual policy's walk) gets the steering too
+    (:meth:`~upright.envs.walk.WalkEnv.set_command`), and after a restart its prior starts afresh
+    and the returned observation is the restarted robot's. The run ends
     (terminated) when the torso passes the end of the course or (truncated) when the time
     budget is spent; ``info["episode_metrics"]`` then holds ``falls`` (count), ``reached_end`` and
     ``seconds`` (s), and ``info["is_success"]`` whether it reached the end.
@@ -129,12 +135,21 @@ class CourseRun(gym.Wrapper):
         error = (error + np.pi) % (2 * np.pi) - np.pi
         return np.array([self._speed, 0.0, float(np.clip(c.steer_gain * error, -c.max_steer, c.max_steer))])
 
+    def _steer(self) -> np.ndarray:
+        """The command of :meth:`_command`, also given to the environment when it has a prior (a
+        residual policy's walk; it follows it from its next cycle)."""
+        command = self._command()
+        base = self.env.unwrapped
+        if base.prior is not None:
+            base.set_command(command)
+        return command
+
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
         observation, info = self.env.reset(**kwargs)
         sim = self.env.unwrapped.sim
         self._start_qpos, self._start_ctrl = sim.data.qpos.copy(), sim.data.ctrl.copy()
         self._elapsed, self._falls = 0.0, 0
-        info["command"] = self._command()
+        info["command"] = self._steer()
         return observation, info
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -156,7 +171,9 @@ class CourseRun(gym.Wrapper):
             qpos[0] = x
             info["sensors"] = base.sim.place(qpos, self._start_ctrl)
             info["restarted"] = True
-        info["command"] = self._command()
+            if base.prior is not None:  # the environment's own walk starts afresh, as a controller would
+                observation = base.restart_prior(info["sensors"])
+        info["command"] = self._steer()
         ended = reached or not self._elapsed < self.budget
         if ended:
             info["episode_metrics"] = {"falls": self._falls, "reached_end": reached, "seconds": self._elapsed}
@@ -208,15 +225,22 @@ def run_column(ctx: ExperimentContext, configuration: str, speed: float, runs: i
     without our speed feedback) and the ``--set params.*`` overrides apply under the configuration's
     switches. One dict per run: configuration, speed, seed, params, falls (the fall log),
     reached_end, seconds."""
-    try:
-        wsa, sfl = CONFIGURATIONS[configuration]
-    except KeyError:
-        raise ValueError(f"unknown configuration {configuration!r}; valid: {', '.join(CONFIGURATIONS)}") from None
+    residuals = DATA.get("residuals", ())
+    if configuration not in CONFIGURATIONS and configuration not in residuals:
+        raise ValueError(f"unknown configuration {configuration!r}; valid: {', '.join([*CONFIGURATIONS, *residuals])}")
+    wsa, sfl = CONFIGURATIONS.get(configuration, CONFIGURATIONS["New"])
     overrides = split_settings(ctx.settings)[1]
     params = {**DATA.get("params", {}), **overrides, "step_adjustment": wsa, "swing_leveling": sfl}
-    policy = CourseWalker(DATA["controller"], params=params,
-                          label=f"{DATA['controller']} {configuration}")
     env_kwargs = {"command": (speed, 0.0, 0.0), "conditions": course_conditions(), "max_episode_seconds": math.inf}
+    policy: Policy | str
+    if configuration in residuals:  # the shipped policy on its prior, in the New configuration
+        policy = f"{ZOO_PREFIX}{configuration}"
+        trained = run_env_kwargs(policy)
+        if trained.get("prior") != DATA["controller"]:
+            raise ValueError(f"{policy} is a residual on {trained.get('prior')!r}, the course walks {DATA['controller']!r}")
+        env_kwargs = {**trained, **env_kwargs, "prior_params": {**(trained.get("prior_params") or {}), **params}}
+    else:
+        policy = CourseWalker(DATA["controller"], params=params, label=f"{DATA['controller']} {configuration}")
     run = ctx.run(env_id(DATA["robot"], "walk"), policy, env_kwargs, runs, observers=[FallsPerObstacle()],
                   wrappers=[CourseRun])
     return [{"configuration": configuration, "speed": speed, "seed": r["seed"], "params": overrides,
@@ -224,9 +248,11 @@ def run_column(ctx: ExperimentContext, configuration: str, speed: float, runs: i
 
 
 def _columns(table: int) -> list[ColumnKey]:
-    """The columns of the paper's table ``table`` (1 or 2): every configuration at every speed."""
-    cells = DATA["tables"][table]
-    return [(c, float(v)) for v in cells["speeds"] for c in cells["configurations"]]
+    """The columns of table ``table`` (1 or 2): every configuration at every speed; a shipped
+    residual's only while it is in the zoo."""
+    cells, shipped = DATA["tables"][table], set(zoo_names())
+    return [(c, float(v)) for v in cells["speeds"] for c in cells["configurations"]
+            if c in CONFIGURATIONS or c in shipped]
 
 
 def _key(col: ColumnKey) -> str:
@@ -264,12 +290,12 @@ def falls_rows(runs: Sequence[dict[str, Any]], columns: Sequence[ColumnKey]) -> 
     return rows
 
 
-def against_old(runs: Sequence[dict[str, Any]], columns: Sequence[ColumnKey]) -> list[dict[str, Any]]:
-    """For every column with an Old column at the same speed: ``falls_per_run`` [this, Old],
-    ``change`` of the falls against Old (None when Old did not fall), the paired Wilcoxon
-    signed-rank ``p`` (scipy, two-sided; None when every pair ties: the runs with the same seed
-    are the same simulated robot), ``directions`` [[front-to-back, sideways] this, Old] and the
-    number of ``robots`` paired."""
+def against(runs: Sequence[dict[str, Any]], columns: Sequence[ColumnKey], reference: str = "Old") -> list[dict[str, Any]]:
+    """For every column (not ``reference``) with a ``reference`` column at the same speed:
+    ``falls_per_run`` [this, reference], ``change`` of the falls against the reference (None when
+    it did not fall), the paired Wilcoxon signed-rank ``p`` (scipy, two-sided; None when every pair
+    ties: the runs with the same seed are the same simulated robot), ``directions``
+    [[front-to-back, sideways] this, reference] and the number of ``robots`` paired."""
     def falls(col: ColumnKey) -> dict[int, int]:
         return {r["seed"]: len(r["falls"]) for r in runs if (r["configuration"], r["speed"]) == col}
 
@@ -280,16 +306,16 @@ def against_old(runs: Sequence[dict[str, Any]], columns: Sequence[ColumnKey]) ->
 
     rows = []
     for col in columns:
-        old = falls(("Old", col[1]))
-        if col[0] == "Old" or not old:
+        base = falls((reference, col[1]))
+        if col[0] == reference or not base:
             continue
         new = falls(col)
-        seeds = sorted(set(old) & set(new))
-        a, b = np.array([new[s] for s in seeds]), np.array([old[s] for s in seeds])
+        seeds = sorted(set(base) & set(new))
+        a, b = np.array([new[s] for s in seeds]), np.array([base[s] for s in seeds])
         rows.append({"column": _heading(col), "falls_per_run": [float(a.mean()), float(b.mean())],
                      "change": float((a.sum() - b.sum()) / b.sum()) if b.sum() else None,
                      "p": float(wilcoxon(a, b).pvalue) if np.any(a != b) else None,
-                     "directions": [directions(col), directions(("Old", col[1]))], "robots": len(seeds)})
+                     "directions": [directions(col), directions((reference, col[1]))], "robots": len(seeds)})
     return rows
 
 
@@ -300,23 +326,22 @@ def _falls_cell(value: Any) -> str:
     return f"{value[0]}/{value[1]}" if isinstance(value, (list, tuple)) else str(value)
 
 
-def _against_old_cell(value: list[float] | None) -> str:
-    return text(None) if value is None else f"{value[0]:.2f} (Old {value[1]:.2f})"
-
-
 def _change_cell(value: float | None) -> str:
     return text(None) if value is None else f"{value:+.0%}"
 
 
-def _directions_cell(value: list[list[int]] | None) -> str:
-    return text(None) if value is None else f"{value[0][0]} / {value[0][1]} (Old {value[1][0]} / {value[1][1]})"
+def comparison_columns(reference: str) -> tuple[Column, ...]:
+    """The columns of an :func:`against` table with ``reference`` named in its cells."""
+    def per_run(value: list[float] | None) -> str:
+        return text(None) if value is None else f"{value[0]:.2f} ({reference} {value[1]:.2f})"
 
+    def directions(value: list[list[int]] | None) -> str:
+        return text(None) if value is None else (f"{value[0][0]} / {value[0][1]} "
+                                                 f"({reference} {value[1][0]} / {value[1][1]})")
 
-COMPARISON_COLUMNS = (
-    Column("against Old (same robots)", "column"), Column("falls per run", "falls_per_run", _against_old_cell),
-    Column("change", "change", _change_cell), Column("paired Wilcoxon p", "p", number(3)),
-    Column("falls front-to-back / sideways", "directions", _directions_cell), Column("robots", "robots"),
-)
+    return (Column(f"against {reference} (same robots)", "column"), Column("falls per run", "falls_per_run", per_run),
+            Column("change", "change", _change_cell), Column("paired Wilcoxon p", "p", number(3)),
+            Column("falls front-to-back / sideways", "directions", directions), Column("robots", "robots"))
 
 
 def course_tables(number_: int, runs: Sequence[dict[str, Any]], columns: Sequence[ColumnKey],
@@ -331,9 +356,11 @@ def course_tables(number_: int, runs: Sequence[dict[str, Any]], columns: Sequenc
     tables = [Table(title, [Column("obstacle", "obstacle"), *(Column(_heading(c), _key(c), _falls_cell)
                                                               for c in columns), Column("sum", "sum", _falls_cell)],
                     falls_rows(runs, columns))]
-    comparison = against_old(runs, columns)
-    if comparison:
-        tables.append(Table(f"Table {number_}: against Old", COMPARISON_COLUMNS, comparison))
+    paper = [c for c in columns if c[0] in CONFIGURATIONS]
+    for reference, compared in (("Old", paper), ("New", [c for c in columns if c[0] not in CONFIGURATIONS])):
+        comparison = against(runs, compared + [c for c in columns if c[0] == reference], reference)
+        if comparison:
+            tables.append(Table(f"Table {number_}: against {reference}", comparison_columns(reference), comparison))
     return tables
 
 
@@ -355,7 +382,7 @@ def _column_key(item: str) -> ColumnKey:
 
 
 @register_experiment("obstacle-course", "falls per obstacle of the step_adjust walk's Old/WSA/SFL/New on NAO "
-                     "(step-adjustment paper, tables 1 and 2)", options={"tables": (1, 2), "only": (), "merge": ()})
+                     "(step-adjustment paper, tables 1 and 2) and of the shipped residual walk against New", options={"tables": (1, 2), "only": (), "merge": ()})
 def obstacle_course(ctx: ExperimentContext) -> list[Table]:
     """The paper's tables: ``--episodes`` robots (default 8) per configuration and speed;
     ``--set tables=1``, ``only=New@0.25,Old@0.25`` (run these columns), ``merge=A/results.json``

@@ -28,6 +28,8 @@ from upright.eval.experiments import ExperimentContext, protocol_data, register_
 from upright.eval.tables import Column, Table, text
 
 DATA = protocol_data(__name__)
+#: The chosen checkpoint's numbers in ``selection.json`` (get-up: rates; walk: falls and tracking).
+SELECTION_NUMBERS = ("success_rate", "stood_up_rate", "fall_rate", "linear_tracking_error", "yaw_tracking_error")
 _CHECKPOINT = re.compile(r"model_(\d+)_steps\.zip")
 
 
@@ -83,10 +85,10 @@ def checkpoint_selection(ctx: ExperimentContext) -> list[Table]:
             scored.append((score(summary_numbers(result)), steps, path, result))
         best = max(scored, key=lambda item: item[0])  # the first of equal scores: the earlier checkpoint
         _, steps, path, result = best
+        numbers = summary_numbers(result)
         write_selection(run_dir, {
             "model": str(path.relative_to(run_dir)), "steps": steps, "seed": selection.seed, "episodes": episodes,
-            "success_rate": result.get("success_rate"), "stood_up_rate": result.get("stood_up_rate"),
-            "candidates": [s for _, s, _, _ in scored]})
+            **{key: numbers[key] for key in SELECTION_NUMBERS}, "candidates": [s for _, s, _, _ in scored]})
         rows = getup_rows if ENVIRONMENTS[env_id].task == "getup" else walk_rows
         rows += [{**comparison_row(r), "run": str(run_dir), "steps": s, "chosen": "←" if s == steps else ""}
                  for _, s, _, r in scored]
