@@ -29,7 +29,7 @@ from upright.policies.run import run_env_id, run_env_kwargs
 from upright.policies.sb3 import ModelPolicy
 from upright.training.config import TrainConfig
 from upright.training.envs import make_train_env
-from upright.training.ship import ship
+from upright.training.ship import SELECTION_NUMBERS, ship
 from upright.training.train import _new_model, init_files, resolve, train
 
 ENV = "upright/WolfgangGetUp-v0"
@@ -394,12 +394,16 @@ def test_checkpoint_selection_picks_by_score_on_selection_seeds_and_ships_it(run
     assert all(r["seed"] == 2_500_000_000 and r["env_kwargs"] == {**SHORT, "prior": "spline"} for r in results.values())
     scores = {s: score(summary_numbers(r)) for s, r in results.items()}
     assert picked["steps"] == max(scores, key=lambda s: (scores[s], -s))  # the earliest of equal scores
+    chosen = summary_numbers(results[picked["steps"]])
+    assert {k: picked[k] for k in SELECTION_NUMBERS} == {k: chosen[k] for k in SELECTION_NUMBERS}
+    assert picked["stood_up_rate"] is not None and picked["fall_rate"] is None  # a get-up: no walk numbers
     zoo = tmp_path / "zoo"
     assert main(["ship", str(run), "--name", "picked", "--model", "selected", "--zoo", str(zoo)]) == 0
     entry = zoo / "picked"
     manifest = yaml.safe_load((entry / "manifest.yml").read_text())
     assert manifest["model"] == "selected" and manifest["model_steps"] == picked["steps"]
     assert manifest["selection"]["seed"] == 2_500_000_000 and manifest["selection"]["episodes"] == 2
+    assert manifest["selection"]["stood_up_rate"] == picked["stood_up_rate"]  # the selection's numbers carried over
     checkpoint = run / "checkpoints" / f"model_{picked['steps']}_steps.zip"
     assert (entry / "model.zip").read_bytes() == checkpoint.read_bytes()
     assert (entry / "vecnormalize.pkl").read_bytes() == (

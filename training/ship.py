@@ -30,6 +30,8 @@ from upright.training.config import load_run_config
 
 #: The file in a run folder that names its selected checkpoint (``upright experiment checkpoint-selection``).
 SELECTION_FILE = "selection.json"
+#: The chosen checkpoint's numbers in ``selection.json`` (get-up: rates; walk: falls and tracking).
+SELECTION_NUMBERS = ("success_rate", "stood_up_rate", "fall_rate", "linear_tracking_error", "yaw_tracking_error")
 #: Largest model file that ships (bytes).
 MAX_MODEL_BYTES = 5 * 1024 * 1024
 MODELS = ("best", "final", "selected")
@@ -64,9 +66,8 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
         picked = read_selection(run_dir)
         source = run_dir / picked["model"]
         steps = int(picked["steps"])
-        selection = {key: picked[key] for key in ("seed", "episodes", "success_rate", "stood_up_rate",
-                                                  "fall_rate", "linear_tracking_error", "yaw_tracking_error")
-                     if key in picked}  # the walk's numbers since issue 14's eighth round
+        selection = {key: picked[key] for key in ("seed", "episodes", *SELECTION_NUMBERS)
+                     if key in picked}  # older selection.json files lack the walk's numbers
         selection["by"] = "upright experiment checkpoint-selection"
     else:
         source = run_dir / ("best_model.zip" if model == "best" else "model.zip")
@@ -163,5 +164,5 @@ def write_evaluation(entry: str | Path, evaluation: dict[str, Any]) -> None:
     (Path(entry) / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
 
 
-__all__ = ["MAX_MODEL_BYTES", "MODELS", "SELECTION_FILE", "read_manifest", "read_selection", "ship", "write_evaluation",
-           "write_selection"]
+__all__ = ["MAX_MODEL_BYTES", "MODELS", "SELECTION_FILE", "SELECTION_NUMBERS", "read_manifest", "read_selection", "ship",
+           "write_evaluation", "write_selection"]

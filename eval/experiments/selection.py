@@ -28,8 +28,6 @@ from upright.eval.experiments import ExperimentContext, protocol_data, register_
 from upright.eval.tables import Column, Table, text
 
 DATA = protocol_data(__name__)
-#: The chosen checkpoint's numbers in ``selection.json`` (get-up: rates; walk: falls and tracking).
-SELECTION_NUMBERS = ("success_rate", "stood_up_rate", "fall_rate", "linear_tracking_error", "yaw_tracking_error")
 _CHECKPOINT = re.compile(r"model_(\d+)_steps\.zip")
 
 
@@ -64,7 +62,7 @@ def checkpoint_selection(ctx: ExperimentContext) -> list[Table]:
     from upright.envs.registration import ENVIRONMENTS
     from upright.policies.run import run_env_id, run_env_kwargs
     from upright.training.callbacks import score, summary_numbers
-    from upright.training.ship import write_selection
+    from upright.training.ship import SELECTION_NUMBERS, write_selection
 
     runs = ctx.option_names("runs")
     if not runs:
