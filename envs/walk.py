@@ -25,6 +25,14 @@ TRACKING_XY_WIDTH = 0.25
 TRACKING_YAW_WIDTH = 0.5
 
 
+def _command_vector(command: Any) -> np.ndarray:
+    """``command`` as a float array (vx m/s, vy m/s, yaw rate rad/s); ValueError naming anything else."""
+    vector = np.asarray(command, dtype=float)
+    if vector.shape != (3,) or not np.all(np.isfinite(vector)):
+        raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {vector!r}")
+    return vector
+
+
 def _yaw(quat: np.ndarray) -> float:
     """Yaw (rad) of the body-to-world quaternion ``(w, x, y, z)``."""
     w, x, y, z = quat.tolist()
@@ -173,9 +181,7 @@ class WalkEnv(UprightEnv):
         #: Seconds of heading-frame velocity the tracking rewards average (0: the step's own).
         self.tracking_window = float(tracking_window)
         if command is not None:
-            command = np.asarray(command, dtype=float)
-            if command.shape != (3,) or not np.all(np.isfinite(command)):
-                raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
+            command = _command_vector(command)
         ranges = np.asarray(command_ranges, dtype=float)
         if ranges.shape != (3, 2) or np.any(ranges[:, 0] > ranges[:, 1]):
             raise ValueError(f"command_ranges must be three (low, high) pairs, got {command_ranges!r}")
@@ -206,9 +212,7 @@ class WalkEnv(UprightEnv):
         prior walks from its next cycle on, and the tracking rewards; the episode's tracking
         metrics keep comparing with its first command. The next reset starts from the episode's
         command again (``command``, or a new draw)."""
-        command = np.asarray(command, dtype=float)
-        if command.shape != (3,) or not np.all(np.isfinite(command)):
-            raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
+        command = _command_vector(command)
         self.command = command.copy()
         if self.prior is not None and hasattr(self.prior, "set_command"):
             self.prior.set_command(command.copy())

@@ -369,12 +369,13 @@ class StepAdjustWalk:
         if not samples.due():  # a cycle between two IK solutions (ik_period): the joints continued
             joints = samples.continued()
         else:
-            if su == "left":
-                joints = self._joints_for(planned["left"], planned["right"], (0.0, lift), (support_pitch, swing_pitch),
-                                          (support_roll, 0.0), (0.0, p.foot_center_x))
-            else:
-                joints = self._joints_for(planned["left"], planned["right"], (lift, 0.0), (swing_pitch, support_pitch),
-                                          (0.0, support_roll), (p.foot_center_x, 0.0))
+            def by_side(support: float, swing: float) -> tuple[float, float]:
+                """(left, right) of a support-foot and a swing-foot value."""
+                return (support, swing) if su == "left" else (swing, support)
+
+            joints = self._joints_for(planned["left"], planned["right"], by_side(0.0, lift),
+                                      by_side(support_pitch, swing_pitch), by_side(support_roll, 0.0),
+                                      by_side(0.0, p.foot_center_x))
             samples.solved(joints)
         self._requests.append(joints)
         self._log = (com_x, planned[sw].x, planned[su].x, swing_pitch, ratio)
