@@ -54,5 +54,7 @@ def test_bench_measures_all_models():
         (env_id, preset) for env_id in ENVIRONMENTS for preset in ("lab", "turf")]
     assert all(r.env_steps_per_s > 0 and r.ratio_reference > 0 for r in rows)
     assert all(r.ratio_raw > 0 and r.ratio_lab > 0 for r in rows[1:])
+    # without servo play the raw loop replays the environment's own physics: the same last state to the bit
+    assert rows[0].exact is None and all(r.exact for r in rows[1:])
     table = format_bench(rows)
     assert "/ raw" in table and table.splitlines()[-1].startswith("Machine: ")

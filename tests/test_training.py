@@ -323,7 +323,15 @@ def test_training_bench_rows():
     rows = [measure("sac", ENV, "spline", 32), measure("ppo", ENV, "spline", 32, hp_overrides=TINY_PPO)]
     assert [r.algo for r in rows] == ["sac", "ppo"] and all(r.train_steps_per_s > 0 < r.env_steps_per_s for r in rows)
     assert rows[1].ratio == rows[1].train_steps_per_s / rows[1].env_steps_per_s
-    assert "train steps/s" in format_training_bench(rows)
+    sac, ppo = rows
+    # SAC's shipped hyperparameters: one gradient step per vector step of TrainConfig.n_envs environments
+    assert sac.steps_per_update == pytest.approx(4, rel=0.1) and sac.update_s > 0
+    # k env steps and one update reach the target ratio exactly at k = needed
+    k = sac.steps_per_update_for_target
+    assert k / sac.env_steps_per_s / (k / sac.env_steps_per_s + sac.update_s) == pytest.approx(0.6)
+    assert ppo.update_s is None and ppo.steps_per_update_for_target is None
+    table = format_training_bench(rows)
+    assert "train steps/s" in table and "update ms" in table
 
 
 @pytest.mark.parametrize("warmup, frozen", [(10**6, True), (0, False)])

@@ -2,13 +2,19 @@
 against raw physics of the same model and against Gymnasium's ``HumanoidStandup-v5``, in one run.
 
 For each environment id and preset the environment is made with ``gym.make`` (the wrappers a user
-gets), reset with seed 0 and stepped with the zero action (no prior); a raw loop of
-``mujoco.mj_step(model, data, nstep=substeps)`` over a copy of the same model and the same start
-state, with the controls the zero action commands, is timed alternately with it. A
-``HumanoidStandup-v5`` ``env.step`` loop with the zero action is timed in the same process. All
-rates are control steps per second of this process's CPU time (``time.process_time``; everything
-timed is single-threaded, so on an idle machine this is wall-clock time, and on a shared one other
-processes' load does not count); the ratios, taken within one run, do not depend on the machine.
+gets) and stepped with the zero action (no prior) from ``reset(seed=0)``, resetting with seeds 1, 2, …
+when an episode ends. Raw physics is the same trajectory without the environment: a first, untimed
+pass records the full MuJoCo state after every reset and the ``ctrl`` and applied forces of every
+control period; the timed raw loop sets those and calls ``mujoco.mj_step(model, data,
+nstep=substeps)`` once per period on a copy of the model. Where the environment itself runs one
+batched ``mj_step(nstep)`` per period (every preset without servo play) the replay computes exactly
+the environment's physics, and the row says so (``exact``: the last states agree to the bit); under
+servo play the environment sets ``ctrl`` every physics step and the replay, holding the period's last
+``ctrl``, is the raw physics of a nearby trajectory. A ``HumanoidStandup-v5`` ``env.step`` loop with
+the zero action is timed in the same process. All rates are control steps per second of this process's CPU time
+(``time.process_time``; everything timed is single-threaded, so on an idle machine this is
+wall-clock time, and on a shared one other processes' load does not count); the ratios, taken within
+one run, do not depend on the machine.
 
 Targets (the training-speed issue): environment ≥ 0.85 of raw physics in ``lab``, every preset
 ≥ 0.7 of ``lab``, environment ≥ 1.0 of ``HumanoidStandup-v5`` (steps per second).
@@ -39,7 +45,9 @@ class BenchRow:
     ``env_steps_per_s``: ``env.step`` calls per second; ``raw_steps_per_s``: control periods of
     raw ``mj_step`` physics per second (None for the reference); ``control_period`` in s;
     ``ratio_raw`` = env / raw, ``ratio_lab`` = env / the same environment in ``lab``,
-    ``ratio_reference`` = env / ``HumanoidStandup-v5`` ``env.step`` (steps per second).
+    ``ratio_reference`` = env / ``HumanoidStandup-v5`` ``env.step`` (steps per second);
+    ``exact``: whether the raw replay ended in the environment's last state to the bit (None for
+    the reference).
     """
 
     env_id: str
@@ -50,54 +58,95 @@ class BenchRow:
     ratio_raw: float | None
     ratio_lab: float | None
     ratio_reference: float
+    exact: bool | None
 
 
-def _env_rate(env: gym.Env, action: np.ndarray, steps: int) -> float:
-    """``env.step`` calls per second over ``steps`` steps (resetting with the next seed at an episode's end)."""
+@dataclass
+class Trajectory:
+    """What the physics of an environment run needs, recorded per control period: the full MuJoCo
+    state (``mjSTATE_INTEGRATION``) at the start and after every reset (``starts``: period index →
+    state), and the ``ctrl`` and ``xfrc_applied`` each period was stepped with."""
+
+    starts: dict[int, np.ndarray]
+    ctrl: list[np.ndarray]
+    xfrc: list[np.ndarray]
+    last_state: np.ndarray
+
+
+_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+def _state(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
+    state = np.empty(mujoco.mj_stateSize(model, _STATE))
+    mujoco.mj_getState(model, data, state, _STATE)
+    return state
+
+
+def _run_env(env: gym.Env, action: np.ndarray, steps: int, record: bool = False) -> tuple[float, Trajectory | None]:
+    """``env.step`` calls per second over ``steps`` steps from ``reset(seed=0)`` (resetting with
+    seeds 1, 2, … at an episode's end), and with ``record`` the trajectory (then untimed)."""
+    env.reset(seed=0)
+    trajectory = None
+    if record:
+        model, data = env.unwrapped.sim.model, env.unwrapped.sim.data
+        trajectory = Trajectory({0: _state(model, data)}, [], [], np.empty(0))
     seed = 1
     start = time.process_time()
-    for _ in range(steps):
+    for i in range(steps):
         _, _, terminated, truncated, _ = env.step(action)
+        if trajectory is not None:
+            trajectory.ctrl.append(data.ctrl.copy())
+            trajectory.xfrc.append(data.xfrc_applied.copy())
         if terminated or truncated:
             env.reset(seed=seed)
             seed += 1
-    return steps / (time.process_time() - start)
+            if trajectory is not None:
+                trajectory.starts[i + 1] = _state(model, data)
+    rate = steps / (time.process_time() - start)
+    if trajectory is not None:
+        trajectory.last_state = _state(model, data)
+    return rate, trajectory
 
 
-def _raw_rate(model: mujoco.MjModel, data: mujoco.MjData, substeps: int, steps: int) -> float:
-    """Control periods per second of ``mj_step(nstep=substeps)`` from ``data``'s state."""
+def _raw_rate(model: mujoco.MjModel, data: mujoco.MjData, substeps: int, trajectory: Trajectory) -> tuple[float, np.ndarray]:
+    """Control periods per second of ``mj_step(nstep=substeps)`` replaying ``trajectory``, and the
+    last state."""
+    starts, ctrls, xfrcs = trajectory.starts, trajectory.ctrl, trajectory.xfrc
     start = time.process_time()
-    for _ in range(steps):
+    for i, (ctrl, xfrc) in enumerate(zip(ctrls, xfrcs)):
+        if i in starts:
+            mujoco.mj_setState(model, data, starts[i], _STATE)
+        data.ctrl[:] = ctrl
+        data.xfrc_applied[:] = xfrc
         mujoco.mj_step(model, data, nstep=substeps)
-    return steps / (time.process_time() - start)
+    rate = len(ctrls) / (time.process_time() - start)
+    return rate, _state(model, data)
 
 
 def reference_rate(steps: int) -> tuple[float, float]:
     """``HumanoidStandup-v5`` ``env.step`` calls per second with the zero action, and its step (s)."""
     env = gym.make(REFERENCE)
-    env.reset(seed=0)
     action = np.zeros(env.action_space.shape, dtype=env.action_space.dtype)
-    _env_rate(env, action, min(100, steps))  # warm-up
-    rate = _env_rate(env, action, steps)
+    _run_env(env, action, min(100, steps))  # warm-up
+    rate, _ = _run_env(env, action, steps)
     dt = float(env.unwrapped.dt)
     env.close()
     return rate, dt
 
 
-def measure(env_id: str, conditions: str, steps: int) -> tuple[float, float, float]:
-    """(env steps/s, raw control periods/s, control period in s) of one environment and preset."""
+def measure(env_id: str, conditions: str, steps: int) -> tuple[float, float, float, bool]:
+    """(env steps/s, raw control periods/s of the same trajectory, control period in s, whether
+    the replay reproduced the environment's last state to the bit) of one environment and preset."""
     env = gym.make(env_id, conditions=conditions)
-    env.reset(seed=0)
-    sim = env.unwrapped.sim
     action = np.zeros(env.action_space.shape, dtype=np.float32)
-    model, data = copy.copy(sim.model), copy.copy(sim.data)
-    data.ctrl[:] = env.unwrapped.targets_from_action(action)
-    _env_rate(env, action, min(50, steps))  # warm-up
-    env_rate = _env_rate(env, action, steps)
-    raw_rate = _raw_rate(model, data, sim.n_substeps, steps)
+    _, trajectory = _run_env(env, action, steps, record=True)  # also the warm-up
+    env_rate, _ = _run_env(env, action, steps)
+    sim = env.unwrapped.sim
+    raw_rate, last_state = _raw_rate(copy.copy(sim.model), copy.copy(sim.data), sim.n_substeps, trajectory)
+    exact = bool(np.array_equal(last_state, trajectory.last_state))
     period = sim.robot.control_period
     env.close()
-    return env_rate, raw_rate, period
+    return env_rate, raw_rate, period, exact
 
 
 def run_bench(steps: int = 400, env_ids: tuple[str, ...] | None = None,
@@ -111,15 +160,15 @@ def run_bench(steps: int = 400, env_ids: tuple[str, ...] | None = None,
     if "lab" in presets:
         presets = ("lab", *(p for p in presets if p != "lab"))
     ref_rate, ref_dt = reference_rate(steps)
-    rows = [BenchRow(REFERENCE, "-", ref_dt, ref_rate, None, None, None, 1.0)]
+    rows = [BenchRow(REFERENCE, "-", ref_dt, ref_rate, None, None, None, 1.0, None)]
     for env_id in env_ids:
         lab_rate = None
         for preset in presets:
-            env_rate, raw_rate, period = measure(env_id, preset, steps)
+            env_rate, raw_rate, period, exact = measure(env_id, preset, steps)
             if preset == "lab":
                 lab_rate = env_rate
             rows.append(BenchRow(env_id, preset, period, env_rate, raw_rate, env_rate / raw_rate,
-                                 env_rate / lab_rate if lab_rate else None, env_rate / ref_rate))
+                                 env_rate / lab_rate if lab_rate else None, env_rate / ref_rate, exact))
     return rows
 
 
@@ -130,17 +179,19 @@ def format_bench(rows: list[BenchRow]) -> str:
 
     lines = [
         f"{'environment':<26} {'conditions':<12} {'step (ms)':>9} {'env steps/s':>11} {'raw steps/s':>11} "
-        f"{'/ raw':>8} {'/ lab':>8} {'/ ref':>8}",
+        f"{'/ raw':>8} {'/ lab':>8} {'/ ref':>8} {'replay':>7}",
     ]
     for r in rows:
         raw = f"{r.raw_steps_per_s:>11.0f}" if r.raw_steps_per_s is not None else f"{'-':>11}"
         lines.append(
             f"{r.env_id:<26} {r.conditions:<12} {r.control_period * 1e3:>9.1f} {r.env_steps_per_s:>11.0f} {raw} "
-            f"{ratio(r.ratio_raw)} {ratio(r.ratio_lab)} {ratio(r.ratio_reference)}"
+            f"{ratio(r.ratio_raw)} {ratio(r.ratio_lab)} {ratio(r.ratio_reference)} "
+            f"{'-' if r.exact is None else 'exact' if r.exact else 'nearby':>7}"
         )
     lines.append(
-        "steps/s = control steps (env.step calls) per CPU second of this process; raw = mj_step(nstep=substeps) loop of the "
-        f"same model from the same start; ref = {REFERENCE} env.step, same run. Targets: / raw >= 0.85 in lab, "
+        "steps/s = control steps (env.step calls) per CPU second of this process; raw = mj_step(nstep=substeps) loop "
+        "replaying the environment's trajectory (its starts, ctrl and forces; exact = same last state to the bit, nearby = "
+        f"under servo play, ctrl held per period); ref = {REFERENCE} env.step, same run. Targets: / raw >= 0.85 in lab, "
         "/ lab >= 0.7, / ref >= 1.0."
     )
     lines.append(machine_line())
