@@ -78,3 +78,27 @@ def test_kinematics_bench_times_every_function(tmp_path):
                                           "arm_ik_local_us", "arm_ik_from_stand_us"))
     with pytest.raises(ValueError, match="n must be"):
         run_experiment("kinematics-bench", tmp_path, progress=False, settings={"n": 0, "robots": "nao"})
+
+
+def test_speed_bench_replays_every_episode_of_the_environment_to_the_bit():
+    """The raw loop of `upright bench` is the environment's own physics: on turf (a new field every
+    episode) the zero action falls and resets, and each episode replayed on its own model ends in
+    the environment's state; replayed on the last episode's field they do not."""
+    import copy
+    import dataclasses
+
+    import gymnasium as gym
+
+    from upright.eval.bench.speed import _raw_rate, _run_env
+
+    env = gym.make("upright/NaoWalk-v0", conditions="turf")
+    sim = env.unwrapped.sim
+    _, trajectory = _run_env(env, np.zeros(env.action_space.shape, dtype=np.float32), 150, record=True)
+    last = max(trajectory.starts)
+    assert last > 0 and len(trajectory.ends) == len(trajectory.starts)  # episodes ended and restarted
+    assert not np.array_equal(trajectory.models[0].hfield_data, trajectory.models[last].hfield_data)
+    rate, exact = _raw_rate(copy.copy(sim.data), sim.n_substeps, trajectory)
+    assert rate > 0 and exact
+    one_field = dataclasses.replace(trajectory, models={i: trajectory.models[last] for i in trajectory.models})
+    assert not _raw_rate(copy.copy(sim.data), sim.n_substeps, one_field)[1]
+    env.close()

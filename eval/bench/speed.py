@@ -2,19 +2,20 @@
 against raw physics of the same model and against Gymnasium's ``HumanoidStandup-v5``, in one run.
 
 For each environment id and preset the environment is made with ``gym.make`` (the wrappers a user
-gets) and stepped with the zero action (no prior) from ``reset(seed=0)``, resetting with seeds 1, 2, …
-when an episode ends. Raw physics is the same trajectory without the environment: a first, untimed
-pass records the full MuJoCo state after every reset and the ``ctrl`` and applied forces of every
-control period; the timed raw loop sets those and calls ``mujoco.mj_step(model, data,
-nstep=substeps)`` once per period on a copy of the model. Where the environment itself runs one
-batched ``mj_step(nstep)`` per period (every preset without servo play) the replay computes exactly
-the environment's physics, and the row says so (``exact``: the last states agree to the bit); under
-servo play the environment sets ``ctrl`` every physics step and the replay, holding the period's last
-``ctrl``, is the raw physics of a nearby trajectory. A ``HumanoidStandup-v5`` ``env.step`` loop with
-the zero action is timed in the same process. All rates are control steps per second of this process's CPU time
-(``time.process_time``; everything timed is single-threaded, so on an idle machine this is
-wall-clock time, and on a shared one other processes' load does not count); the ratios, taken within
-one run, do not depend on the machine.
+gets) and stepped with the zero action (no prior) from ``reset(seed=0)``, resetting with seeds 1,
+2, … when an episode ends. Raw physics is the same trajectory without the environment: a first,
+untimed pass records per episode a copy of the model as its reset left it (the conditions draw the
+turf, masses and friction per episode) and the full MuJoCo state it started from, and per control
+period the ``ctrl`` and applied forces; the timed raw loop sets those and calls
+``mujoco.mj_step(model, data, nstep=substeps)`` once per period. Where the environment itself runs
+one batched ``mj_step(nstep)`` per period (every preset without servo play) the replay computes
+exactly the environment's physics, and the row says so (``exact``: every episode ends in the
+environment's state to the bit); under servo play the environment sets ``ctrl`` every physics step
+and the replay, holding the period's last ``ctrl``, is the raw physics of a nearby trajectory. A
+``HumanoidStandup-v5`` ``env.step`` loop with the zero action is timed in the same process. All
+rates are control steps per second of this process's CPU time (``time.process_time``; everything
+timed is single-threaded, so on an idle machine this is wall-clock time, and on a shared one other
+processes' load does not count); the ratios, taken within one run, do not depend on the machine.
 
 Targets (the training-speed issue): environment ≥ 0.85 of raw physics in ``lab``, every preset
 ≥ 0.7 of ``lab``, environment ≥ 1.0 of ``HumanoidStandup-v5`` (steps per second).
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gymnasium as gym
 import mujoco
@@ -46,8 +47,8 @@ class BenchRow:
     raw ``mj_step`` physics per second (None for the reference); ``control_period`` in s;
     ``ratio_raw`` = env / raw, ``ratio_lab`` = env / the same environment in ``lab``,
     ``ratio_reference`` = env / ``HumanoidStandup-v5`` ``env.step`` (steps per second);
-    ``exact``: whether the raw replay ended in the environment's last state to the bit (None for
-    the reference).
+    ``exact``: whether the raw replay ended every episode in the environment's state to the bit
+    (None for the reference).
     """
 
     env_id: str
@@ -63,14 +64,22 @@ class BenchRow:
 
 @dataclass
 class Trajectory:
-    """What the physics of an environment run needs, recorded per control period: the full MuJoCo
-    state (``mjSTATE_INTEGRATION``) at the start and after every reset (``starts``: period index →
-    state), and the ``ctrl`` and ``xfrc_applied`` each period was stepped with."""
+    """What the physics of an environment run needs: per episode (keyed by the index of its first
+    control period) a copy of the model as the reset left it (conditions draw the turf, masses and
+    friction per episode) and the full MuJoCo state (``mjSTATE_INTEGRATION``) it started from; per
+    control period the ``ctrl`` and ``xfrc_applied`` it was stepped with; and the state at the end
+    of every episode (the last one included), to check a replay against."""
 
-    starts: dict[int, np.ndarray]
-    ctrl: list[np.ndarray]
-    xfrc: list[np.ndarray]
-    last_state: np.ndarray
+    models: dict[int, mujoco.MjModel] = field(default_factory=dict)
+    starts: dict[int, np.ndarray] = field(default_factory=dict)
+    ctrl: list[np.ndarray] = field(default_factory=list)
+    xfrc: list[np.ndarray] = field(default_factory=list)
+    ends: list[np.ndarray] = field(default_factory=list)
+
+    def begin(self, index: int, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """Record an episode starting at control period ``index`` from ``data`` on ``model``."""
+        self.models[index] = copy.copy(model)
+        self.starts[index] = _state(model, data)
 
 
 _STATE = mujoco.mjtState.mjSTATE_INTEGRATION
@@ -89,7 +98,8 @@ def _run_env(env: gym.Env, action: np.ndarray, steps: int, record: bool = False)
     trajectory = None
     if record:
         model, data = env.unwrapped.sim.model, env.unwrapped.sim.data
-        trajectory = Trajectory({0: _state(model, data)}, [], [], np.empty(0))
+        trajectory = Trajectory()
+        trajectory.begin(0, model, data)
     seed = 1
     start = time.process_time()
     for i in range(steps):
@@ -98,29 +108,39 @@ def _run_env(env: gym.Env, action: np.ndarray, steps: int, record: bool = False)
             trajectory.ctrl.append(data.ctrl.copy())
             trajectory.xfrc.append(data.xfrc_applied.copy())
         if terminated or truncated:
+            if trajectory is not None:
+                trajectory.ends.append(_state(model, data))
             env.reset(seed=seed)
             seed += 1
             if trajectory is not None:
-                trajectory.starts[i + 1] = _state(model, data)
+                trajectory.begin(i + 1, model, data)
     rate = steps / (time.process_time() - start)
     if trajectory is not None:
-        trajectory.last_state = _state(model, data)
+        trajectory.ends.append(_state(model, data))
     return rate, trajectory
 
 
-def _raw_rate(model: mujoco.MjModel, data: mujoco.MjData, substeps: int, trajectory: Trajectory) -> tuple[float, np.ndarray]:
-    """Control periods per second of ``mj_step(nstep=substeps)`` replaying ``trajectory``, and the
-    last state."""
-    starts, ctrls, xfrcs = trajectory.starts, trajectory.ctrl, trajectory.xfrc
+def _raw_rate(data: mujoco.MjData, substeps: int, trajectory: Trajectory) -> tuple[float, bool]:
+    """Control periods per second of ``mj_step(nstep=substeps)`` replaying ``trajectory`` in
+    ``data`` (each episode on its model from its start state), and whether every episode ended in
+    the recorded state to the bit (one ``mj_getState`` per episode is inside the timing)."""
+    models, starts, ctrls, xfrcs = trajectory.models, trajectory.starts, trajectory.ctrl, trajectory.xfrc
+    ends = []
+    model = models[0]
     start = time.process_time()
     for i, (ctrl, xfrc) in enumerate(zip(ctrls, xfrcs)):
         if i in starts:
+            if i:
+                ends.append(_state(model, data))
+            model = models[i]
             mujoco.mj_setState(model, data, starts[i], _STATE)
         data.ctrl[:] = ctrl
         data.xfrc_applied[:] = xfrc
         mujoco.mj_step(model, data, nstep=substeps)
+    ends.append(_state(model, data))
     rate = len(ctrls) / (time.process_time() - start)
-    return rate, _state(model, data)
+    exact = len(ends) == len(trajectory.ends) and all(map(np.array_equal, ends, trajectory.ends))
+    return rate, exact
 
 
 def reference_rate(steps: int) -> tuple[float, float]:
@@ -136,14 +156,13 @@ def reference_rate(steps: int) -> tuple[float, float]:
 
 def measure(env_id: str, conditions: str, steps: int) -> tuple[float, float, float, bool]:
     """(env steps/s, raw control periods/s of the same trajectory, control period in s, whether
-    the replay reproduced the environment's last state to the bit) of one environment and preset."""
+    the replay reproduced every episode's last state to the bit) of one environment and preset."""
     env = gym.make(env_id, conditions=conditions)
     action = np.zeros(env.action_space.shape, dtype=np.float32)
     _, trajectory = _run_env(env, action, steps, record=True)  # also the warm-up
     env_rate, _ = _run_env(env, action, steps)
     sim = env.unwrapped.sim
-    raw_rate, last_state = _raw_rate(copy.copy(sim.model), copy.copy(sim.data), sim.n_substeps, trajectory)
-    exact = bool(np.array_equal(last_state, trajectory.last_state))
+    raw_rate, exact = _raw_rate(copy.copy(sim.data), sim.n_substeps, trajectory)
     period = sim.robot.control_period
     env.close()
     return env_rate, raw_rate, period, exact
@@ -190,7 +209,8 @@ def format_bench(rows: list[BenchRow]) -> str:
         )
     lines.append(
         "steps/s = control steps (env.step calls) per CPU second of this process; raw = mj_step(nstep=substeps) loop "
-        "replaying the environment's trajectory (its starts, ctrl and forces; exact = same last state to the bit, nearby = "
+        "replaying the environment's trajectory (its models, starts, ctrl and forces; exact = every episode ends in the same "
+        "state to the bit, nearby = "
         f"under servo play, ctrl held per period); ref = {REFERENCE} env.step, same run. Targets: / raw >= 0.85 in lab, "
         "/ lab >= 0.7, / ref >= 1.0."
     )
