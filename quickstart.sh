@@ -12,12 +12,14 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 stamp=.venv/.upright-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
-  # The CPU build of torch first, pinned, so that nothing pulls the CUDA packages.
-  .venv/bin/python -m pip install -q torch==2.13.0
-  .venv/bin/python -m pip install -q -e ".[video,test]"
+  # Every version from the lock (constraints.txt, written by .ci/lock), so a new machine gets what
+  # was tested; the CPU build of torch first, so that nothing pulls the CUDA packages.
+  pip=(.venv/bin/python -m pip install -q --no-compile -c constraints.txt)
+  "${pip[@]}" pip
+  "${pip[@]}" torch
+  "${pip[@]}" -e ".[test]"
   echo "$want" > "$stamp"
 fi
 

@@ -1,7 +1,10 @@
 """The step_adjust walk: Algorithm 1 (each clipping case), the CoM prediction, the swing-foot
-leveling's sign, the parameter file, and NAO walking forward in the real simulation."""
+leveling's sign, the parameter file, the walk's step adjustment moving the feet the way the torso
+pitches, and NAO walking forward in the real simulation."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pytest
@@ -150,18 +153,109 @@ def test_nao_walks_forward_for_3_seconds_without_falling():
     observation, info = env.reset(seed=0)
     policy.reset(env, 0)
     start = env.unwrapped.sim.torso_pose()[0].copy()
-    adjusted = 0
     while True:
         observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
-        walk = policy.controller
-        adjusted += walk.log.get("swing_x", 0.0) != 0.0
         if terminated or truncated:
             break
     moved = env.unwrapped.sim.torso_pose()[0] - start
     assert not terminated and info["episode_metrics"]["falls"] == 0
     assert moved[0] > 0.3  # 1 s into the walking posture, then 3 s at up to 0.2 m/s
     assert abs(moved[1]) < 0.15
-    assert adjusted > 0
+
+
+# ------------------------------------------------------------------ step adjustment in the walk
+
+#: The lab walk whose sensors the step adjustment is tested on: forward at 0.2 m/s (m/s, m/s, rad/s).
+LAB_COMMAND = (0.2, 0.0, 0.0)
+
+
+@functools.lru_cache(maxsize=None)
+def _lab_walk(robot: str) -> tuple[list, list[int]]:
+    """The sensors of every control cycle of a 3 s lab walk at :data:`LAB_COMMAND` (1 s into the
+    walking posture, then seven or eight steps), driven by the walk without its stabilisations (the
+    paper's configuration "Old"), and the cycles at which its steps begin."""
+    import gymnasium as gym
+
+    env = gym.make(f"upright/{robot.capitalize()}Walk-v0", command=LAB_COMMAND, conditions="lab",
+                   max_episode_seconds=3.0)
+    _, info = env.reset(seed=0)
+    walk = _configured(robot, "Old")
+    walk.reset(info["sensors"], np.random.default_rng(0))
+    sensors, steps, phase = [], [], 1.0
+    while True:
+        sensors.append(info["sensors"])
+        targets = walk.step(info["sensors"])
+        if walk.log and walk.log["phase"] < phase:  # the phase starts again: a new step
+            steps.append(len(sensors) - 1)
+        phase = walk.log.get("phase", 1.0)
+        _, _, terminated, truncated, info = env.step(env.unwrapped.action_from_targets(targets))
+        if terminated or truncated:
+            return sensors, steps
+
+
+def _configured(robot: str, configuration: str):
+    """The step_adjust walk of ``robot`` in the paper's ``configuration`` at :data:`LAB_COMMAND`."""
+    from upright.baselines import make_controller
+
+    walk = make_controller("step_adjust", robot, "walk",
+                           params=StepAdjustParams.load(robot).with_configuration(configuration))
+    walk.set_command(np.array(LAB_COMMAND))
+    return walk
+
+
+def _pitched(sensors, pitch: float):
+    """``sensors`` with the torso (the IMU) pitched ``pitch`` rad further about its y axis (+:
+    forward): the orientation, its fused angles and the accelerometer's gravity turned with it."""
+    import dataclasses
+
+    import mujoco
+
+    from upright.baselines.common.rotations import rot_y
+    from upright.envs.sensors import fused_angles
+
+    quat = np.empty(4)
+    mujoco.mju_mulQuat(quat, sensors.quat, np.array([np.cos(pitch / 2), 0.0, np.sin(pitch / 2), 0.0]))
+    return dataclasses.replace(sensors, quat=quat, fused=fused_angles(quat), accel=rot_y(pitch).T @ sensors.accel)
+
+
+def _feet_x(robot: str, configuration: str, sensors: list) -> np.ndarray:
+    """(cycles, 2): the x (m, walk frame) of the swing and the support sole that the walk in
+    ``configuration`` commands for these sensors, from the forward kinematics of its joint targets."""
+    from upright.baselines.kinematics import Kinematics
+
+    walk = _configured(robot, configuration)
+    kin = Kinematics(walk.robot)
+    joint_of_actuator = list(walk.robot.joint_actuator_index)
+    c, s = np.cos(walk.params.trunk_pitch), np.sin(walk.params.trunk_pitch)  # the walk frame in the torso frame
+    walk.reset(sensors[0], np.random.default_rng(0))
+    feet = []
+    for cycle in sensors:
+        joints = walk.step(cycle)[joint_of_actuator]
+        soles = [kin.foot_pose(side, joints)[0] for side in (walk._swing, walk._support)]
+        feet.append([c * sole[0] + s * sole[2] for sole in soles])
+    return np.array(feet)
+
+
+@pytest.mark.parametrize("robot", ["nao", "wolfgang"])
+@pytest.mark.parametrize("pitch", [0.2, -0.2], ids=["forward", "backward"])
+def test_step_adjustment_moves_the_swing_foot_the_way_the_torso_pitches(robot, pitch):
+    """Reichenberg & Röfer, section 3: when the CoM leaves the tolerance range the swing foot is
+    moved in its direction, the support foot the other way by half as much. A lab walk's sensors
+    with the torso pitched 0.2 rad forward (backward) from the start of its fifth step to that step's
+    end put the CoM ahead of (behind) the feet. On these same sensors the walk with the step
+    adjustment ("WSA") commands the swing sole further forward (back) than the walk without it
+    ("Old"): at no cycle of the step more than 1 mm the other way, and where it lands (the step's
+    last cycle) at least 3 mm further; the support sole goes the other way, at the landing by half
+    as much (within 1 mm)."""
+    sensors, steps = _lab_walk(robot)
+    first, end = steps[4], steps[5]
+    tilted = sensors[:first] + [_pitched(cycle, pitch) for cycle in sensors[first:end]]
+    moved = (_feet_x(robot, "WSA", tilted) - _feet_x(robot, "Old", tilted))[first:] * np.sign(pitch)
+    swing, support = moved[:, 0], moved[:, 1]
+    assert swing[-1] >= 0.003
+    assert swing.min() >= -0.001
+    assert support.max() <= 0.001
+    assert support[-1] == pytest.approx(-swing[-1] / 2, abs=0.001)
 
 
 def test_coronal_gyro_rolls_the_support_foot_against_the_torso_and_overrun_lowers_the_swing_foot():
