@@ -25,6 +25,7 @@ prior exactly.
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,7 +39,7 @@ from upright.envs.conditions import Conditions
 from upright.envs.render import Camera, RenderingUnavailable
 from upright.envs.robots import get_robot
 from upright.envs.metrics import Posture, StandingReference
-from upright.envs.sensors import Sensors
+from upright.envs.sensors import Sensors, observation_from_sensors
 from upright.envs.simulation import Simulation
 
 RENDER_SIZE = (640, 480)
@@ -95,10 +96,9 @@ class UprightEnv(gym.Env):
     ) -> None:
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"unknown render_mode {render_mode!r}; valid: {', '.join(self.metadata['render_modes'])}")
-        if not max_episode_seconds > 0:
-            raise ValueError(f"max_episode_seconds must be > 0, got {max_episode_seconds!r}")
-        if not residual_scale > 0:
-            raise ValueError(f"residual_scale must be > 0, got {residual_scale!r}")
+        for name, value in (("max_episode_seconds", max_episode_seconds), ("residual_scale", residual_scale)):
+            if not isinstance(value, numbers.Real) or not value > 0:
+                raise ValueError(f"{name} must be a number > 0, got {value!r}")
         self.robot = get_robot(robot)
         self.sim = Simulation(self.robot, conditions)
         self.prior = _resolve_prior(prior, self.robot, self.task, prior_params)
@@ -132,13 +132,8 @@ class UprightEnv(gym.Env):
         return size + (nu if self.prior is not None else 0)
 
     def _observe(self, s: Sensors) -> np.ndarray:
-        w, x, y, z = s.quat.tolist()
-        gravity = [-(2 * (x * z - w * y)), -(2 * (y * z + w * x)), -(1 - 2 * (x * x + y * y))]
-        parts = [s.joint_pos, s.joint_vel, s.joint_target, s.gyro, s.accel, gravity, s.fused[:2], s.fused[3:],
-                 s.foot_pressure, self._extra_observation()]
-        if self.prior is not None:
-            parts.append(self._prior_targets)
-        return np.concatenate(parts).astype(np.float32)
+        return observation_from_sensors(s, self._extra_observation(),
+                                        self._prior_targets if self.prior is not None else None)
 
     def _standing_reference(self) -> StandingReference:
         self.sim.reset(self.robot.standing_pose, seed=0)

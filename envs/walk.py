@@ -27,9 +27,12 @@ TRACKING_YAW_WIDTH = 0.5
 
 def _command_vector(command: Any) -> np.ndarray:
     """``command`` as a float array (vx m/s, vy m/s, yaw rate rad/s); ValueError naming anything else."""
-    vector = np.asarray(command, dtype=float)
-    if vector.shape != (3,) or not np.all(np.isfinite(vector)):
-        raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {vector!r}")
+    try:
+        vector = np.asarray(command, dtype=float)
+    except (TypeError, ValueError):
+        vector = None
+    if vector is None or vector.shape != (3,) or not np.all(np.isfinite(vector)):
+        raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
     return vector
 
 

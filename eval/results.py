@@ -83,7 +83,8 @@ def _by(records: Sequence[Record], key: str, summary: Callable[[Sequence[Record]
 def aggregate(run: EvalRun) -> dict[str, Any]:
     """The content of ``results.json``: the run's settings (``conditions``: a preset's name or the
     fields of a custom ``Conditions`` with its class, read back by :func:`result_conditions`; the
-    same in ``env_kwargs``), its ``task`` (from the records), the overall summary, the summary per
+    same in ``env_kwargs``), its ``task`` (from the records), the episodes that ``failed`` (episode,
+    seed, error), the overall summary, the summary per
     start pose (get-up, ``by_start``) or per command (walk, ``by_command``) and every episode's
     record (``episodes_data``). Get-up keys are None for walk runs; no summary (and ``task`` None)
     without episodes."""
@@ -99,6 +100,7 @@ def aggregate(run: EvalRun) -> dict[str, Any]:
         "episodes": len(records),
         "episodes_requested": run.episodes_requested,
         "interrupted": run.interrupted,
+        "failed": jsonable(run.failed),
         "success_rate": None,
         "success_ci95": None,
         "time_to_stand": stats([]),
@@ -151,6 +153,8 @@ def summary_table(result: dict[str, Any]) -> Table:
 def _title(result: dict[str, Any]) -> str:
     conditions = result["conditions"] if isinstance(result["conditions"], str) else "custom"
     note = " (interrupted)" if result["interrupted"] else ""
+    if result.get("failed"):
+        note += f" ({len(result['failed'])} failed)"
     return (f"{result['env']} · policy {result['policy']} · conditions {conditions} · seed {result['seed']} · "
             f"{result['episodes']}/{result['episodes_requested']} episodes{note}")
 
@@ -172,7 +176,9 @@ def write_results(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
     json_path, md_path = out / "results.json", out / "results.md"
     host = machine()
     json_path.write_text(json.dumps({**result, "machine": host}, indent=2) + "\n")
-    md_path.write_text(markdown_table(result) + "\n" + machine_line(host) + "\n")
+    failed = "".join(f"\nEpisode {f['episode']} (seed {f['seed']}) failed: {f['error']}\n"
+                     for f in result.get("failed", []))
+    md_path.write_text(markdown_table(result) + "\n" + failed + machine_line(host) + "\n")
     return json_path, md_path
 
 

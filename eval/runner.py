@@ -6,6 +6,13 @@ depend on the number of workers or on which worker ran it. Each worker builds th
 the policy once and reuses them for its episodes. Ctrl-C stops the run and keeps the episodes that
 had finished (``EvalRun.interrupted``).
 
+An episode that raises, or whose worker process dies (killed for memory, a crash in native code),
+fails the run: the exception is raised again, or with ``keep_failed=True`` the run goes on and
+returns the finished episodes with the failed ones in ``EvalRun.failed``. A dead worker is not
+replaced: the run starts no further episode, and the other workers finish the ones they run. A
+policy whose ``reset`` raises refuses the environment (another robot, task or prior, parameters it
+does not know): that is the same for every episode, so the run stops and raises it in either case.
+
 Everything that runs episodes (``upright eval``, ``upright video``, ``upright report``, the
 protocols of :mod:`upright.eval.experiments`) goes through :func:`run_episodes`; what a protocol
 measures beyond the environment's ``episode_metrics`` it measures with an :class:`Observer`.
@@ -13,12 +20,17 @@ measures beyond the environment's ``episode_metrics`` it measures with an :class
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import multiprocessing
 import os
 import pickle
 import signal
-from collections.abc import Callable, Mapping, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 import gymnasium as gym
@@ -73,6 +85,19 @@ class EvalRun:
     episodes_requested: int
     records: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
+    #: The episodes that failed (``run_episodes(..., keep_failed=True)``), ordered by episode:
+    #: ``{"episode", "seed", "error"}``, ``error`` the exception's type and message.
+    failed: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Refused(Exception):
+    """The policy's ``reset`` raised ``error``: it refuses the environment (another robot, task or
+    prior, parameters it does not know), the same for every episode, so the run stops and raises
+    ``error`` whatever ``keep_failed`` says."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 class _Episodes:
@@ -94,7 +119,10 @@ class _Episodes:
         the observers' fields."""
         seed = self.seed + index
         observation, info = self.env.reset(seed=seed)
-        self.policy.reset(self.env, seed)
+        try:
+            self.policy.reset(self.env, seed)
+        except Exception as error:
+            raise _Refused(error) from error
         for observer in self.observers:
             observer.on_reset(self.env, self.policy, info)
         total, steps = 0.0, 0
@@ -120,30 +148,151 @@ class _Episodes:
         self.env.close()
 
 
-_worker: _Episodes | None = None
-#: Why this worker process could not set up its episodes (then every task fails with it).
-_worker_error: str | None = None
+class WorkerDied(RuntimeError):
+    """The worker process running an episode ended without its result (killed, out of memory, a
+    crash in native code)."""
+
+    def __init__(self, episode: int, seed: int, exitcode: int | None) -> None:
+        super().__init__(f"the worker process running episode {episode} (seed {seed}) died with exit code "
+                         f"{exitcode} (a negative code is the signal that killed it: -9 also when out of memory)")
 
 
-def _init_worker(setup: bytes) -> None:
-    """Set up a worker process from the pickled ``(env_id, env_kwargs, policy, seed, observers,
-    wrappers)``: Ctrl-C is the parent's business; one BLAS/torch thread each. The arguments arrive
-    pickled and are unpickled here, so that a failure (a policy class the worker cannot import, an
-    environment that does not build) fails the run's tasks instead of killing the process, which
-    the pool would restart for ever."""
-    global _worker, _worker_error
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker process, shown as its cause."""
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.args[0]}"""'
+
+
+#: What running one episode gave: its index, and its record or the exception it failed with.
+_Outcome = tuple[int, dict[str, Any] | None, BaseException | None]
+
+
+def _in_process(local: _Episodes, episodes: int) -> Iterator[_Outcome]:
+    """Episodes ``0 .. episodes - 1`` in this process, one outcome each; a policy that refuses the
+    environment raises its exception."""
+    for index in range(episodes):
+        try:
+            record = local.run(index)
+        except _Refused as refused:
+            raise refused.error from None
+        except Exception as error:  # the episode failed; the caller decides whether the run goes on
+            yield index, None, error
+        else:
+            yield index, record, None
+
+
+def _portable(error: Exception) -> Exception:
+    """``error`` if it survives pickling (to be raised again in the parent as it is), else a
+    RuntimeError with its type and message."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+    return error
+
+
+def _serve(connection: Connection, setup: bytes) -> None:
+    """A worker process: set up from the pickled ``(env_id, env_kwargs, policy, seed, observers,
+    wrappers)``, then run the episode indices that arrive over ``connection`` until None, answering
+    each with ``("done", index, record)``, ``("failed", index, exception, traceback)`` or, when the
+    policy refused the environment, ``("refused", index, exception, traceback)``. Ctrl-C is
+    the parent's business; one BLAS/torch thread each. The arguments arrive pickled and are unpickled
+    here, so that a failure (a policy class the worker cannot import, an environment that does not
+    build) is answered with ``("setup failed", message)`` instead of killing the process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["OMP_NUM_THREADS"] = "1"
     try:
-        _worker = _Episodes(*pickle.loads(setup))
-    except Exception as error:  # reported by every task of this worker
-        _worker_error = f"{type(error).__name__}: {error}"
+        episodes = _Episodes(*pickle.loads(setup))
+    except Exception as error:  # reported by the parent, which stops the run
+        connection.send(("setup failed", f"{type(error).__name__}: {error}"))
+        return
+    try:
+        while (index := connection.recv()) is not None:
+            try:
+                connection.send(("done", index, episodes.run(index)))
+            except _Refused as refused:  # the parent stops the run
+                text = "".join(traceback.format_exception(refused.error))
+                connection.send(("refused", index, _portable(refused.error), text))
+            except Exception as error:  # the episode failed; the worker goes on with the next one
+                connection.send(("failed", index, _portable(error), traceback.format_exc()))
+    except EOFError:  # the parent went away
+        pass
+    finally:
+        episodes.close()
 
 
-def _run_in_worker(index: int) -> dict[str, Any]:
-    if _worker is None:
-        raise RuntimeError(f"a worker process could not set up its episodes: {_worker_error}")
-    return _worker.run(index)
+@dataclass
+class _Worker:
+    """A worker process, the parent's end of its pipe and the episode it runs (None: none)."""
+
+    process: BaseProcess
+    connection: Connection
+    episode: int | None = None
+
+    def give(self, episode: int | None) -> None:
+        """Send ``episode`` to run next (None: stop)."""
+        self.episode = episode
+        try:
+            self.connection.send(episode)
+        except BrokenPipeError:  # the process has died: its end of the pipe reads as EOF next
+            pass
+
+
+def _in_workers(setup: bytes, count: int, episodes: int, seed: int) -> Iterator[_Outcome]:
+    """Episodes ``0 .. episodes - 1`` on ``count`` worker processes (``count`` <= ``episodes``), one
+    episode at a time each, one outcome per episode as it ends. A worker that dies fails its episode
+    (:class:`WorkerDied`); then no further episode starts and the other workers finish theirs. A
+    worker that cannot set up raises RuntimeError; a policy that refuses the environment raises its
+    exception. Leaving the iteration early (an exception, Ctrl-C, ``close``) terminates the workers."""
+    context = multiprocessing.get_context("spawn")
+    workers: list[_Worker] = []
+    pending = iter(range(episodes))
+    finished = False
+    try:
+        for _ in range(count):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=_serve, args=(theirs, setup), daemon=True)
+            process.start()
+            theirs.close()  # so that the process's death reads as EOF on ours
+            workers.append(_Worker(process, ours))
+            workers[-1].give(next(pending))
+        busy = {worker.connection: worker for worker in workers}
+        stopped = False
+        while busy:
+            for connection in wait(list(busy)):
+                worker = busy[connection]
+                episode = worker.episode
+                assert episode is not None
+                try:
+                    message = connection.recv()
+                except EOFError:
+                    worker.process.join(timeout=5)
+                    del busy[connection]
+                    stopped = True
+                    yield episode, None, WorkerDied(episode, seed + episode, worker.process.exitcode)
+                    continue
+                kind = message[0]
+                if kind == "setup failed":
+                    raise RuntimeError(f"a worker process could not set up its episodes: {message[1]}")
+                if kind != "done":
+                    message[2].__cause__ = _RemoteTraceback(message[3])
+                if kind == "refused":
+                    raise message[2]
+                worker.give(None if stopped else next(pending, None))
+                if worker.episode is None:
+                    del busy[connection]
+                yield (episode, message[2], None) if kind == "done" else (episode, None, message[2])
+        finished = True
+    finally:
+        for worker in workers:
+            if not finished:
+                worker.process.terminate()
+            worker.process.join(timeout=10)
+            if worker.process.is_alive():
+                worker.process.kill()
+                worker.process.join()
+            worker.connection.close()
 
 
 def resolve_policy(name: str, params: Mapping[str, Any] | None = None, label: str | None = None) -> str | Policy:
@@ -176,6 +325,25 @@ def check_env_id(env_id: str) -> None:
         raise ValueError(f"unknown environment {env_id!r}; valid environments: {valid}")
 
 
+def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any]) -> None:
+    """Raise a ValueError naming the first keyword of ``env_kwargs`` that neither the environment
+    ``env_id`` (registered) nor ``gym.make`` takes, and listing the valid ones: ``gym.make`` would
+    raise a TypeError from deep inside the environment's constructor."""
+    from gymnasium.envs.registration import load_env_creator
+
+    creator = gym.registry[env_id].entry_point
+    creator = load_env_creator(creator) if isinstance(creator, str) else creator
+    takes = inspect.signature(creator).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in takes):
+        return
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    valid = sorted(({p.name for p in takes if p.kind in named}
+                    | {p.name for p in inspect.signature(gym.make).parameters.values() if p.kind in named}) - {"id"})
+    for key in env_kwargs:
+        if key not in valid:
+            raise ValueError(f"unknown keyword argument {key!r} for {env_id}; valid: {', '.join(valid)}")
+
+
 def run_episodes(
     env_id: str,
     policy: str | Policy,
@@ -187,56 +355,69 @@ def run_episodes(
     progress: bool = True,
     observers: Sequence[Observer] = (),
     wrappers: Sequence[Wrap] = (),
+    keep_failed: bool = False,
 ) -> EvalRun:
     """Run ``episodes`` episodes of ``policy`` (a name, an SB3 ``.zip`` or a picklable
     :class:`Policy`) in ``gym.make(env_id, **env_kwargs)`` on ``workers`` processes (1 = in this
     process), watched by ``observers`` (see :class:`Observer`). ``wrappers`` are picklable callables
     ``env -> env`` applied in order after ``gym.make`` (e.g. a ``gym.Wrapper`` subclass). Bad names
-    and arguments fail here, before any worker starts."""
+    and arguments fail here, before any worker starts.
+
+    The first episode that fails stops the run and is raised again: the episode's own exception (a
+    note names the episode and its seed; from a worker, its traceback is the cause) or
+    :class:`WorkerDied`. With ``keep_failed`` the run goes on past an episode that raised (a dead
+    worker still stops it, see the module docstring) and returns the failures in ``EvalRun.failed``
+    beside the finished episodes, so a sample that lacks episodes is never mistaken for a whole one.
+    An exception of the policy's ``reset`` (it refuses the environment) is raised in either case."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes!r}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
     check_env_id(env_id)
     env_kwargs = dict(env_kwargs or {})
+    check_env_kwargs(env_id, env_kwargs)
     local = _Episodes(env_id, env_kwargs, policy, seed, observers, wrappers)  # validates the arguments
     name = policy if isinstance(policy, str) else policy.name
     conditions = conditions_label(local.env.unwrapped.sim.conditions)
     records: list[dict[str, Any]] = []
+    failures: list[tuple[int, BaseException]] = []
     interrupted = False
     bar = tqdm(total=episodes, desc=f"{env_id} · {name}", unit="episode", disable=not progress)
-    pool = None
-    finished = False
     try:
         if workers == 1:
-            results = map(local.run, range(episodes))
+            outcomes = _in_process(local, episodes)
         else:
             local.close()
-            context = multiprocessing.get_context("spawn")
             try:
                 setup = pickle.dumps((env_id, env_kwargs, policy, seed, tuple(observers), tuple(wrappers)))
             except (pickle.PicklingError, AttributeError, TypeError) as error:
                 raise ValueError(f"workers > 1 need a picklable policy, observers and wrappers: {error}") from None
-            pool = context.Pool(min(workers, episodes), _init_worker, (setup,))
-            results = pool.imap_unordered(_run_in_worker, range(episodes))
-        for record in results:
-            records.append(record)
-            bar.update()
-        finished = True
+            outcomes = _in_workers(setup, min(workers, episodes), episodes, seed)
+        with contextlib.closing(outcomes):
+            for index, record, error in outcomes:
+                bar.update()
+                if error is None:
+                    records.append(record)
+                    continue
+                failures.append((index, error))
+                if not keep_failed:
+                    break
     except KeyboardInterrupt:
         interrupted = True
     finally:
         bar.close()
-        if pool is None:
+        if workers == 1:
             local.close()
-        elif finished:
-            pool.close()
-            pool.join()
-        else:  # interrupted or an episode failed: stop the episodes still running
-            pool.terminate()
-            pool.join()
+    if failures and not keep_failed:
+        index, error = failures[0]
+        if not isinstance(error, WorkerDied):
+            error.add_note(f"in episode {index} (seed {seed + index}) of {env_id} · {name}")
+        raise error
     records.sort(key=lambda r: r["episode"])
-    return EvalRun(env_id, name, env_kwargs, conditions, seed, episodes, records, interrupted)
+    failed = [{"episode": index, "seed": seed + index, "error": f"{type(error).__name__}: {error}"}
+              for index, error in sorted(failures, key=lambda failure: failure[0])]
+    return EvalRun(env_id, name, env_kwargs, conditions, seed, episodes, records, interrupted, failed)
 
 
-__all__ = ["EvalRun", "Observer", "Wrap", "check_env_id", "conditions_label", "resolve_policy", "run_episodes"]
+__all__ = ["EvalRun", "Observer", "WorkerDied", "Wrap", "check_env_id", "check_env_kwargs", "conditions_label",
+           "resolve_policy", "run_episodes"]

@@ -73,16 +73,20 @@ def split_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[st
 
 def nested(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Dotted keys as nested mappings (``{"a.b": 1, "c": 2}`` → ``{"a": {"b": 1}, "c": 2}``);
-    ValueError when a key is set both to a value and to a mapping (``a=1`` and ``a.b=2``)."""
+    ValueError naming both keys when a key is set both to a value and through a sub-key (``a=1`` and
+    ``a.b=2``, in either order), since one of them would silently replace the other."""
+    for key in settings:
+        parts = key.split(".")
+        for prefix in (".".join(parts[:n]) for n in range(1, len(parts))):
+            if prefix in settings:
+                raise ValueError(f"--set {prefix}=... and --set {key}=... both set {prefix}: give it a value or "
+                                 "sub-keys, not both")
     tree: dict[str, Any] = {}
     for key, value in settings.items():
         *parents, last = key.split(".")
         node = tree
         for part in parents:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ValueError(f"--set {key}: {part!r} is also set to a single value ({child!r})")
-            node = child
+            node = node.setdefault(part, {})
         node[last] = value
     return tree
 

@@ -3,6 +3,8 @@
 - ``feedback:NAME`` or a ``.yml`` file: a hand-designed residual (:mod:`upright.policies.feedback`).
 - A run folder of ``upright train``, a ``.zip`` inside one, or ``zoo:NAME`` (a shipped policy)
   loads the model with its frozen normalisation (:mod:`upright.policies.run`).
+- ``onnx:DIR``: a policy exported by ``upright export``, run with onnxruntime alone
+  (:mod:`upright.policies.onnx_policy`).
 - Any other path ending in ``.zip`` loads a stable-baselines3 model (:class:`SB3Policy`).
 - A name registered with :func:`register_policy` (the built-ins ``zero``, ``random``, ``hold``).
 - A baseline name: every controller registered in :mod:`upright.baselines` (with
@@ -47,10 +49,14 @@ def policy_names() -> tuple[str, ...]:
 
 def load_policy(name_or_path: str) -> Policy:
     """A fresh policy for ``name_or_path``: a registered name, a baseline name, a run folder or
-    ``zoo:NAME``, an SB3 ``.zip``, or a hand-designed residual (``feedback:NAME`` or a ``.yml``)."""
+    ``zoo:NAME``, an export ``onnx:DIR``, an SB3 ``.zip``, or a hand-designed residual
+    (``feedback:NAME`` or a ``.yml``)."""
     from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy, load_feedback_spec
+    from upright.policies.onnx_policy import OnnxPolicy, is_export_policy
     from upright.policies.run import is_run_policy, load_run_policy
 
+    if is_export_policy(name_or_path):
+        return OnnxPolicy(name_or_path)
     if is_feedback_policy(name_or_path):
         return FeedbackResidualPolicy(load_feedback_spec(name_or_path))
     if is_run_policy(name_or_path):
@@ -64,21 +70,26 @@ def load_policy(name_or_path: str) -> Policy:
     if name_or_path in _baseline_names():
         return ControllerPolicy(name_or_path)
     raise ValueError(f"unknown policy {name_or_path!r}; valid policies: {', '.join(policy_names())} "
-                     "(or a run folder, zoo:NAME, a hand-designed residual's .yml, or an SB3 model file ending in .zip)")
+                     "(or a run folder, zoo:NAME, onnx:DIR, a hand-designed residual's .yml, or an SB3 model file "
+                     "ending in .zip)")
 
 
 def policy_digest(name_or_path: str) -> str | None:
     """SHA-256 (hex) of the files that define a trained or hand-designed policy: a run or zoo
-    policy's model and its normalisation statistics, a ``.zip``, a hand-designed residual's YAML;
+    policy's model and its normalisation statistics, an export's graph and spec, a ``.zip``, a
+    hand-designed residual's YAML;
     None for a name whose behaviour is code (built-ins, baselines). A re-shipped policy under the
     same name gets a new digest, so an evaluation can tell its results from the old one's."""
     import hashlib
     from pathlib import Path
 
     from upright.policies.feedback import FEEDBACK_PREFIX, feedback_dir, is_feedback_policy
+    from upright.policies.onnx_policy import GRAPH_FILE, SPEC_FILE, export_dir, is_export_policy
     from upright.policies.run import is_run_policy, normalizer_path, run_model
 
-    if is_feedback_policy(name_or_path):
+    if is_export_policy(name_or_path):
+        files = [export_dir(name_or_path) / GRAPH_FILE, export_dir(name_or_path) / SPEC_FILE]
+    elif is_feedback_policy(name_or_path):
         files = [feedback_dir() / f"{name_or_path[len(FEEDBACK_PREFIX):]}.yml"
                  if name_or_path.startswith(FEEDBACK_PREFIX) else Path(name_or_path)]
     elif is_run_policy(name_or_path):

@@ -5,18 +5,37 @@
 A run folder's ``config.yml`` carries the environment keyword arguments the policy was trained with
 (prior, residual scale, conditions, ...): :func:`run_env_kwargs` returns them, so ``upright eval``
 rebuilds that environment unless ``--set`` overrides a key.
+
+What a run folder's files promise (:mod:`upright.training.train` writes them, every file through a
+temporary file in the same folder and ``os.replace``): a model file is renamed into place after
+its companions (normalisation statistics, replay buffer), so a checkpoint whose ``.zip`` exists is
+complete; ``model.zip`` is published from the newest checkpoint, so a save that a kill cut short
+leaves it older than that checkpoint, never newer; and every saved normaliser records the
+environment steps of the model it was saved with (:data:`STEPS_STAMP`), which loading checks.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
+import re
+import sys
+import zipfile
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from upright.policies.sb3 import ModelPolicy
 
 ZOO_PREFIX = "zoo:"
+#: A checkpoint's model file (SB3's CheckpointCallback names: ``model_N_steps.zip``).
+CHECKPOINT = re.compile(r"model_(\d+)_steps\.zip")
+#: Model files of a run folder besides its checkpoints.
+RUN_MODELS = ("model.zip", "best_model.zip")
+#: Attribute of a saved VecNormalize: ``num_timesteps`` of the model saved with it.
+STEPS_STAMP = "upright_model_steps"
 
 
 def zoo_dir() -> Path:
@@ -25,19 +44,42 @@ def zoo_dir() -> Path:
 
 
 def zoo_names() -> tuple[str, ...]:
-    """Names of the shipped policies (folders with a ``manifest.yml``), sorted."""
+    """Names of the shipped policies (folders with a ``manifest.yml``; not the hidden ones that
+    ``upright ship`` assembles an entry in), sorted."""
     root = zoo_dir()
-    return tuple(sorted(p.parent.name for p in root.glob("*/manifest.yml"))) if root.is_dir() else ()
+    if not root.is_dir():
+        return ()
+    return tuple(sorted(p.parent.name for p in root.glob("*/manifest.yml") if not p.parent.name.startswith(".")))
+
+
+def is_run_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a folder of ``upright train`` (or a zoo entry): its ``config.yml`` is a
+    YAML mapping naming the run's ``env_id`` and ``algo``. Any other ``config.yml`` beside a model
+    (a plain SB3 model's, another tool's) does not make a run folder."""
+    config = Path(path) / "config.yml"
+    if not config.is_file():
+        return False
+    try:
+        data = yaml.safe_load(config.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and all(isinstance(data.get(key), str) for key in ("env_id", "algo"))
 
 
 def find_run_dir(path: str | Path) -> Path | None:
-    """The run folder holding ``path`` (the folder itself, or the folder of a ``.zip`` in it or in
-    its ``checkpoints/``), or None when ``path`` is not in a run folder."""
+    """The run folder ``path`` is or holds a model of: a run folder itself, its ``model.zip`` or
+    ``best_model.zip``, or a checkpoint ``checkpoints/model_N_steps.zip`` in it; None for anything
+    else (a plain SB3 ``.zip`` is no run's model, whatever lies beside it)."""
     path = Path(path)
-    for candidate in (path, path.parent, path.parent.parent):
-        if (candidate / "config.yml").is_file():
-            return candidate
-    return None
+    if path.is_dir():
+        return path if is_run_dir(path) else None
+    if path.name in RUN_MODELS:
+        candidate = path.parent
+    elif CHECKPOINT.fullmatch(path.name) and path.parent.name == "checkpoints":
+        candidate = path.parent.parent
+    else:
+        return None
+    return candidate if is_run_dir(candidate) else None
 
 
 def resolve_run_path(name: str) -> Path:
@@ -58,11 +100,59 @@ def normalizer_path(model_path: Path) -> Path:
     """The VecNormalize file saved with ``model_path``: ``model.zip`` -> ``vecnormalize.pkl``,
     ``best_model.zip`` -> ``best_vecnormalize.pkl``, a checkpoint ``model_N_steps.zip`` ->
     ``model_vecnormalize_N_steps.pkl`` (SB3's CheckpointCallback names)."""
+    return _companion(model_path, "vecnormalize")
+
+
+def replay_buffer_path(model_path: Path) -> Path:
+    """The replay buffer saved with ``model_path`` (off-policy): ``model.zip`` ->
+    ``replay_buffer.pkl``, a checkpoint ``model_N_steps.zip`` -> ``model_replay_buffer_N_steps.pkl``."""
+    return _companion(model_path, "replay_buffer")
+
+
+def _companion(model_path: Path, kind: str) -> Path:
     stem = model_path.stem
     if stem.endswith("_steps"):
         prefix, steps = stem[: -len("_steps")].rsplit("_", 1)
-        return model_path.with_name(f"{prefix}_vecnormalize_{steps}_steps.pkl")
-    return model_path.with_name(("best_" if stem == "best_model" else "") + "vecnormalize.pkl")
+        return model_path.with_name(f"{prefix}_{kind}_{steps}_steps.pkl")
+    return model_path.with_name(("best_" if stem == "best_model" else "") + f"{kind}.pkl")
+
+
+def model_steps(model_path: Path) -> int:
+    """The environment steps (``num_timesteps``) an SB3 model file was saved at; ValueError when
+    ``model_path`` is no SB3 model file."""
+    try:
+        with zipfile.ZipFile(model_path) as archive:
+            return int(json.loads(archive.read("data"))["num_timesteps"])
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError) as error:
+        raise ValueError(f"{str(model_path)!r} is not a readable SB3 model file ({error})") from None
+
+
+def newest_model(run_dir: Path, *, normalize: bool, replay_buffer: bool = False) -> Path:
+    """The model file of ``run_dir`` with the most environment steps: ``model.zip`` or a newer
+    complete checkpoint (a run killed before it saved, or while it saved ``model.zip``). Complete:
+    the model with its normalisation statistics when ``normalize`` and its replay buffer when
+    ``replay_buffer``; checkpoints that lack one (a kill inside SB3's own checkpoint callback,
+    which wrote the model first) are passed over. ValueError naming the file ``model.zip`` lacks
+    (a run that lost it would otherwise go on with fresh statistics or an empty buffer), or when
+    the run has no model at all."""
+    candidates: list[tuple[int, int, Path]] = []
+    final = run_dir / "model.zip"
+    if final.is_file():
+        candidates.append((model_steps(final), 1, final))  # preferred over a checkpoint of as many steps
+    for path in (run_dir / "checkpoints").glob("model_*_steps.zip"):
+        if match := CHECKPOINT.fullmatch(path.name):
+            candidates.append((int(match.group(1)), 0, path))
+    for _, _, path in sorted(candidates, reverse=True):
+        needed = [normalizer_path(path)] * normalize + [replay_buffer_path(path)] * replay_buffer
+        missing = [file for file in needed if not file.is_file()]
+        if not missing:
+            return path
+        if path == final:
+            lost = "its normalisation statistics" if missing[0] == normalizer_path(final) else "its replay buffer"
+            raise ValueError(f"run {str(run_dir)!r}: {missing[0].name} is missing beside model.zip; the model "
+                             f"cannot go on without {lost}")
+    raise ValueError(f"run {str(run_dir)!r} has no model to load or resume from (no model.zip and no complete "
+                     "checkpoint in checkpoints/)")
 
 
 def load_normalizer(path: Path) -> Any:
@@ -73,34 +163,59 @@ def load_normalizer(path: Path) -> Any:
     return normalizer
 
 
+def check_pair(model_path: Path, steps: int, normalizer: Any, normalizer_file: Path) -> None:
+    """ValueError when ``normalizer`` (loaded from ``normalizer_file``) was saved with another model
+    than ``model_path`` (``steps`` environment steps): a save of the pair that a kill cut short.
+    Statistics saved before :data:`STEPS_STAMP` existed are taken as they are."""
+    stamp = vars(normalizer).get(STEPS_STAMP)  # getattr would recurse in a VecNormalize without its venv
+    if stamp is not None and stamp != steps:
+        raise ValueError(f"{model_path.name} ({steps} steps) and {normalizer_file.name} ({stamp} steps) were not "
+                         "saved together (a save was cut off); load another model of the run")
+
+
 def run_model(name: str) -> tuple[Path, Path]:
-    """The run folder and model file of a run folder (its ``model.zip``), of one of its ``.zip``
-    files, or of ``zoo:NAME``; ValueError naming what is not a run or has no such model."""
+    """The run folder and model file of a run folder (its newest model, :func:`newest_model`), of
+    one of its ``.zip`` files, or of ``zoo:NAME``; ValueError naming what is not a run or has no
+    such model."""
+    from upright.training.config import load_run_config
+
     path = resolve_run_path(name)
     run_dir = find_run_dir(path)
     if run_dir is None:
-        raise ValueError(f"{name!r} is not a run folder of upright train (no config.yml)")
-    model_path = path if path.suffix == ".zip" else run_dir / "model.zip"
-    if not model_path.is_file():
-        raise ValueError(f"run {str(run_dir)!r} has no {model_path.name}")
-    return run_dir, model_path
+        raise ValueError(f"{name!r} is not a run folder of upright train or one of its models "
+                         "(model.zip, best_model.zip, checkpoints/model_N_steps.zip beside a run's config.yml)")
+    if path.suffix == ".zip":
+        return run_dir, path
+    return run_dir, newest_model(run_dir, normalize=bool(load_run_config(run_dir).hyperparams.get("normalize")))
 
 
 def load_run_policy(name: str) -> ModelPolicy:
-    """The policy of a run folder (its ``model.zip``), of one of its ``.zip`` files, or ``zoo:NAME``,
-    with the normalisation statistics saved beside the model."""
+    """The policy of a run folder (its newest model: ``model.zip``, or the newest complete
+    checkpoint of a run killed before saving it, said on stderr), of one of its ``.zip`` files, or
+    ``zoo:NAME``, with the normalisation statistics saved beside the model; ValueError naming the
+    statistics file when the run normalised and it is missing, or when it was saved with another model."""
     from upright.training.config import algo_class, load_run_config
 
     run_dir, model_path = run_model(name)
     config = load_run_config(run_dir)
+    if resolve_run_path(name).is_dir() and model_path != run_dir / "model.zip":
+        print(f"upright: run {run_dir} has no model.zip as new as its checkpoints (killed?); using "
+              f"{model_path.relative_to(run_dir)}", file=sys.stderr)
     model = algo_class(config.algo).load(model_path, device="cpu")
     norm = normalizer_path(model_path)
+    normalizer = None
+    if norm.is_file():
+        normalizer = load_normalizer(norm)
+        check_pair(model_path, model.num_timesteps, normalizer, norm)
+    elif config.hyperparams.get("normalize"):
+        raise ValueError(f"run {str(run_dir)!r} normalised its observations (hp.normalize) but {norm.name} is missing "
+                         f"beside {model_path.name}; without it the policy would see other observations")
     label = name[len(ZOO_PREFIX):] if name.startswith(ZOO_PREFIX) else f"{run_dir.name}/{model_path.stem}"
-    return ModelPolicy(model, load_normalizer(norm) if norm.is_file() else None, label)
+    return ModelPolicy(model, normalizer, label)
 
 
 def is_run_policy(name: str) -> bool:
-    """Whether ``name`` is ``zoo:NAME``, a run folder or a ``.zip`` inside a run folder."""
+    """Whether ``name`` is ``zoo:NAME``, a run folder or a model file of one (:func:`find_run_dir`)."""
     return name.startswith(ZOO_PREFIX) or (Path(name).exists() and find_run_dir(name) is not None)
 
 
@@ -128,5 +243,7 @@ def run_env_id(name: str) -> str | None:
     return load_run_config(run_dir).env_id
 
 
-__all__ = ["ZOO_PREFIX", "find_run_dir", "is_run_policy", "load_run_policy", "normalizer_path",
-           "run_env_id", "run_env_kwargs", "run_model", "zoo_dir", "zoo_names"]
+__all__ = ["CHECKPOINT", "RUN_MODELS", "STEPS_STAMP", "ZOO_PREFIX", "check_pair", "find_run_dir", "is_run_dir",
+           "is_run_policy", "load_normalizer", "load_run_policy", "model_steps", "newest_model", "normalizer_path",
+           "replay_buffer_path", "resolve_run_path", "run_env_id", "run_env_kwargs", "run_model", "zoo_dir",
+           "zoo_names"]

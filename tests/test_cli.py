@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import imageio.v3 as iio
+import pytest
 
 from conftest import no_gl
 from upright.cli import main
@@ -29,6 +30,52 @@ def test_info_prints_joints_and_mass(robot, capsys):
 def test_info_unknown_robot_names_it():
     out = subprocess.run([sys.executable, "-m", "upright", "info", "asimo"], capture_output=True, text=True)
     assert out.returncode == 2 and "asimo" in out.stderr
+
+
+#: ``upright eval`` of one episode, then the policy and the arguments that differ.
+EVAL = ["eval", "--episodes", "1", "--env", "upright/NaoGetUp-v0"]
+#: ``upright optimize`` of one trial, then ``--storage``.
+OPTIMIZE = ["optimize", "--controller", "spline", "--robot", "wolfgang", "--trials", "1", "--repetitions", "1"]
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    pytest.param(["eval", "--episodes", "1", "--env", "upright/NaoGetUpp-v0", "--policy", "zero"], ["NaoGetUpp-v0"],
+                 id="unknown-env"),
+    pytest.param([*EVAL, "--policy", "hodl"], ["hodl"], id="unknown-policy"),
+    pytest.param([*EVAL, "--policy", "zero", "--start", "handstand"], ["handstand"], id="unknown-start"),
+    pytest.param([*EVAL, "--policy", "zero", "--start", "prone", "--set", "start=supine"], ["start"],
+                 id="start-twice"),
+    pytest.param([*EVAL, "--policy", "zero", "--set", "max_episode_seconds"], ["max_episode_seconds"], id="no-value"),
+    pytest.param([*EVAL, "--policy", "zero", "--set", "max_episode_second=1"], ["'max_episode_second'"],
+                 id="unknown-key"),
+    pytest.param([*EVAL, "--policy", "zero", "--set", "residual_scale=abc"], ["residual_scale", "abc"],
+                 id="residual-scale-text"),
+    pytest.param([*EVAL, "--policy", "zero", "--set", "max_episode_seconds=abc"], ["max_episode_seconds", "abc"],
+                 id="episode-seconds-text"),
+    pytest.param(["eval", "--episodes", "1", "--env", "upright/NaoWalk-v0", "--policy", "zero", "--set", "command=abc"],
+                 ["command", "abc"], id="command-text"),
+    pytest.param([*EVAL, "--policy", "zero", "--set", "reward_scales.upright=2", "reward_scales=none"],
+                 ["reward_scales=", "reward_scales.upright="], id="sub-key-then-key"),
+    pytest.param([*EVAL, "--policy", "zero", "--set", "reward_scales=none", "reward_scales.upright=2"],
+                 ["reward_scales=", "reward_scales.upright="], id="key-then-sub-key"),
+    pytest.param([*EVAL, "--policy", "zoo:nao-getup-residual-keyframe", "--set", "prior=spline"],
+                 ["'keyframe'", "'spline'"], id="residual-on-another-prior"),
+    pytest.param([*OPTIMIZE, "--storage", "foo"], ["'foo'"], id="storage-no-url"),
+    pytest.param([*OPTIMIZE, "--storage", "postgres://u:p@127.0.0.1:1/db"], ["postgres://", "postgresql://"],
+                 id="storage-postgres-spelling"),
+    pytest.param([*OPTIMIZE, "--storage", "sqlite://study.db"], ["sqlite://study.db", "sqlite:///"],
+                 id="storage-sqlite-two-slashes"),
+    pytest.param([*OPTIMIZE, "--storage", "postgresql://u:p@127.0.0.1:1/db"], ["127.0.0.1:1", "refused"],
+                 id="storage-unreachable"),
+    pytest.param([*OPTIMIZE, "--storage", "journal:"], ["'journal:'"], id="storage-journal-no-file"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, named, capsys, tmp_path):
+    out = tmp_path / "out"
+    assert main([*args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert all(name in err for name in named) and "u:p@" not in err, err  # a URL's password is hidden
+    assert not out.exists()
 
 
 def test_view_writes_png_or_says_why(tmp_path, capsys):

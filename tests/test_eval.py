@@ -3,7 +3,10 @@ and ``upright video`` on the real environments (few, short episodes)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+from collections.abc import Iterator
 
 import numpy as np
 import gymnasium as gym
@@ -11,12 +14,14 @@ import pytest
 
 from conftest import no_gl
 from upright.cli import main
+from upright.eval import runner
 from upright.eval.results import aggregate
-from upright.eval.runner import EvalRun, Observer, run_episodes
+from upright.eval.runner import EvalRun, Observer, WorkerDied, run_episodes
 from upright.eval.settings import parse_settings, parse_value, split_settings
 from upright.eval.tables import wilson_interval
-from upright.policies.builtin import ZeroPolicy
+from upright.policies.builtin import ControllerPolicy, ZeroPolicy
 
+from failing import FailingPolicy
 from interrupting import InterruptingPolicy
 
 SHORT = ["--set", "max_episode_seconds=1.5"]
@@ -161,6 +166,74 @@ def test_a_worker_that_cannot_set_up_fails_the_run_instead_of_hanging():
                      progress=False, workers=2)
 
 
+@contextlib.contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Fail the test if the block runs longer than ``seconds``, instead of hanging the suite."""
+    def expire(signum: int, frame: object) -> None:
+        pytest.fail(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+FAILING = {"env_id": "upright/NaoGetUp-v0", "episodes": 4, "env_kwargs": {"max_episode_seconds": 0.12}, "seed": 10,
+           "progress": False}
+
+
+def test_a_dead_worker_fails_the_run_naming_its_episode():
+    with deadline(120), pytest.raises(WorkerDied, match=r"episode 1 \(seed 11\) died with exit code 1"):
+        run_episodes(policy=FailingPolicy(11, "exit"), workers=2, **FAILING)
+
+
+def test_a_dead_worker_stops_the_run_and_keeps_the_finished_episodes():
+    with deadline(120):
+        run = run_episodes(policy=FailingPolicy(11, "exit"), workers=2, keep_failed=True, **FAILING)
+    (failure,) = run.failed
+    assert failure["episode"] == 1 and failure["seed"] == 11 and failure["error"].startswith("WorkerDied: ")
+    finished = [r["episode"] for r in run.records]
+    assert 0 in finished and set(finished) <= {0, 2, 3} and not run.interrupted
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_episode_that_raises_is_reported_beside_the_finished_ones(workers):
+    with deadline(120):
+        run = run_episodes(policy=FailingPolicy(12), workers=workers, keep_failed=True, **FAILING)
+    assert [r["episode"] for r in run.records] == [0, 1, 3] and [r["seed"] for r in run.records] == [10, 11, 13]
+    assert run.failed == [{"episode": 2, "seed": 12, "error": "ValueError: policy broke in the episode of seed 12"}]
+    assert aggregate(run)["episodes"] == 3 and not run.interrupted
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_episode_that_raises_fails_the_run_with_its_own_exception(workers):
+    with deadline(120), pytest.raises(ValueError, match="seed 12") as raised:
+        run_episodes(policy=FailingPolicy(12), workers=workers, **FAILING)
+    assert raised.value.__notes__ == ["in episode 2 (seed 12) of upright/NaoGetUp-v0 · zero"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_policy_that_refuses_the_environment_stops_the_run_even_when_keeping_failures(workers):
+    policy = ControllerPolicy("keyframe", params={"no_such_parameter": 1})
+    with deadline(120), pytest.raises(ValueError, match="no_such_parameter"):
+        run_episodes(policy=policy, workers=workers, keep_failed=True, **FAILING)
+
+
+def test_eval_writes_the_finished_episodes_and_names_the_failed_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(runner, "resolve_policy", lambda name, params=None: FailingPolicy(3))
+    out = tmp_path / "failing"
+    assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "zero", "--episodes", "3", "--seed", "2",
+                 "--set", "max_episode_seconds=0.12", "--out", str(out)]) == 1
+    result = json.loads((out / "results.json").read_text())
+    assert [r["seed"] for r in result["episodes_data"]] == [2, 4] and result["episodes"] == 2
+    assert result["failed"] == [{"episode": 1, "seed": 3, "error": "ValueError: policy broke in the episode of seed 3"}]
+    err = [line for line in capsys.readouterr().err.splitlines() if "upright eval" in line]
+    assert err == ["upright eval: episode 1 (seed 3) failed: ValueError: policy broke in the episode of seed 3"]
+
+
 def test_an_unpicklable_wrapper_is_named_before_workers_start():
     with pytest.raises(ValueError, match="workers > 1 need a picklable"):
         run_episodes("upright/NaoGetUp-v0", "zero", 2, env_kwargs={"max_episode_seconds": 0.12}, progress=False,
@@ -205,19 +278,6 @@ def test_eval_walk_reports_walk_metrics(tmp_path):
     assert {"mean_velocity", "linear_tracking_error", "yaw_tracking_error", "falls"} <= set(result)
     assert all(r["command"] == [0.25, 0.0, 0.0] for r in result["episodes_data"])
     assert result["mean_velocity"] == pytest.approx(np.mean([r["mean_velocity"] for r in result["episodes_data"]], axis=0))
-
-
-@pytest.mark.parametrize(("args", "named"), [
-    (["--env", "upright/NaoGetUpp-v0", "--policy", "zero"], "NaoGetUpp-v0"),
-    (["--env", "upright/NaoGetUp-v0", "--policy", "hodl"], "hodl"),
-    (["--env", "upright/NaoGetUp-v0", "--policy", "zero", "--start", "handstand"], "handstand"),
-    (["--env", "upright/NaoGetUp-v0", "--policy", "zero", "--start", "prone", "--set", "start=supine"], "start"),
-    (["--env", "upright/NaoGetUp-v0", "--policy", "zero", "--set", "max_episode_seconds"], "max_episode_seconds"),
-])
-def test_eval_bad_input_is_clear(args, named, capsys, tmp_path):
-    assert main(["eval", *args, "--episodes", "1", "--out", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert named in err and "Traceback" not in err
 
 
 def test_video_writes_an_mp4_or_says_why(tmp_path, capsys):

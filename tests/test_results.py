@@ -73,7 +73,7 @@ def test_a_conditions_subclass_keeps_its_class_and_a_preset_its_name(tmp_path):
 NUMBER = (int, float)
 STATS = {"mean": NUMBER, "min": NUMBER, "max": NUMBER}
 RUN_KEYS = {"env": str, "task": str, "policy": str, "conditions": str, "env_kwargs": dict, "seed": int,
-            "episodes": int, "episodes_requested": int, "interrupted": bool,
+            "episodes": int, "episodes_requested": int, "interrupted": bool, "failed": list,
             "machine": {"cpu": str, "cores": int, "architecture": str, "python": str, "mujoco": str, "numpy": str}}
 GETUP_GROUP = {"episodes": int, "successes": int, "success_rate": NUMBER, "success_ci95": [NUMBER],
                "time_to_stand": STATS, "stood_up": int, "stood_up_rate": NUMBER, "stood_up_ci95": [NUMBER],

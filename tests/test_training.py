@@ -1,4 +1,5 @@
-"""upright train: zero-initialised residual = prior, run folder, resume, Ctrl-C, loading, bad configs.
+"""upright train: zero-initialised residual = prior, run folder, resume (its settings kept, conflicts
+refused), Ctrl-C, SIGTERM and SIGKILL, saves cut off midway, divergence, loading, bad configs.
 
 Real (tiny) trainings on WolfgangGetUp with the spline prior and 1.5 s episodes.
 """
@@ -10,6 +11,7 @@ import importlib.util
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,16 +27,21 @@ import upright  # noqa: F401  (registers the ids)
 from upright.cli import main
 from upright.eval.runner import run_episodes
 from upright.policies.registry import load_policy, policy_names
-from upright.policies.run import run_env_id, run_env_kwargs
-from upright.policies.sb3 import ModelPolicy
+from upright.policies.run import is_run_policy, load_normalizer, model_steps, run_env_id, run_env_kwargs
+from upright.policies.sb3 import ModelPolicy, SB3Policy
 from upright.training.config import TrainConfig
 from upright.training.envs import make_train_env
-from upright.training.ship import SELECTION_NUMBERS, ship
-from upright.training.train import _new_model, init_files, resolve, train
+from upright.training.ship import SELECTION_NUMBERS, read_manifest, ship
+from upright.training.train import TrainingInterrupted, _new_model, init_files, resolve, train
 
 ENV = "upright/WolfgangGetUp-v0"
 SHORT = {"max_episode_seconds": 1.5}
 TINY_PPO = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "policy_kwargs.net_arch": (16, 16)}
+#: ``upright train`` options of a tiny PPO run (with --env and --steps): 128 steps per rollout.
+TINY_CLI = ["--prior", "spline", "--n-envs", "2", "--no-progress", "--eval-every", "0", "--checkpoint-every", "128",
+            "--set", "max_episode_seconds=1.5", "hp.n_steps=64", "hp.batch_size=64", "hp.n_epochs=1",
+            "hp.policy_kwargs.net_arch=16,16"]
+RESUME = ["train", "--no-progress", "--resume"]
 
 
 def _config(tmp_path: Path, **changes) -> TrainConfig:
@@ -173,7 +180,8 @@ def test_resume_continues_steps_curve_and_tensorboard(run_dir):
 
     assert PPO.load(run_dir / "model.zip", device="cpu").num_timesteps == 640
     first, resumed = (run_dir / "command.txt").read_text().splitlines()  # both commands that trained it
-    assert first == "test" and "--resume" in resumed and "# resumed on code" in resumed
+    assert first == "test" and "--resume" in resumed
+    assert "# resumed from model.zip (256 steps) on code" in resumed and resumed.endswith("; changed steps 256 -> 640")
     curve = (run_dir / "learning_curve.csv").read_text().splitlines()
     steps = [int(line.split(",")[0]) for line in curve[1:]]
     assert steps == [128, 256, 384, 512, 640]
@@ -292,10 +300,32 @@ def test_eval_env_kwargs_evaluate_and_load_the_task_the_run_is_for(tmp_path):
     (["--prior", "lipm"], "'lipm'"),
     (["--set", "gravity=1"], "'gravity'"),
     (["--resume", "."], "not a run folder"),
+    (["--set", "hp.policy_kwargs.net_arch=64"], "hp.policy_kwargs.net_arch must be a list of layer sizes"),
+    (["--set", "hp.policy_kwargs.net_arch=64.5,64"], "got (64.5, 64.0)"),
+    (["--checkpoint-every", "0"], "checkpoint_every must be an integer >= 1, got 0"),
+    (["--eval-episodes", "0"], "eval_episodes must be an integer >= 1, got 0"),
+    (["--eval-every", "-1"], "eval_every must be an integer >= 0, got -1"),
+    (["--steps", "0"], "steps must be an integer >= 1, got 0"),
+    (["--n-envs", "0"], "n_envs must be an integer >= 1, got 0"),
+    (["--seed", "-1"], "seed must be an integer >= 0, got -1"),
+    (["--set", "hp.learning_rate=-1e-3"], "hp.learning_rate must be a number > 0, got -0.001"),
+    (["--set", "hp.gamma=1.5"], "hp.gamma must be a number > 0 and <= 1, got 1.5"),
+    (["--set", "hp.n_steps=0"], "hp.n_steps must be an integer >= 1, got 0"),
+    (["--set", "hp.batch_size=1"], "hp.batch_size must be >= 2 for ppo"),
+    (["--set", "hp.normalize=maybe"], "hp.normalize must be true or false, got 'maybe'"),
+    (["--set", "hp.warmup_steps=-5"], "hp.warmup_steps must be an integer >= 0, got -5"),
+    (["--set", "hp.policy_kwargs.ortho_init=3"], "hp.policy_kwargs.ortho_init must be true or false, got 3"),
+    (["--algo", "sac", "--set", "hp.train_freq=0"], "hp.train_freq must be an integer >= 1"),
+    (["--algo", "sac", "--set", "hp.ent_coef=often"], "hp.ent_coef must be a number >= 0 or auto"),
+    (["--set", "hp.policy_kwargs.squash_output=true"], "do not make a ppo model: squash_output=True is only"),
 ])
 def test_bad_configurations_name_the_bad_value(args, message, tmp_path, capsys):
-    assert main(["train", "--env", ENV, "--out", str(tmp_path / "runs"), "--no-progress", *args]) == 2
-    assert message in capsys.readouterr().err
+    """Every count and hyperparameter is checked before anything starts: exit 2, one line naming
+    the key and its value, no traceback, and no run folder."""
+    tiny = ["--steps", "64", "--eval-every", "0"]  # should a bad value pass: a short run (args override these)
+    assert main(["train", "--env", ENV, "--out", str(tmp_path / "runs"), "--no-progress", *tiny, *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "runs").exists()
 
 
@@ -315,6 +345,290 @@ def test_sigint_leaves_a_loadable_run(tmp_path):
     assert "--resume" in err
     policy = load_policy(str(run_dir))
     assert policy.model.num_timesteps > 0
+
+
+def _checkpoint_steps(run_dir: Path) -> list[int]:
+    return sorted(int(p.name.split("_")[1]) for p in (run_dir / "checkpoints").glob("model_*_steps.zip"))
+
+
+def _start_training(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """A real ``upright train`` process (tiny PPO, 100000 steps), once it has written a checkpoint."""
+    command = [sys.executable, "-m", "upright", "train", "--env", ENV, "--steps", "100000", "--out", str(tmp_path),
+               *TINY_CLI]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    run_dir = tmp_path / "WolfgangGetUp-v0" / "ppo-spline-1"
+    deadline = time.monotonic() + 60
+    while not _checkpoint_steps(run_dir):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1]
+        time.sleep(0.1)
+    time.sleep(0.5)
+    return process, run_dir
+
+
+def test_sigterm_saves_a_loadable_and_resumable_run(tmp_path, capsys):
+    process, run_dir = _start_training(tmp_path)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert f"--resume {run_dir}" in err
+    done = model_steps(run_dir / "model.zip")
+    assert done == max(_checkpoint_steps(run_dir))  # the session's end is a checkpoint too
+    policy = load_policy(str(run_dir))
+    assert policy.model.num_timesteps == done and policy.normalizer is not None
+    assert "using checkpoints" not in capsys.readouterr().err
+    assert main([*RESUME, str(run_dir), "--steps", str(done + 128)]) == 0
+    assert model_steps(run_dir / "model.zip") == done + 128
+
+
+def test_sigkill_leaves_a_run_that_evaluates_and_resumes_from_its_newest_checkpoint(tmp_path, capsys):
+    """A run killed outright has no model.zip: ``upright eval`` takes its newest complete checkpoint
+    and says so on stderr, and ``--resume`` goes on from it."""
+    process, run_dir = _start_training(tmp_path)
+    process.kill()
+    process.communicate(timeout=60)
+    assert not (run_dir / "model.zip").exists()
+    newest = max(_checkpoint_steps(run_dir))  # a model file is renamed into place after its statistics
+    out = str(tmp_path / "eval")
+    assert main(["eval", "--env", ENV, "--policy", str(run_dir), "--episodes", "1", "--out", out]) == 0
+    assert f"using checkpoints/model_{newest}_steps.zip" in capsys.readouterr().err
+    assert main([*RESUME, str(run_dir), "--steps", str(newest + 128)]) == 0
+    assert model_steps(run_dir / "model.zip") == newest + 128
+    resumed = (run_dir / "command.txt").read_text().splitlines()[-1]
+    assert f"# resumed from checkpoints/model_{newest}_steps.zip ({newest} steps)" in resumed
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory) -> Path:
+    """A new PPO run of 256 steps, evaluated on 2 episodes and checkpointed every 128 steps (tests
+    that change it work on a copy, :func:`_copy`)."""
+    return train(_config(tmp_path_factory.mktemp("short"), eval_episodes=2))
+
+
+def _copy(run_dir: Path, to: Path) -> Path:
+    copy = to / run_dir.name
+    shutil.copytree(run_dir, copy)
+    return copy
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--steps", "512", "--algo", "sac"], "--algo sac differs from the run's ppo"),
+    (["--steps", "512", "--env", "upright/NaoWalk-v0"], "--env upright/NaoWalk-v0 differs from the run's " + ENV),
+    (["--steps", "512", "--set", "hp.learning_rate=0.5"], "--set hp.learning_rate=0.5 differs from the run's 0.0001"),
+    (["--steps", "512", "--set", "hp.target_kl=0.02"], "--set hp.target_kl=0.02 differs from the run's (not set)"),
+    (["--steps", "512", "--set", "start=prone"], "--set start=prone differs from the run's (not set)"),
+    (["--steps", "512", "--set", "max_episode_seconds=3"], "--set max_episode_seconds=3 differs from the run's 1.5"),
+    (["--steps", "512", "--set", "params.trunk_pitch=0.1"], "--set params.trunk_pitch=0.1 differs"),
+    (["--steps", "512", "--eval-set", "start=supine"], "--eval-set start=supine differs"),
+    (["--steps", "512", "--eval-episodes", "10"], "--eval-episodes 10 differs from the run's 2"),
+    (["--steps", "512", "--n-envs", "4"], "--n-envs 4 differs from the run's 2"),
+    (["--steps", "512", "--seed", "3"], "--seed 3 differs from the run's 0"),
+    (["--steps", "512", "--prior", "keyframe"], "--prior keyframe differs from the run's spline"),
+    (["--steps", "512", "--hyperparams", "other.yml"], "--hyperparams other.yml differs"),
+    (["--steps", "512", "--name", "other"], "--name other differs"),
+    (["--steps", "512", "--checkpoint-every", "0"], "checkpoint_every must be an integer >= 1, got 0"),
+    (["--steps", "256"], "has done 256 steps: steps must exceed them to continue it, got 256"),
+    (["--steps", "128"], "has done 256 steps: steps must exceed them to continue it, got 128"),
+    ([], "has done 256 steps: steps must exceed them to continue it, got 256 (the run's own)"),
+])
+def test_a_resume_refuses_what_would_change_the_run(short_run, tmp_path, args, message, capsys):
+    """--resume keeps the run's settings: an option that differs from them, or --steps no more than
+    done, is refused by name (exit 2, one line) before anything is written."""
+    run = _copy(short_run, tmp_path)
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    assert main([*RESUME, str(run), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+
+
+def test_a_resume_continues_the_runs_statistics_and_settings(short_run, tmp_path):
+    """A resume goes on with the run's normalisation statistics (their counts continue, not start
+    again), its evaluation size and checkpoint interval; options equal to the run's are accepted,
+    an allowed change is recorded in command.txt."""
+    run = _copy(short_run, tmp_path)
+    saved = load_normalizer(run / "vecnormalize.pkl")
+    assert main([*RESUME, str(run), "--steps", "384", "--eval-every", "256", "--algo", "ppo", "--env", ENV,
+                 "--set", "hp.n_steps=64", "max_episode_seconds=1.5", "hp.policy_kwargs.net_arch=16,16"]) == 0
+    resumed = load_normalizer(run / "vecnormalize.pkl")
+    n_envs = 2  # a reset adds one observation per environment
+    assert saved.obs_rms.count + 128 <= resumed.obs_rms.count <= saved.obs_rms.count + 128 + n_envs
+    assert resumed.ret_rms.count == pytest.approx(saved.ret_rms.count + 128)
+    config = yaml.safe_load((run / "config.yml").read_text())
+    assert config == {**yaml.safe_load((short_run / "config.yml").read_text()), "steps": 384, "eval_every": 256}
+    last = (run / "command.txt").read_text().splitlines()[-1]
+    assert "# resumed from model.zip (256 steps)" in last
+    assert last.endswith("; changed steps 256 -> 384, eval_every 128 -> 256")
+    evaluations = [yaml.safe_load(p.read_text())["episodes"] for p in (run / "eval").glob("0*/results.json")]
+    assert evaluations == [2, 2, 2]  # 128, 256 and the end of the resumed session, all of the run's size
+    assert _checkpoint_steps(run) == [128, 256, 384]
+
+
+def test_missing_normalisation_statistics_are_an_error_naming_the_file(short_run, tmp_path, capsys):
+    run = _copy(short_run, tmp_path)
+    (run / "vecnormalize.pkl").unlink()
+    eval_args = ["eval", "--env", ENV, "--episodes", "1", "--out", str(tmp_path / "eval"), "--policy"]
+    for args in ([*eval_args, str(run)], [*eval_args, str(run / "model.zip")], [*RESUME, str(run), "--steps", "384"]):
+        assert main(args) == 2
+        assert "vecnormalize.pkl is missing beside model.zip" in capsys.readouterr().err
+    assert _checkpoint_steps(run) == [128, 256] and not (tmp_path / "eval").exists()
+
+
+def test_a_run_killed_before_it_saved_goes_on_from_its_newest_complete_checkpoint(short_run, tmp_path, capsys):
+    """No model.zip (killed before the first save), the last checkpoint cut off before its model
+    file and a checkpoint without statistics (SB3's own callback wrote the model first): evaluation
+    and resume take the newest complete checkpoint."""
+    run = _copy(short_run, tmp_path)
+    for name in ("model.zip", "vecnormalize.pkl", "checkpoints/model_256_steps.zip"):
+        (run / name).unlink()
+    shutil.copyfile(run / "checkpoints" / "model_128_steps.zip", run / "checkpoints" / "model_384_steps.zip")
+    policy = load_policy(str(run))
+    assert policy.model.num_timesteps == 128
+    assert "using checkpoints/model_128_steps.zip" in capsys.readouterr().err
+    assert main([*RESUME, str(run), "--steps", "384"]) == 0
+    assert model_steps(run / "model.zip") == model_steps(run / "checkpoints" / "model_384_steps.zip") == 384
+    assert "# resumed from checkpoints/model_128_steps.zip (128 steps)" in (run / "command.txt").read_text()
+
+
+def test_an_off_policy_run_goes_on_with_its_replay_buffer(tmp_path, capsys):
+    """SAC: a checkpoint is complete with its replay buffer; a run killed while publishing its end
+    resumes from the newest complete checkpoint with that buffer (it keeps filling, not from
+    empty), and a model.zip without its buffer is refused by name."""
+    run = train(_config(tmp_path, algo="sac", steps=128, eval_every=0, checkpoint_every=64,
+                        hp_overrides={"policy_kwargs.net_arch": (16, 16), "buffer_size": 1000}))
+    assert {"model_replay_buffer_64_steps.pkl", "model_replay_buffer_128_steps.pkl"} <= {
+        p.name for p in (run / "checkpoints").iterdir()}
+    killed = _copy(run, tmp_path / "killed")
+    (killed / "model.zip").unlink()
+    (killed / "checkpoints" / "model_128_steps.zip").unlink()
+    assert main([*RESUME, str(killed), "--steps", "192"]) == 0
+    assert "# resumed from checkpoints/model_64_steps.zip (64 steps)" in (killed / "command.txt").read_text()
+    from stable_baselines3 import SAC
+
+    checkpoint = SAC.load(killed / "checkpoints" / "model_64_steps.zip", device="cpu")
+    checkpoint.load_replay_buffer(killed / "checkpoints" / "model_replay_buffer_64_steps.pkl")
+    resumed = SAC.load(killed / "model.zip", device="cpu")
+    resumed.load_replay_buffer(killed / "replay_buffer.pkl")
+    assert resumed.num_timesteps == 192  # 128 more steps of 2 environments: 64 more transitions
+    assert resumed.replay_buffer.pos == checkpoint.replay_buffer.pos + 64 and checkpoint.replay_buffer.pos > 0
+    (run / "replay_buffer.pkl").unlink()
+    assert main([*RESUME, str(run), "--steps", "192"]) == 2
+    assert "replay_buffer.pkl is missing beside model.zip" in capsys.readouterr().err
+
+
+def test_a_save_cut_off_midway_leaves_whole_files_and_pairs(short_run, tmp_path, monkeypatch):
+    """A save that stops half-way (a model file half written, or the model not yet renamed after
+    its statistics) never leaves a half file or a model beside statistics of another."""
+    from stable_baselines3.common import base_class
+
+    run = _copy(short_run, tmp_path)
+    whole_save = base_class.save_to_zip_file
+    calls: list[object] = []
+
+    def cut_off(save_path, *args, **kwargs):
+        calls.append(save_path)
+        if len(calls) == 1:  # the first checkpoint of the resumed session
+            Path(save_path).write_bytes(b"PK\x03\x04 half a model")
+            raise KeyboardInterrupt
+        return whole_save(save_path, *args, **kwargs)
+
+    monkeypatch.setattr(base_class, "save_to_zip_file", cut_off)
+    assert main([*RESUME, str(run), "--steps", "512", "--eval-every", "0"]) == 130  # stopped, then saved
+    monkeypatch.undo()
+    assert not list(run.rglob(".*.tmp"))
+    for model in run.rglob("*.zip"):
+        assert load_policy(str(model)).model.num_timesteps == model_steps(model)
+    assert _checkpoint_steps(run) == [128, 256, 384] and model_steps(run / "model.zip") == 384
+    from upright.training.callbacks import save_model_files
+
+    best = model_steps(run / "best_model.zip")
+    other = load_policy(str(run / "checkpoints" / f"model_{256 if best == 128 else 128}_steps.zip"))
+    saved = run / "checkpoints" / f"model_vecnormalize_{other.model.num_timesteps}_steps.pkl"
+    statistics = make_train_env(ENV, {**SHORT, "prior": "spline"}, 1, 0, normalize=True, on_policy=True,
+                                normalizer=saved)
+    real_replace = os.replace
+
+    def killed_before_the_model(source, destination):
+        if Path(destination).name == "best_model.zip":
+            raise KeyboardInterrupt
+        real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", killed_before_the_model)
+    with pytest.raises(KeyboardInterrupt):
+        save_model_files(other.model, statistics, run / "best_model.zip")
+    monkeypatch.undo()
+    statistics.close()
+    assert model_steps(run / "best_model.zip") == best
+    with pytest.raises(ValueError, match="were not saved together"):
+        load_policy(str(run / "best_model.zip"))
+
+
+def test_a_diverging_optimiser_fails_the_training_and_saves_nothing_of_it(tmp_path, capsys):
+    out = tmp_path / "runs"
+    code = main(["train", "--env", ENV, "--steps", "512", "--out", str(out), *TINY_CLI,
+                 "--set", "hp.learning_rate=1e12"])
+    err = capsys.readouterr().err
+    assert code == 1 and "the optimiser diverged at step 128" in err and "Traceback" not in err, err
+    run = out / "WolfgangGetUp-v0" / "ppo-spline-1"
+    assert not (run / "model.zip").exists() and _checkpoint_steps(run) == [128]  # before the first update
+    assert load_policy(str(run)).model.num_timesteps == 128
+
+
+def test_a_failed_session_leaves_the_runs_models_untouched(short_run, tmp_path, monkeypatch, capsys):
+    """An update that leaves non-finite weights: the training fails (exit 1, the step named) and
+    model.zip, its statistics and the checkpoints are the ones from before."""
+    import torch
+    from stable_baselines3 import PPO
+
+    run = _copy(short_run, tmp_path)
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.suffix in (".zip", ".pkl")}
+
+    def poisoned_update(self):
+        with torch.no_grad():
+            for parameter in self.policy.parameters():
+                parameter.fill_(float("nan"))
+
+    monkeypatch.setattr(PPO, "train", poisoned_update)
+    assert main([*RESUME, str(run), "--steps", "640"]) == 1
+    assert "the optimiser diverged at step 384" in capsys.readouterr().err
+    changed = {p.name for p, data in before.items() if p.read_bytes() != data}
+    assert changed <= {"best_model.zip", "best_vecnormalize.pkl"}  # a best of 384 steps: evaluated before the update
+    assert _checkpoint_steps(run) == [128, 256, 384]  # 384: saved before the poisoned update
+    assert torch.isfinite(PPO.load(run / "checkpoints" / "model_384_steps.zip").policy.log_std).all()
+
+
+def test_a_fine_tuning_run_carries_the_policy_it_started_from(short_run, tmp_path):
+    """--init copies the policy into the run's init/ (with how it was trained), so shipping and
+    resuming the run need nothing of the other run once it has moved away."""
+    other = _copy(short_run, tmp_path / "elsewhere")
+    init = str(other / "best_model.zip")
+    run = train(_config(tmp_path, init=init, steps=64, eval_every=0))
+    assert (run / "init" / "model.zip").read_bytes() == (other / "best_model.zip").read_bytes()
+    assert (run / "init" / "vecnormalize.pkl").read_bytes() == (other / "best_vecnormalize.pkl").read_bytes()
+    shutil.rmtree(other)
+    manifest = read_manifest(ship(run, "tuned", model="final", zoo=tmp_path / "zoo"))
+    assert manifest["init"] == {"policy": init, "training_commands": ["test"], "total_steps": 256,
+                                "wall_seconds": manifest["init"]["wall_seconds"], "init": None}
+    assert main([*RESUME, str(run), "--steps", "256"]) == 0
+
+
+def test_only_a_run_config_beside_a_run_model_name_makes_a_run(tmp_path):
+    """A ``config.yml`` of another tool beside an SB3 zip, or a zip of another name beside a run's
+    config: a plain SB3 model, loaded as such."""
+    from stable_baselines3 import PPO
+
+    plain = tmp_path / "download"
+    plain.mkdir()
+    (plain / "config.yml").write_text("learning_rate: 0.001\nn_steps: 64\n")
+    PPO("MlpPolicy", "Pendulum-v1", n_steps=8, batch_size=8, device="cpu").save(plain / "model.zip")
+    shutil.copyfile(plain / "model.zip", plain / "ppo_pendulum.zip")
+    run_like = tmp_path / "run"
+    run_like.mkdir()
+    (run_like / "config.yml").write_text(f"env_id: {ENV}\nalgo: ppo\n")
+    shutil.copyfile(plain / "model.zip", run_like / "custom.zip")
+    for model in (plain / "model.zip", plain / "ppo_pendulum.zip", run_like / "custom.zip"):
+        assert isinstance(load_policy(str(model)), SB3Policy) and not is_run_policy(str(model))
+        assert run_env_kwargs(str(model)) == {}
+    assert not is_run_policy(str(plain)) and is_run_policy(str(run_like))
 
 
 def test_training_bench_rows():
@@ -395,9 +709,9 @@ def test_checkpoint_selection_picks_by_score_on_selection_seeds_and_ships_it(run
     shutil.copytree(run_dir, run)
     out = tmp_path / "selection"
     args = ["experiment", "checkpoint-selection", "--episodes", "2", "--out", str(out), "--set", f"runs={run}"]
-    assert main([*args, "from_steps=128"]) == 0
+    assert main([*args, "from_steps=384"]) == 0  # the resume kept the run's checkpoint_every (128)
     picked = json.loads((run / "selection.json").read_text())
-    assert picked["candidates"] == [128, 256] and picked["seed"] == 2_500_000_000 and picked["episodes"] == 2
+    assert picked["candidates"] == [384, 512, 640] and picked["seed"] == 2_500_000_000 and picked["episodes"] == 2
     results = {s: json.loads((out / "run" / str(s) / "results.json").read_text()) for s in picked["candidates"]}
     assert all(r["seed"] == 2_500_000_000 and r["env_kwargs"] == {**SHORT, "prior": "spline"} for r in results.values())
     scores = {s: score(summary_numbers(r)) for s, r in results.items()}
@@ -492,31 +806,38 @@ def test_a_fine_tuning_curve_continues_where_its_initial_run_stood(tmp_path):
         assert path.stat().st_size > 0
 
 
-def test_an_interrupt_during_the_periodic_evaluation_stops_the_training(tmp_path):
-    """Ctrl-C or SIGTERM while the periodic evaluation runs: the runner keeps the finished
-    episodes (``interrupted`` in results.json), and the training stops too instead of going on; the
-    partial evaluation neither adds a learning-curve row nor becomes the best model."""
-    from upright.policies.base import Policy
-    from upright.training.callbacks import Evaluation
+def test_an_interrupt_during_the_periodic_evaluation_stops_the_training(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM while the periodic evaluation runs (here the second one, at 256 steps):
+    the runner keeps the finished episodes (``interrupted`` in results.json), and the training
+    stops there too instead of going on; the first evaluation's learning-curve row and best model
+    stay, and the partial one neither adds a row nor becomes the best model."""
+    from upright.training import callbacks
 
-    class Interrupting(Policy):
-        name = "interrupting"
+    made: list[ModelPolicy] = []
 
-        def reset(self, env, seed):
-            pass
+    class InterruptingSecond(ModelPolicy):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
 
         def act(self, observation, info):
-            raise KeyboardInterrupt
+            if len(made) == 2:
+                raise KeyboardInterrupt
+            return super().act(observation, info)
 
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    evaluation = Evaluation(run_dir, ENV, {**SHORT, "prior": "spline"}, every=1, episodes=2, seed=1_000_000,
-                            has_prior=True)
-    with pytest.raises(KeyboardInterrupt):
-        evaluation._run(Interrupting(), run_dir / "eval" / "000000001")
-    result = yaml.safe_load((run_dir / "eval" / "000000001" / "results.json").read_text())
-    assert result["interrupted"] is True and result["episodes"] == 0
-    assert not (run_dir / "learning_curve.csv").exists()
+    monkeypatch.setattr(callbacks, "ModelPolicy", InterruptingSecond)
+    with pytest.raises(TrainingInterrupted):
+        train(_config(tmp_path, steps=1024, eval_episodes=2))
+    run_dir = tmp_path / "runs" / "WolfgangGetUp-v0" / "ppo-spline-1"
+    first = yaml.safe_load((run_dir / "eval" / "000000128" / "results.json").read_text())
+    assert first["episodes"] == 2 and not first.get("interrupted")
+    partial = yaml.safe_load((run_dir / "eval" / "000000256" / "results.json").read_text())
+    assert partial["interrupted"] is True and partial["episodes"] == 0
+    rows = list(csv.DictReader((run_dir / "learning_curve.csv").open()))
+    assert [int(r["steps"]) for r in rows] == [128]
+    assert float(rows[0]["mean_return"]) == pytest.approx(np.mean([e["return"] for e in first["episodes_data"]]))
+    assert model_steps(run_dir / "best_model.zip") == 128 and (run_dir / "best_vecnormalize.pkl").is_file()
+    assert model_steps(run_dir / "model.zip") == 256  # stopped in the evaluation, saved there
 
 
 def test_walk_curves_plot_the_fall_rate_against_the_prior(tmp_path):

@@ -1,17 +1,25 @@
-"""SB3 callbacks of ``upright train`` (SB3's own CheckpointCallback does the checkpoints):
+"""SB3 callbacks of ``upright train`` and the saving they share:
 
 - :class:`RewardTerms`: ``reward/<term>`` episode sums from ``info["reward_terms"]``;
 - :class:`Evaluation`: every N steps, episodes on fixed held-out seeds through the shared runner
   with the training normalisation frozen; logs ``eval/*`` (and the prior's own numbers on the same
   seeds as ``prior/*``, computed once), appends ``learning_curve.csv``, keeps ``best_model.zip``;
+- :class:`Checkpoints`: the model with its normalisation and replay buffer every N steps;
 - :class:`ActorWarmup`: the actor frozen for the first environment steps (critic warm-up).
+
+Every file they write goes through :func:`write_atomically`, models with their companions through
+:func:`save_model_files` (the invariant a run folder keeps is in :mod:`upright.policies.run`).
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import os
 import pickle
+import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +27,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
+from upright.policies.run import STEPS_STAMP, normalizer_path, replay_buffer_path
 from upright.policies.sb3 import ModelPolicy
 
 #: learning_curve.csv columns: environment steps, wall-clock seconds since the run started (resumes
@@ -26,6 +35,71 @@ from upright.policies.sb3 import ModelPolicy
 CURVE_COLUMNS = ("steps", "wall_seconds", "success_rate", "success_ci_low", "success_ci_high", "stood_up_rate",
                  "time_to_stand", "falls", "fall_rate", "vx", "vy", "wz", "linear_tracking_error",
                  "yaw_tracking_error", "mean_return")
+
+
+class Diverged(RuntimeError):
+    """The model's weights are no longer finite: saving it would replace a good model with a
+    diverged one."""
+
+
+def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """Make ``path`` by ``write(temporary)``, a temporary file in the same folder, then
+    ``os.replace``: a process killed meanwhile leaves the old ``path`` (or none) and at most a
+    hidden ``.NAME.PID.tmp``, never a half-written ``path``. The data is flushed to disk before
+    the rename."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(temporary)
+        descriptor = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as :func:`write_atomically` does."""
+    write_atomically(path, lambda temporary: temporary.write_text(text))
+
+
+def link_atomically(source: Path, path: Path) -> None:
+    """``path`` becomes the content of ``source`` (a hard link, a copy where links fail), as
+    :func:`write_atomically` does."""
+    def link(temporary: Path) -> None:
+        try:
+            os.link(source, temporary)
+        except OSError:
+            shutil.copyfile(source, temporary)
+
+    write_atomically(path, link)
+
+
+def weights_finite(model: Any) -> bool:
+    """Whether every parameter of ``model``'s policy is finite."""
+    return all(bool(parameter.isfinite().all()) for parameter in model.policy.parameters())
+
+
+def save_model_files(model: Any, normalizer: VecNormalize | None, model_path: Path, *,
+                     replay_buffer: bool = False) -> None:
+    """Save ``model`` as ``model_path`` with ``normalizer``'s statistics
+    (:func:`~upright.policies.run.normalizer_path`, stamped with the model's steps) and, with
+    ``replay_buffer``, its replay buffer (:func:`~upright.policies.run.replay_buffer_path`). Each
+    file is written atomically and the model file is renamed last, so that wherever the process is
+    killed, a model file on disk was written after (or with) the companions beside it. Raises
+    :class:`Diverged` without writing anything when the model's weights are not finite."""
+    if not weights_finite(model):
+        raise Diverged(f"non-finite weights at step {model.num_timesteps}")
+    if replay_buffer:
+        write_atomically(replay_buffer_path(model_path), model.save_replay_buffer)
+    if normalizer is not None:
+        setattr(normalizer, STEPS_STAMP, model.num_timesteps)
+        write_atomically(normalizer_path(model_path), lambda temporary: normalizer.save(str(temporary)))
+    write_atomically(model_path, model.save)
 
 
 class RewardTerms(BaseCallback):
@@ -93,8 +167,9 @@ class Evaluation(BaseCallback):
     saves ``best_model.zip`` (+ ``best_vecnormalize.pkl``) on a new best. With a prior, the
     prior alone (the zero residual) is evaluated once on the same seeds and logged as ``prior/*``
     beside every evaluation. A resumed run continues the wall-clock and the best score of the rows
-    already in ``learning_curve.csv``; a run that started before training (``elapsed`` seconds of
-    imitation, its steps already counted) is evaluated once when training starts."""
+    already in ``learning_curve.csv`` (the best only while its ``best_model.zip`` is there); a run
+    that started before training (``elapsed`` seconds of imitation, its steps already counted) is
+    evaluated once when training starts."""
 
     def __init__(self, run_dir: Path, env_id: str, env_kwargs: dict[str, Any], *, every: int, episodes: int,
                  seed: int, has_prior: bool, elapsed: float = 0.0) -> None:
@@ -103,7 +178,8 @@ class Evaluation(BaseCallback):
         self.every, self.episodes, self.seed, self.has_prior = every, episodes, seed, has_prior
         rows = read_learning_curve(run_dir / "learning_curve.csv")
         self.wall_offset = rows[-1]["wall_seconds"] if rows else elapsed
-        self._best: tuple[float, ...] | None = max((score(r) for r in rows), default=None)
+        kept = (run_dir / "best_model.zip").is_file()
+        self._best: tuple[float, ...] | None = max((score(r) for r in rows), default=None) if kept else None
         self._start = time.monotonic()
         self.last = 0
         self._prior: dict[str, float | None] | None = None
@@ -155,21 +231,47 @@ class Evaluation(BaseCallback):
         self._append_curve(numbers, wall)
         if self._best is None or score(numbers) > self._best:
             self._best = score(numbers)
-            self.model.save(self.run_dir / "best_model.zip")
-            if normalizer is not None:
-                self.training_env.save(str(self.run_dir / "best_vecnormalize.pkl"))
+            save_model_files(self.model, self.training_env if normalizer is not None else None,
+                             self.run_dir / "best_model.zip")
         self.logger.dump(self.num_timesteps)
         return numbers
 
     def _append_curve(self, numbers: dict[str, float | None], wall: float) -> None:
         path = self.run_dir / "learning_curve.csv"
-        new = not path.is_file()
-        with path.open("a", newline="") as file:
-            writer = csv.writer(file)
-            if new:
-                writer.writerow(CURVE_COLUMNS)
-            row = {"steps": self.num_timesteps, "wall_seconds": round(wall, 2), **numbers}
-            writer.writerow(["" if row[c] is None else row[c] for c in CURVE_COLUMNS])
+        text = io.StringIO()
+        writer = csv.writer(text)
+        if path.is_file():
+            text.write(path.read_text())
+        else:
+            writer.writerow(CURVE_COLUMNS)
+        row = {"steps": self.num_timesteps, "wall_seconds": round(wall, 2), **numbers}
+        writer.writerow(["" if row[c] is None else row[c] for c in CURVE_COLUMNS])
+        write_text_atomically(path, text.getvalue())
+
+
+class Checkpoints(BaseCallback):
+    """Whenever the environment steps pass a multiple of ``every``: the model, its normalisation
+    statistics (when it normalises) and its replay buffer (with ``replay_buffer``) as
+    ``folder/model_N_steps.zip``, ``model_vecnormalize_N_steps.pkl`` and
+    ``model_replay_buffer_N_steps.pkl`` (SB3's CheckpointCallback names, which wrote them in place
+    and the model first), written by :func:`save_model_files` so that a checkpoint whose model file
+    exists is complete."""
+
+    def __init__(self, folder: Path, every: int, *, replay_buffer: bool) -> None:
+        super().__init__()
+        self.folder, self.every, self.replay_buffer = folder, every, replay_buffer
+        self._last = 0
+
+    def _on_training_start(self) -> None:
+        self.folder.mkdir(exist_ok=True)
+        self._last = self.num_timesteps
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps // self.every > self._last // self.every:
+            self._last = self.num_timesteps
+            save_model_files(self.model, self.model.get_vec_normalize_env(),
+                             self.folder / f"model_{self.num_timesteps}_steps.zip", replay_buffer=self.replay_buffer)
+        return True
 
 
 def actor_parameters(model: Any) -> list[Any]:
@@ -207,5 +309,6 @@ class ActorWarmup(BaseCallback):
         return True
 
 
-__all__ = ["ActorWarmup", "CURVE_COLUMNS", "Evaluation", "RewardTerms", "actor_parameters", "read_learning_curve", "score",
-           "summary_numbers"]
+__all__ = ["ActorWarmup", "CURVE_COLUMNS", "Checkpoints", "Diverged", "Evaluation", "RewardTerms", "actor_parameters",
+           "link_atomically", "read_learning_curve", "save_model_files", "score", "summary_numbers", "weights_finite",
+           "write_atomically", "write_text_atomically"]

@@ -5,8 +5,8 @@ model, saved as the run folder's ``config.yml``), the hyperparameter files and t
 
 - ``hp.KEY=VALUE`` (dotted below ``hp.``) overrides a hyperparameter: an argument of the SB3
   algorithm (``hp.learning_rate=1e-4``), of its policy (``hp.policy_kwargs.log_std_init=-3``,
-  ``hp.policy_kwargs.net_arch=64,64``) or one of ours (:data:`OWN_KEYS`, e.g. ``hp.normalize=false``,
-  ``hp.warmup_steps=5000``);
+  ``hp.policy_kwargs.net_arch=64,64``, ``hp.policy_kwargs.activation_fn=relu``: :data:`ACTIVATIONS`)
+  or one of ours (:data:`OWN_KEYS`, e.g. ``hp.normalize=false``, ``hp.warmup_steps=5000``);
 - ``params.KEY=VALUE`` overrides a parameter of the prior controller (env kwarg ``prior_params``);
 - every other key is an environment keyword argument (``start=random``, ``conditions=competition``,
   ``residual_scale=0.3``, ``reward_scales.upright=2``).
@@ -15,11 +15,12 @@ model, saved as the run folder's ``config.yml``), the hyperparameter files and t
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -46,7 +47,65 @@ OWN_KEYS = ("normalize", "warmup_steps", "zero_init", "log_std_init", "action_no
 #: Defaults of the imitation keys when ``imitate`` is set.
 IMITATE_DEFAULTS = {"imitate_steps": 100_000, "imitate_epochs": 20, "imitate_batch_size": 1024,
                     "imitate_learning_rate": 1e-3}
+#: Values of ``hp.policy_kwargs.activation_fn``, the hidden layers' activation (torch's Tanh, ReLU,
+#: ELU, LeakyReLU; SB3's default is tanh, the shipped hyperparameter files say relu). ``upright
+#: export --ops compiled-nn`` needs relu: B-Human's CompiledNN has no Tanh, ELU or LeakyReLU.
 ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
+#: The counts of a run and their least values (``eval_every`` 0: never evaluate).
+COUNTS = {"steps": 1, "n_envs": 1, "seed": 0, "eval_every": 0, "eval_episodes": 1, "eval_seed": 0,
+          "checkpoint_every": 1}
+
+
+def _integral(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer())
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class Rule(NamedTuple):
+    """What a value must be: ``text`` says it, ``valid`` checks it; ``integer`` values are passed on
+    as ints (``--set hp.buffer_size=1e5`` parses as a float)."""
+
+    text: str
+    valid: Callable[[Any], bool]
+    integer: bool = False
+
+
+def _count(least: int) -> Rule:
+    return Rule(f"an integer >= {least}", lambda v: _integral(v) and v >= least, integer=True)
+
+
+def _above(low: float, high: float = math.inf, *, closed: bool = False) -> Rule:
+    text = f"a number {'>=' if closed else '>'} {low:g}" + (f" and <= {high:g}" if high < math.inf else "")
+    return Rule(text, lambda v: _number(v) and (v >= low if closed else v > low) and v <= high)
+
+
+def _or_none(rule: Rule) -> Rule:
+    return Rule(f"{rule.text} or none", lambda v: v is None or rule.valid(v), rule.integer)
+
+
+_BOOLEAN = Rule("true or false", lambda v: isinstance(v, bool))
+_FINITE = Rule("a finite number", _number)
+#: What each hyperparameter with a value range must be (checked by :func:`check_hyperparams`, so a
+#: bad value is named before a run starts).
+VALUE_RULES: dict[str, Rule] = {
+    "learning_rate": _above(0), "n_steps": _count(1), "batch_size": _count(1), "n_epochs": _count(1),
+    "gamma": _above(0, 1), "gae_lambda": _above(0, 1, closed=True), "clip_range": _above(0),
+    "clip_range_vf": _or_none(_above(0)), "vf_coef": _above(0, closed=True), "max_grad_norm": _above(0),
+    "target_kl": _or_none(_above(0)), "sde_sample_freq": _count(-1), "buffer_size": _count(1),
+    "learning_starts": _count(0), "tau": _above(0, 1), "gradient_steps": _count(-1),
+    "target_update_interval": _count(1), "policy_delay": _count(1), "target_policy_noise": _above(0, closed=True),
+    "target_noise_clip": _above(0, closed=True), "use_sde": _BOOLEAN, "normalize_advantage": _BOOLEAN,
+    "normalize": _BOOLEAN, "zero_init": _BOOLEAN, "warmup_steps": _count(0), "log_std_init": _FINITE,
+    "action_noise_sigma": _above(0, closed=True), "imitate_steps": _count(1), "imitate_epochs": _count(1),
+    "imitate_batch_size": _count(1), "imitate_learning_rate": _above(0),
+    "policy_kwargs.log_std_init": _FINITE, "policy_kwargs.ortho_init": _BOOLEAN,
+}
+#: ``policy_kwargs.net_arch`` as a mapping: the networks each algorithm names.
+NET_ARCH_KEYS = {"ppo": ("pi", "vf"), "sac": ("pi", "qf"), "td3": ("pi", "qf")}
 
 
 @dataclass
@@ -73,6 +132,7 @@ class TrainConfig:
     #: Start from this trained policy's weights and normalisation statistics (a run folder, one of
     #: its ``.zip`` files or ``zoo:NAME``; the same algorithm and spaces) instead of a fresh,
     #: zero-initialised actor: fine-tuning, as rl-baselines3-zoo's ``--trained-agent``. None: fresh.
+    #: The run copies that policy into its ``init/`` folder when it starts and uses the copy.
     init: str | None = None
     #: Evaluate every this many environment steps (0 = never) on ``eval_episodes`` held-out seeds.
     eval_every: int = 10_000
@@ -105,7 +165,7 @@ class TrainConfig:
         return {**self.env_kwargs_with_prior, **self.eval_env_kwargs}
 
     def to_yaml(self) -> dict[str, Any]:
-        return _plain(asdict(self))
+        return plain(asdict(self))
 
     @classmethod
     def from_yaml(cls, data: Mapping[str, Any]) -> TrainConfig:
@@ -116,12 +176,12 @@ class TrainConfig:
         return cls(**data)
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """``value`` with tuples as lists and numpy scalars as Python numbers (for YAML)."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if hasattr(value, "item") and callable(value.item):
         return value.item()
     return value
@@ -193,6 +253,62 @@ def check_hyperparams(algo: str, hp: Mapping[str, Any]) -> None:
     activation = (hp.get("policy_kwargs") or {}).get("activation_fn")
     if activation is not None and activation not in ACTIVATIONS:
         raise ValueError(f"unknown activation_fn {activation!r}; valid: {', '.join(ACTIVATIONS)}")
+    check_values(algo, hp)
+
+
+def check_values(algo: str, hp: Mapping[str, Any]) -> None:
+    """ValueError naming the first hyperparameter of ``hp`` whose value is out of its range
+    (:data:`VALUE_RULES`), a ``train_freq``, ``ent_coef`` or ``policy_kwargs.net_arch`` of the
+    wrong form, or a ``batch_size`` PPO cannot normalise advantages over."""
+    policy_kwargs = hp.get("policy_kwargs") or {}
+    if not isinstance(policy_kwargs, Mapping):
+        raise ValueError(f"hp.policy_kwargs must be a mapping of policy arguments, got {policy_kwargs!r}")
+    values = {**hp, **{f"policy_kwargs.{k}": v for k, v in policy_kwargs.items()}}
+    for key, rule in VALUE_RULES.items():
+        if key in values and not rule.valid(values[key]):
+            raise ValueError(f"hp.{key} must be {rule.text}, got {values[key]!r}")
+    if algo == "ppo" and "batch_size" in hp and hp["batch_size"] < 2:
+        raise ValueError(f"hp.batch_size must be >= 2 for ppo (advantages are normalised per batch), "
+                         f"got {hp['batch_size']!r}")
+    if "train_freq" in hp:
+        freq = hp["train_freq"]
+        pair = isinstance(freq, (list, tuple)) and len(freq) == 2 and freq[1] in ("step", "episode")
+        if not (_integral(freq) and freq >= 1) and not (pair and _integral(freq[0]) and freq[0] >= 1):
+            raise ValueError(f"hp.train_freq must be an integer >= 1 or [N, step|episode], got {freq!r}")
+    if "ent_coef" in hp:
+        coef = hp["ent_coef"]
+        learned = algo == "sac" and isinstance(coef, str) and (coef == "auto" or coef.startswith("auto_"))
+        if not learned and not (_number(coef) and coef >= 0):
+            raise ValueError(f"hp.ent_coef must be a number >= 0{' or auto[_INITIAL]' if algo == 'sac' else ''}, "
+                             f"got {coef!r}")
+    if "net_arch" in policy_kwargs:
+        _check_net_arch(algo, policy_kwargs["net_arch"])
+
+
+def _check_net_arch(algo: str, arch: Any) -> None:
+    def layers(value: Any) -> bool:
+        return isinstance(value, (list, tuple)) and all(_integral(n) and n >= 1 for n in value)
+
+    names = NET_ARCH_KEYS[algo]
+    if isinstance(arch, Mapping):
+        if set(arch) - set(names) or not all(layers(v) for v in arch.values()):
+            raise ValueError(f"hp.policy_kwargs.net_arch must map {' and '.join(names)} to lists of layer sizes, "
+                             f"got {arch!r}")
+    elif not layers(arch):
+        raise ValueError(f"hp.policy_kwargs.net_arch must be a list of layer sizes (e.g. 64,64) or a mapping of "
+                         f"{' and '.join(names)} to such lists, got {arch!r}")
+
+
+def check_counts(config: TrainConfig) -> None:
+    """ValueError naming the first count of ``config`` (:data:`COUNTS`: steps, environments, seeds,
+    evaluation and checkpoint intervals, evaluation episodes) that is not an integer at least its
+    least value, and a non-boolean ``progress``."""
+    for name, least in COUNTS.items():
+        value = getattr(config, name)
+        if not (_integral(value) and value >= least):
+            raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    if not isinstance(config.progress, bool):
+        raise ValueError(f"progress must be true or false, got {config.progress!r}")
 
 
 def model_kwargs(hp: Mapping[str, Any]) -> dict[str, Any]:
@@ -200,7 +316,8 @@ def model_kwargs(hp: Mapping[str, Any]) -> dict[str, Any]:
     names as torch classes, network sizes as ints)."""
     import torch
 
-    kwargs = {k: v for k, v in hp.items() if k not in OWN_KEYS}
+    kwargs = {k: int(v) if k in VALUE_RULES and VALUE_RULES[k].integer and v is not None else v
+              for k, v in hp.items() if k not in OWN_KEYS}
     policy_kwargs = dict(kwargs.get("policy_kwargs") or {})
     if "activation_fn" in policy_kwargs:
         policy_kwargs["activation_fn"] = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU,
@@ -235,5 +352,6 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
     return TrainConfig.from_yaml(yaml.safe_load(path.read_text()))
 
 
-__all__ = ["ALGOS", "HP_PREFIX", "IMITATE_DEFAULTS", "OWN_KEYS", "TrainConfig", "algo_class", "check_hyperparams", "load_hyperparams",
-           "load_run_config", "model_kwargs", "next_run_dir", "split_train_settings"]
+__all__ = ["ALGOS", "COUNTS", "HP_PREFIX", "IMITATE_DEFAULTS", "NET_ARCH_KEYS", "OWN_KEYS", "Rule", "VALUE_RULES",
+           "TrainConfig", "algo_class", "check_counts", "check_hyperparams", "check_values", "load_hyperparams",
+           "load_run_config", "model_kwargs", "next_run_dir", "plain", "split_train_settings"]

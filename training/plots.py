@@ -1,8 +1,8 @@
 """``learning_curve.png`` of a run folder: the held-out evaluations of ``learning_curve.csv``
 against environment steps and against wall-clock seconds, with the prior's own number on the same
 seeds (``eval/prior/results.json``) as a dashed line. Get-up: success rate with its Wilson 95 %
-interval and mean time to stand (s, over successes); walk: fall rate and linear tracking error (m/s). Needs matplotlib (the ``video`` or
-``optimize`` extra)."""
+interval and mean time to stand (s, over successes); walk: fall rate and linear tracking error
+(m/s)."""
 
 from __future__ import annotations
 

@@ -9,15 +9,17 @@ algorithm, training command, which model was taken (``best``: the best held-out 
 training; ``final``; or ``selected``: the checkpoint that ``upright experiment checkpoint-selection``
 chose on more selection episodes, named in the run's ``selection.json``) with its environment
 steps, the run's total steps and wall-clock, the model-selection seeds, ``init`` (a fine-tuned
-run's starting policy with its own training commands, steps and wall-clock, recorded before a
-shipped entry of the same name is replaced), and ``evaluation`` (written later by ``upright
+run's starting policy with its own training commands, steps and wall-clock, as the run recorded
+them in ``init/record.yml`` when it started), and ``evaluation`` (written later by ``upright
 experiment trained-residuals --docs``, on seeds disjoint from training and selection).
-``zoo:NAME`` then loads it everywhere.
+``zoo:NAME`` then loads it everywhere. The entry is assembled in a temporary folder beside it and
+renamed into place, so a killed ``ship`` leaves the old entry or the new one, never half of one.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,8 +27,11 @@ from typing import Any
 import yaml
 
 from upright.policies.run import normalizer_path, zoo_dir
-from upright.training.callbacks import read_learning_curve, score
+from upright.training.callbacks import read_learning_curve, score, write_text_atomically
 from upright.training.config import load_run_config
+
+#: A fine-tuning run's record of the policy it started from (written by ``upright train``).
+INIT_RECORD = Path("init", "record.yml")
 
 #: The file in a run folder that names its selected checkpoint (``upright experiment checkpoint-selection``).
 SELECTION_FILE = "selection.json"
@@ -79,20 +84,23 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
         raise ValueError(f"run {str(run_dir)!r} has no {source.name}")
     if source.stat().st_size > MAX_MODEL_BYTES:
         raise ValueError(f"{source} is {source.stat().st_size / 2**20:.1f} MB; shipped models must be under 5 MB")
-    started_from = _init_record(config.init) if config.init else None  # before the entry it names is replaced
+    started_from = None
+    if config.init:  # runs from before init/record.yml: read from the policy itself, which must still be there
+        record = run_dir / INIT_RECORD
+        started_from = yaml.safe_load(record.read_text()) if record.is_file() else init_record(config.init)
     entry = Path(zoo) if zoo is not None else zoo_dir()
     entry = entry / name
-    if entry.exists():
-        if not overwrite:
-            raise ValueError(f"zoo entry {str(entry)!r} exists (pass overwrite=True / --overwrite to replace it)")
-        shutil.rmtree(entry)
-    entry.mkdir(parents=True)
-    shutil.copyfile(source, entry / "model.zip")
+    if entry.exists() and not overwrite:
+        raise ValueError(f"zoo entry {str(entry)!r} exists (pass overwrite=True / --overwrite to replace it)")
+    building = entry.with_name(f".{name}.{os.getpid()}.tmp")
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True)
+    shutil.copyfile(source, building / "model.zip")
     if normalizer_path(source).is_file():
-        shutil.copyfile(normalizer_path(source), entry / "vecnormalize.pkl")
+        shutil.copyfile(normalizer_path(source), building / "vecnormalize.pkl")
     for extra in ("config.yml", "command.txt", "learning_curve.csv"):
         if (run_dir / extra).is_file():
-            shutil.copyfile(run_dir / extra, entry / extra)
+            shutil.copyfile(run_dir / extra, building / extra)
     manifest: dict[str, Any] = {
         "name": name,
         "env_id": config.env_id,
@@ -112,11 +120,18 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
         "shipped_from": str(run_dir),
         "evaluation": {},
     }
-    (entry / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    (building / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    if entry.exists():  # --overwrite: the old entry leaves only once the new one is complete
+        old = entry.with_name(f".{name}.{os.getpid()}.old")
+        os.replace(entry, old)
+        os.replace(building, entry)
+        shutil.rmtree(old)
+    else:
+        os.replace(building, entry)
     return entry
 
 
-def _init_record(init: str) -> dict[str, Any]:
+def init_record(init: str) -> dict[str, Any]:
     """What a fine-tuned run started from (``upright train --init``): the policy, its training
     commands, model steps and wall-clock, and its own ``init`` — read from its zoo manifest or its
     run folder, so the chain that trained a shipped policy stays in its manifest."""
@@ -140,7 +155,7 @@ def _init_record(init: str) -> dict[str, Any]:
 def write_selection(run_dir: str | Path, selection: dict[str, Any]) -> None:
     """Name the run's selected checkpoint: ``selection`` holds ``model`` (its path in the run
     folder), ``steps``, the selection ``seed`` and ``episodes`` and its rates."""
-    (Path(run_dir) / SELECTION_FILE).write_text(json.dumps(selection, indent=1))
+    write_text_atomically(Path(run_dir) / SELECTION_FILE, json.dumps(selection, indent=1))
 
 
 def read_selection(run_dir: str | Path) -> dict[str, Any]:
@@ -161,8 +176,8 @@ def write_evaluation(entry: str | Path, evaluation: dict[str, Any]) -> None:
     """Store ``evaluation`` (held-out numbers) in the entry's manifest."""
     manifest = read_manifest(entry)
     manifest["evaluation"] = evaluation
-    (Path(entry) / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    write_text_atomically(Path(entry) / "manifest.yml", yaml.safe_dump(manifest, sort_keys=False))
 
 
-__all__ = ["MAX_MODEL_BYTES", "MODELS", "SELECTION_FILE", "SELECTION_NUMBERS", "read_manifest", "read_selection", "ship",
-           "write_evaluation", "write_selection"]
+__all__ = ["INIT_RECORD", "MAX_MODEL_BYTES", "MODELS", "SELECTION_FILE", "SELECTION_NUMBERS", "init_record",
+           "read_manifest", "read_selection", "ship", "write_evaluation", "write_selection"]

@@ -1,34 +1,57 @@
-"""``train(config) -> run_dir``: one training run of ``upright train``, or its continuation.
+"""``upright train``: a new training run (:func:`train`) or the continuation of one (:func:`resume`).
 
-The run folder ``runs/<env>/<algo>-<prior|scratch>-<n>/`` holds ``config.yml``, ``command.txt``,
-TensorBoard events (``tb/``), ``checkpoints/`` (model, normalisation and, off-policy, the replay
-buffer every ``checkpoint_every`` steps), ``model.zip`` (the latest), ``best_model.zip``,
-``vecnormalize.pkl`` (when normalising), ``replay_buffer.pkl`` (off-policy), ``eval/`` (the shared
-runner's ``results.json`` per evaluation), ``learning_curve.csv`` and, with matplotlib installed,
-``learning_curve.png``. Ctrl-C or SIGTERM saves the
-latest model (and the rest) before returning, so the run stays loadable and resumable.
+The run folder ``runs/<env>/<algo>-<prior|scratch>-<n>/`` holds ``config.yml``, ``command.txt``
+(every command that trained it, a resume's with what it changed), TensorBoard events (``tb/``),
+``checkpoints/`` (model, normalisation and, off-policy, the replay buffer every
+``checkpoint_every`` steps and at the end of every session), ``model.zip`` (the latest; with
+``vecnormalize.pkl`` when normalising and ``replay_buffer.pkl`` off-policy, published from the
+checkpoint of the session's end), ``best_model.zip`` (with ``best_vecnormalize.pkl``), ``eval/``
+(the shared runner's ``results.json`` per evaluation), ``learning_curve.csv``,
+``learning_curve.png``, and for a fine-tuning run ``init/`` (the policy it started from,
+copied, with ``record.yml``: how that policy was trained).
+
+Every file is written to a temporary file in its folder and renamed into place, a model after its
+companions (the invariant, :mod:`upright.policies.run`): a run killed at any moment keeps complete
+files, and :func:`resume` goes on from its newest complete checkpoint. Ctrl-C or SIGTERM saves the
+latest model (and the rest) before returning, so the run stays loadable and resumable. An error in
+training (a diverged optimiser) saves nothing: the models saved before it stay as they were.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import shlex
+import shutil
 import signal
 import sys
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
 
-from upright.training.callbacks import ActorWarmup, Evaluation, RewardTerms
-from upright.training.config import (IMITATE_DEFAULTS, TrainConfig, algo_class, load_hyperparams, load_run_config,
-                                     model_kwargs, next_run_dir)
+from upright.policies.run import (check_pair, load_normalizer, model_steps, newest_model, normalizer_path,
+                                  replay_buffer_path)
+from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, RewardTerms, link_atomically,
+                                        save_model_files, weights_finite, write_atomically, write_text_atomically)
+from upright.training.config import (IMITATE_DEFAULTS, TrainConfig, algo_class, check_counts, load_hyperparams,
+                                     load_run_config, model_kwargs, next_run_dir, plain)
 from upright.training.envs import check_env, make_train_env
 from upright.training.plots import plot_learning_curve
 
 ON_POLICY = ("ppo",)
+#: What a resume may change: none of them changes the model, its environment or what its
+#: evaluations measure (``steps`` must exceed the steps done).
+RESUMABLE = ("steps", "progress", "eval_every", "checkpoint_every")
+#: The ``upright train`` option of each :class:`TrainConfig` field (named when a resume refuses it);
+#: for the keyword-argument fields, what precedes a ``KEY=VALUE``.
+OPTIONS = {"env_id": "--env", "prior": "--prior", "algo": "--algo", "steps": "--steps", "n_envs": "--n-envs",
+           "seed": "--seed", "env_kwargs": "--set ", "hp_overrides": "--set hp.", "hyperparams_file": "--hyperparams",
+           "out": "--out", "name": "--name", "init": "--init", "eval_every": "--eval-every",
+           "eval_episodes": "--eval-episodes", "eval_env_kwargs": "--eval-set ",
+           "checkpoint_every": "--checkpoint-every", "progress": "--progress"}
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -39,17 +62,32 @@ class TrainingInterrupted(KeyboardInterrupt):
         self.run_dir = run_dir
 
 
+class TrainingFailed(RuntimeError):
+    """Training stopped by an error at ``steps`` environment steps (``diverged``: the optimiser
+    produced non-finite values); nothing of the failed session after its last checkpoint was
+    saved, so the run's models and checkpoints are as they were before it."""
+
+    def __init__(self, run_dir: Path, steps: int, error: BaseException, diverged: bool) -> None:
+        first_line = (str(error).splitlines() or [""])[0]
+        cause = "the optimiser diverged" if diverged else f"training failed ({type(error).__name__}: {first_line})"
+        hint = " (non-finite values in the policy: a smaller hp.learning_rate?)" if diverged else ""
+        super().__init__(f"{cause} at step {steps}{hint}; nothing after the last checkpoint was saved, "
+                         f"{run_dir} keeps the models it had")
+        self.run_dir, self.steps, self.diverged = run_dir, steps, diverged
+
+
 def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
 def resolve(config: TrainConfig) -> TrainConfig:
     """``config`` checked and with its hyperparameters resolved: ValueError naming an unknown
-    algorithm, hyperparameter, environment, keyword argument or a prior that does not fit the
-    robot or task, before anything is started."""
+    algorithm, a count out of range, an unknown or out-of-range hyperparameter, an environment,
+    keyword argument or a prior that does not fit the robot or task, or hyperparameters SB3 cannot
+    build the model from (the model is built once on the checked environment, with the ``init``
+    policy's weights), before anything is started."""
     algo_class(config.algo)
-    if config.steps < 1 or config.n_envs < 1:
-        raise ValueError(f"steps and n_envs must be >= 1, got steps={config.steps!r} n_envs={config.n_envs!r}")
+    check_counts(config)
     hp = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file, config.hp_overrides)
     env = check_env(config.env_id, config.env_kwargs_with_prior)
     try:
@@ -72,11 +110,25 @@ def resolve(config: TrainConfig) -> TrainConfig:
             check_teacher(hp["imitate"], config, env)
         if config.init is not None:
             init_files(config.init, config.algo, bool(hp.get("normalize")), env)
+        _check_model(replace(config, hyperparams=hp), env)
     finally:
         env.close()
     from importlib.metadata import version
 
     return replace(config, hyperparams=hp, version=version("upright"), code=source_commit())
+
+
+def _check_model(config: TrainConfig, env: Any) -> None:
+    """Build the model of ``config`` (resolved) once on ``env``: ValueError with the first line of
+    what SB3 or torch refuse (the replay buffer is left small: its size is checked by value)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    hp = config.hyperparams if config.algo in ON_POLICY else {**config.hyperparams, "buffer_size": 1}
+    try:
+        _new_model(replace(config, hyperparams=hp), DummyVecEnv([lambda: env]), None)
+    except (TypeError, ValueError, AssertionError, RuntimeError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"the hyperparameters do not make a {config.algo} model: {first}") from None
 
 
 def check_teacher(teacher: str, config: TrainConfig, env: Any) -> None:
@@ -164,7 +216,10 @@ def zero_actor_output(model: Any, log_std_init: float | None = None, action: np.
         policy.actor_target.load_state_dict(policy.actor.state_dict())
 
 
-def _new_model(config: TrainConfig, venv: Any, tb_dir: Path) -> Any:
+def _new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path | None = None) -> Any:
+    """The fresh model of ``config`` on ``venv`` (TensorBoard events into ``tb_dir``; None: none):
+    zero-initialised actor with a prior, or the weights of ``start`` (default: ``config.init``'s
+    model file) when fine-tuning."""
     hp = config.hyperparams
     kwargs = model_kwargs(hp)
     if config.algo == "td3":
@@ -172,14 +227,15 @@ def _new_model(config: TrainConfig, venv: Any, tb_dir: Path) -> Any:
 
         size = venv.action_space.shape[0]
         kwargs["action_noise"] = NormalActionNoise(np.zeros(size), np.full(size, hp.get("action_noise_sigma", 0.1)))
-    model = algo_class(config.algo)("MlpPolicy", venv, seed=config.seed, tensorboard_log=str(tb_dir), device="cpu",
-                                    verbose=0, **kwargs)
+    model = algo_class(config.algo)("MlpPolicy", venv, seed=config.seed, device="cpu", verbose=0,
+                                    tensorboard_log=None if tb_dir is None else str(tb_dir), **kwargs)
     if hp.get("zero_init", config.prior is not None):
         initial = hp.get("initial_residual")
         zero_actor_output(model, hp.get("log_std_init", -2.0) if config.algo == "sac" else None,
                           venv.env_method("residual_action", initial, indices=0)[0] if initial else None)
     if config.init is not None:  # fine-tuning: the trained weights (and optimiser state) replace the fresh ones
-        start, _ = init_files(config.init, config.algo, bool(hp.get("normalize")))  # spaces: checked by resolve
+        if start is None:
+            start, _ = init_files(config.init, config.algo, bool(hp.get("normalize")))  # spaces: checked by resolve
         model.set_parameters(str(start), exact_match=True, device="cpu")
     return model
 
@@ -189,8 +245,6 @@ def _imitate(model: Any, venv: Any, config: TrainConfig, run_dir: Path) -> float
     ``imitation.json`` and a checkpoint of the imitated policy (SB3's checkpoint names, so that
     ``checkpoint-selection`` can choose it too); return the seconds it took (they count in the
     run's wall-clock)."""
-    from stable_baselines3.common.vec_env import VecNormalize
-
     from upright.policies.feedback import FeedbackResidualPolicy, load_feedback_spec
     from upright.training.imitation import imitate
 
@@ -201,92 +255,227 @@ def _imitate(model: Any, venv: Any, config: TrainConfig, run_dir: Path) -> float
                      seed=config.seed, out=run_dir / "imitation.json")
     checkpoints = run_dir / "checkpoints"
     checkpoints.mkdir(exist_ok=True)
-    model.save(checkpoints / f"model_{model.num_timesteps}_steps.zip")
-    if isinstance(venv, VecNormalize):
-        venv.save(str(checkpoints / f"model_vecnormalize_{model.num_timesteps}_steps.pkl"))
+    save_model_files(model, model.get_vec_normalize_env(), checkpoints / f"model_{model.num_timesteps}_steps.zip")
     return float(record["seconds"])
 
 
-def _save(model: Any, venv: Any, run_dir: Path, off_policy: bool) -> None:
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    model.save(run_dir / "model.zip")
-    if isinstance(venv, VecNormalize):
-        venv.save(str(run_dir / "vecnormalize.pkl"))
+def _save_state(model: Any, run_dir: Path, off_policy: bool) -> None:
+    """Save the end of a session: its state as the checkpoint of its steps (replacing a checkpoint of
+    as many steps that the callback saved before the session's last update), then published as
+    ``model.zip`` with ``vecnormalize.pkl``
+    and, off-policy, ``replay_buffer.pkl`` (links to that checkpoint's files, the model last). A
+    kill while publishing leaves ``model.zip`` older than that complete checkpoint, which
+    :func:`~upright.policies.run.newest_model` then takes."""
+    checkpoint = run_dir / "checkpoints" / f"model_{model.num_timesteps}_steps.zip"
+    checkpoint.parent.mkdir(exist_ok=True)
+    normalizer = model.get_vec_normalize_env()
+    save_model_files(model, normalizer, checkpoint, replay_buffer=off_policy)
+    published = run_dir / "model.zip"
     if off_policy:
-        model.save_replay_buffer(run_dir / "replay_buffer.pkl")
+        link_atomically(replay_buffer_path(checkpoint), replay_buffer_path(published))
+    if normalizer is not None:
+        link_atomically(normalizer_path(checkpoint), normalizer_path(published))
+    link_atomically(checkpoint, published)
 
 
-def train(config: TrainConfig, resume: str | Path | None = None) -> Path:
-    """Train (or, with ``resume`` a run folder, continue to ``config.steps`` total steps; its own
-    config is used then, except ``steps``, ``progress`` and the evaluation schedule) and return the
-    run folder. Raises :class:`TrainingInterrupted` after saving when Ctrl-C or SIGTERM stopped it."""
+def _carry_init(config: TrainConfig, run_dir: Path) -> tuple[Path, Path | None]:
+    """Copy the policy ``config.init`` into ``run_dir/init/``: ``model.zip``, ``vecnormalize.pkl``
+    when the run normalises, and ``record.yml`` (the policy's name and how it was trained,
+    :func:`~upright.training.ship.init_record`); return the copied model and statistics. The run
+    starts from the copies and ``upright ship`` reads the record, so the run needs nothing of the
+    other policy once it has started."""
+    from upright.training.ship import init_record
+
+    assert config.init is not None
+    model, normalizer = init_files(config.init, config.algo, bool(config.hyperparams.get("normalize")))
+    folder = run_dir / "init"
+    folder.mkdir()
+    write_text_atomically(folder / "record.yml", yaml.safe_dump(init_record(config.init), sort_keys=False))
+    copied = None
+    if normalizer is not None:
+        copied = folder / "vecnormalize.pkl"
+        write_atomically(copied, partial(shutil.copyfile, normalizer))
+    write_atomically(folder / "model.zip", partial(shutil.copyfile, model))
+    return folder / "model.zip", copied
+
+
+def _write_config(run_dir: Path, config: TrainConfig) -> None:
+    write_text_atomically(run_dir / "config.yml", yaml.safe_dump(config.to_yaml(), sort_keys=False))
+
+
+def train(config: TrainConfig) -> Path:
+    """Start a new run of ``config`` (checked by :func:`resolve` before its folder is made) and
+    return its run folder once ``config.steps`` environment steps are done. Raises
+    :class:`TrainingInterrupted` after saving when Ctrl-C or SIGTERM stopped it, and
+    :class:`TrainingFailed` (saving nothing more) when training failed."""
     import torch
-    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
 
     torch.set_num_threads(1)
     command = config.command or shlex.join(sys.argv)
-    if resume is not None:
-        run_dir = Path(resume)
-        saved = load_run_config(run_dir)
-        if not (run_dir / "model.zip").is_file():
-            raise ValueError(f"run {str(run_dir)!r} has no model.zip to resume from")
-        with (run_dir / "command.txt").open("a") as file:  # every command that trained this run, in order
-            file.write(f"{command}  # resumed on code {source_commit() or 'unknown'}\n")
-        config = replace(saved, steps=config.steps, progress=config.progress, eval_every=config.eval_every,
-                         eval_episodes=config.eval_episodes, checkpoint_every=config.checkpoint_every)
-        algo_class(config.algo)
-    else:
-        config = resolve(config)
-        run_dir = next_run_dir(config.out, config.env_id, config.algo, config.prior, config.name)
-        run_dir.mkdir(parents=True)
-        (run_dir / "command.txt").write_text(command + "\n")
-    (run_dir / "config.yml").write_text(yaml.safe_dump(config.to_yaml(), sort_keys=False))
+    config = resolve(config)
+    run_dir = next_run_dir(config.out, config.env_id, config.algo, config.prior, config.name)
+    run_dir.mkdir(parents=True)
+    write_text_atomically(run_dir / "command.txt", command + "\n")
+    _write_config(run_dir, config)
+    start, normalizer = _carry_init(config, run_dir) if config.init is not None else (None, None)
+    venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
+                          normalize=bool(config.hyperparams.get("normalize")), on_policy=config.algo in ON_POLICY,
+                          normalizer=normalizer)
+    model = _new_model(config, venv, run_dir / "tb", start)
+    return _session(config, run_dir, model, fresh=True)
+
+
+def resume_config(saved: TrainConfig, changes: Mapping[str, Any]) -> tuple[TrainConfig, list[str]]:
+    """The config that a resume of the run saved as ``saved`` trains with, and what it changes
+    (``"steps 384 -> 640"``). ``changes`` are the :class:`TrainConfig` fields the user gave (as
+    ``upright train`` passes its options: ``env_kwargs`` nested, ``hp_overrides`` dotted): those of
+    :data:`RESUMABLE` apply; any other that differs from the run's (a ``--set`` key: from its
+    value in the run) is refused, ValueError naming the option, its value and the run's. A resume
+    keeps everything that shapes the model, its environment and its evaluations."""
+    unknown = sorted(set(changes) - {f.name for f in fields(TrainConfig)})
+    if unknown:
+        raise ValueError(f"unknown run settings: {', '.join(unknown)}")
+    for name, value in changes.items():
+        conflict = None if name in RESUMABLE else _conflict(name, value, saved)
+        if conflict:
+            raise ValueError(f"{conflict}: a resumed run keeps its settings (start a new run for other ones, "
+                             "or fine-tune this one with --init)")
+    config = replace(saved, **{name: value for name, value in changes.items() if name in RESUMABLE})
+    check_counts(config)
+    changed = [f"{name} {getattr(saved, name)} -> {getattr(config, name)}" for name in RESUMABLE
+               if getattr(saved, name) != getattr(config, name)]
+    return config, changed
+
+
+_NOT_SET = object()
+
+
+def _conflict(name: str, value: Any, saved: TrainConfig) -> str | None:
+    """How ``value`` given for field ``name`` differs from the run ``saved`` (None: it does not)."""
+    if name not in ("env_kwargs", "hp_overrides", "eval_env_kwargs"):
+        theirs = getattr(saved, name)
+        return (None if plain(value) == plain(theirs)
+                else f"{OPTIONS.get(name, name)} {_shown(value)} differs from the run's {_shown(theirs)}")
+    have = saved.hyperparams if name == "hp_overrides" else getattr(saved, name)
+    for key, given in _leaves(value):
+        theirs = have
+        for part in key.split("."):
+            theirs = theirs.get(part, _NOT_SET) if isinstance(theirs, Mapping) else _NOT_SET
+        if plain(given) != plain(theirs):
+            shown = key.replace("prior_params.", "params.", 1) if name == "env_kwargs" else key
+            return (f"{OPTIONS[name]}{shown}={_shown(given)} differs from the run's "
+                    f"{'(not set)' if theirs is _NOT_SET else _shown(theirs)}")
+    return None
+
+
+def _leaves(tree: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """``(dotted key, value)`` of every value of a nested mapping."""
+    leaves: list[tuple[str, Any]] = []
+    for key, value in tree.items():
+        leaves += _leaves(value, f"{prefix}{key}.") if isinstance(value, Mapping) else [(f"{prefix}{key}", value)]
+    return leaves
+
+
+def _shown(value: Any) -> str:
+    """``value`` as ``--set`` writes it."""
+    value = plain(value)
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def resume(run_dir: str | Path, changes: Mapping[str, Any] | None = None, *, command: str = "") -> Path:
+    """Continue the run in ``run_dir`` from its newest complete state (``model.zip``, or a newer
+    checkpoint of a session that was killed: :func:`~upright.policies.run.newest_model`) with its
+    normalisation statistics and, off-policy, its replay buffer, up to its ``steps``, and return
+    the run folder. ``changes`` may change only :data:`RESUMABLE` (:func:`resume_config`), and
+    ``steps`` must exceed the steps done: ValueError before anything is written otherwise, and
+    naming a missing statistics or replay-buffer file. ``command`` (default: this process's
+    command line) is appended to ``command.txt`` with the state it resumed from and what it
+    changed. Evaluations that a killed session made after that state stay in
+    ``learning_curve.csv`` (its steps then repeat). Raises as :func:`train` does."""
+    import torch
+
+    torch.set_num_threads(1)
+    run_dir = Path(run_dir)
+    saved = load_run_config(run_dir)
+    config, changed = resume_config(saved, changes or {})
+    on_policy = config.algo in ON_POLICY
+    normalize = bool(config.hyperparams.get("normalize"))
+    state = newest_model(run_dir, normalize=normalize, replay_buffer=not on_policy)
+    done = model_steps(state)
+    if config.steps <= done:
+        given = "" if "steps" in (changes or {}) else " (the run's own)"
+        raise ValueError(f"run {str(run_dir)!r} has done {done} steps: steps must exceed them to continue it, "
+                         f"got {config.steps}{given}")
+    normalizer = normalizer_path(state) if normalize else None
+    if normalizer is not None:
+        check_pair(state, done, load_normalizer(normalizer), normalizer)
+    venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
+                          normalize=normalize, on_policy=on_policy, normalizer=normalizer)
+    model = algo_class(config.algo).load(state, env=venv, device="cpu", tensorboard_log=str(run_dir / "tb"))
+    if not on_policy:
+        model.load_replay_buffer(replay_buffer_path(state))
+    for folder in (run_dir, run_dir / "checkpoints"):  # what a kill left half-written
+        for temporary in folder.glob(".*.tmp"):
+            temporary.unlink()
+    note = f"  # resumed from {state.relative_to(run_dir)} ({done} steps) on code {source_commit() or 'unknown'}"
+    history = (run_dir / "command.txt").read_text() if (run_dir / "command.txt").is_file() else ""
+    write_text_atomically(run_dir / "command.txt", history + (command or shlex.join(sys.argv)) + note
+                          + (f"; changed {', '.join(changed)}" if changed else "") + "\n")
+    _write_config(run_dir, config)
+    return _session(config, run_dir, model, fresh=False)
+
+
+def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool) -> Path:
+    """Train ``model`` (a new run's with ``fresh``: the imitation first, when the run has one) up to
+    ``config.steps`` with the callbacks, then save the state (:func:`_save_state`) and plot the
+    learning curve. Ctrl-C or SIGTERM: saved, then :class:`TrainingInterrupted`; any error in
+    training: nothing more saved, :class:`TrainingFailed`."""
+    from stable_baselines3.common.callbacks import CallbackList
+
     hp = config.hyperparams
     on_policy = config.algo in ON_POLICY
-    normalizer: Path | None = run_dir / "vecnormalize.pkl"
-    if resume is None:  # a fresh run: fresh statistics, or those of the policy it fine-tunes
-        normalizer = None if config.init is None else init_files(config.init, config.algo, bool(hp.get("normalize")))[1]
-    venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
-                          normalize=bool(hp.get("normalize")), on_policy=on_policy,
-                          normalizer=normalizer if normalizer is not None and normalizer.is_file() else None)
-    tb_dir = run_dir / "tb"
-    if resume is not None:
-        model = algo_class(config.algo).load(run_dir / "model.zip", env=venv, device="cpu", tensorboard_log=str(tb_dir))
-        if not on_policy and (run_dir / "replay_buffer.pkl").is_file():
-            model.load_replay_buffer(run_dir / "replay_buffer.pkl")
-    else:
-        model = _new_model(config, venv, tb_dir)
+    imitating = fresh and bool(hp.get("imitate"))
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     interrupted = False
+    failure: Exception | None = None
     try:  # Ctrl-C or SIGTERM from here on (the imitation included) saves a loadable run
-        imitation_seconds = _imitate(model, venv, config, run_dir) if resume is None and hp.get("imitate") else 0.0
+        imitation_seconds = _imitate(model, model.get_env(), config, run_dir) if imitating else 0.0
         evaluation = Evaluation(run_dir, config.env_id, config.eval_kwargs_with_prior, every=config.eval_every,
                                 episodes=config.eval_episodes, seed=config.eval_seed,
                                 has_prior=config.prior is not None, elapsed=imitation_seconds)
         callbacks = [RewardTerms(), evaluation,
-                     CheckpointCallback(max(config.checkpoint_every // config.n_envs, 1), str(run_dir / "checkpoints"),
-                                        name_prefix="model", save_replay_buffer=not on_policy,
-                                        save_vecnormalize=bool(hp.get("normalize")))]
+                     Checkpoints(run_dir / "checkpoints", config.checkpoint_every, replay_buffer=not on_policy)]
         if hp.get("warmup_steps", 0) > 0:
             callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
         remaining = config.steps - model.num_timesteps
         if remaining > 0:
             model.learn(remaining, callback=CallbackList(callbacks), tb_log_name="run",
-                        reset_num_timesteps=resume is None and not hp.get("imitate"), progress_bar=config.progress)
+                        reset_num_timesteps=fresh and not imitating, progress_bar=config.progress)
             if config.eval_every > 0 and evaluation.num_timesteps > evaluation.last:
                 evaluation.evaluate()
     except KeyboardInterrupt:
         interrupted = True
+    except Exception as error:  # any error in training: reported, and nothing of it saved
+        failure = error
     finally:
         signal.signal(signal.SIGTERM, previous)
-        _save(model, venv, run_dir, not on_policy)
-        venv.close()
-    if (run_dir / "learning_curve.csv").is_file() and importlib.util.find_spec("matplotlib") is not None:
+    try:
+        if failure is None:
+            _save_state(model, run_dir, not on_policy)
+    except Diverged as error:
+        failure = error
+    finally:
+        model.get_env().close()
+    if failure is not None:
+        diverged = (isinstance(failure, Diverged) or not weights_finite(model)  # torch's distributions refuse
+                    or (isinstance(failure, ValueError) and "invalid values" in str(failure)))  # NaN/inf parameters
+        raise TrainingFailed(run_dir, model.num_timesteps, failure, diverged) from failure
+    if (run_dir / "learning_curve.csv").is_file():
         plot_learning_curve(run_dir)
     if interrupted:
         raise TrainingInterrupted(run_dir)
     return run_dir
 
 
-__all__ = ["TrainingInterrupted", "check_teacher", "init_files", "resolve", "train", "zero_actor_output"]
+__all__ = ["ON_POLICY", "OPTIONS", "RESUMABLE", "TrainingFailed", "TrainingInterrupted", "check_teacher", "init_files",
+           "resolve", "resume", "resume_config", "train", "zero_actor_output"]

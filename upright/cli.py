@@ -1,7 +1,9 @@
 """The ``upright`` command line: ``info``, ``view``, ``bench``, ``report`` (the main job), ``eval``,
 ``video``, ``experiment`` (a paper's protocol by name), ``optimize`` (controller parameters),
-``train`` (residual or from-scratch policies), ``ship`` (a trained policy into the zoo) and ``soak``
-(random and extreme actions everywhere, counting exceptions, non-finite values and blow-ups)."""
+``train`` (residual or from-scratch policies), ``ship`` (a trained policy into the zoo), ``export``
+(a trained policy as ONNX with its robot-side spec), ``soak``
+(random and extreme actions everywhere, counting exceptions, non-finite values and blow-ups) and
+``check-same`` (a refactoring's bit-identity on this machine against a git revision)."""
 
 from __future__ import annotations
 
@@ -65,10 +67,12 @@ def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | P
     """The environment keyword arguments (a trained policy's own, under the ``--set`` settings plus
     ``--start`` and ``--conditions``, each named in one place only) and the policy (with the
     controller overrides of the ``--params`` file and the ``--set params.KEY=VALUE`` items over them;
-    for a policy trained on a prior they override that prior's ``prior_params`` instead)."""
+    for a policy trained on a prior they override that prior's ``prior_params`` instead). A trained
+    policy keeps the prior it was trained with: ``--set prior=`` naming another is a ValueError."""
     from upright.envs.base import load_params_file
     from upright.eval.runner import resolve_policy
-    from upright.policies.run import run_env_kwargs
+    from upright.policies.onnx_policy import export_env, is_export_policy
+    from upright.policies.run import is_run_policy, run_env_kwargs
 
     kwargs, params = split_settings(parse_settings(args.set))
     if args.params is not None:
@@ -79,7 +83,12 @@ def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | P
             if key in kwargs:
                 raise ValueError(f"{key} given both as --{key} and as --set {key}=...")
             kwargs[key] = value
-    trained = run_env_kwargs(args.policy)
+    exported = is_export_policy(args.policy)
+    trained = export_env(args.policy)[1] if exported else run_env_kwargs(args.policy)
+    if "prior" in kwargs and (exported or is_run_policy(args.policy)) and kwargs["prior"] != trained.get("prior"):
+        own = f"prior {trained['prior']!r}" if trained.get("prior") else "no prior"
+        raise ValueError(f"policy {args.policy!r} was trained with {own}, got --set prior={kwargs['prior']!r}; "
+                         "its actions are residuals of its own prior: leave prior out")
     if trained and params:  # a trained residual: the overrides apply to its prior
         if "prior" not in trained:
             raise ValueError(f"policy {args.policy!r} was trained without a prior and takes no params, got {params}")
@@ -96,13 +105,23 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from upright.eval.runner import run_episodes
 
     env_kwargs, policy = _episode_settings(args)
-    run = run_episodes(args.env, policy, args.episodes, env_kwargs=env_kwargs, seed=args.seed, workers=args.workers)
+    run = run_episodes(args.env, policy, args.episodes, env_kwargs=env_kwargs, seed=args.seed, workers=args.workers,
+                       keep_failed=True)
     result = aggregate(run)
     print_table(result)
     out = Path(args.out) if args.out else Path("results", "eval", f"{args.env.split('/')[-1]}-{run.policy}")
     json_path, md_path = write_results(result, out)
     print(f"wrote {json_path} and {md_path}")
-    return 130 if run.interrupted else 0
+    for failure in run.failed:
+        print(f"upright eval: episode {failure['episode']} (seed {failure['seed']}) failed: {failure['error']}",
+              file=sys.stderr)
+    if run.interrupted:
+        return 130
+    missing = run.episodes_requested - len(run.records) - len(run.failed)
+    if missing:
+        print(f"upright eval: {missing} of {run.episodes_requested} episodes did not run (the run stopped when a "
+              "worker died)", file=sys.stderr)
+    return 1 if run.failed else 0
 
 
 def _cmd_video(args: argparse.Namespace) -> int:
@@ -201,9 +220,21 @@ def _cmd_optimize_measure(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``upright train`` options and the :class:`~upright.training.config.TrainConfig` fields they set.
+_TRAIN_FIELDS = {"env": "env_id", "prior": "prior", "algo": "algo", "steps": "steps", "n_envs": "n_envs",
+                 "seed": "seed", "hyperparams": "hyperparams_file", "out": "out", "name": "name", "init": "init",
+                 "eval_every": "eval_every", "eval_episodes": "eval_episodes",
+                 "checkpoint_every": "checkpoint_every", "progress": "progress"}
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
+    """A new run from the options given (the others: :class:`TrainConfig`'s defaults), or with
+    ``--resume`` the continuation of one, which gets only the options given, to check them
+    against the run's own settings."""
+    import traceback
+
     from upright.training.config import TrainConfig, split_train_settings
-    from upright.training.train import TrainingInterrupted, train
+    from upright.training.train import TrainingFailed, TrainingInterrupted, resume, train
 
     env_kwargs, hp = split_train_settings(parse_settings(args.set))
     eval_env_kwargs, eval_hp = split_train_settings(parse_settings(args.eval_set))
@@ -213,17 +244,25 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise ValueError("give --env ID (or --resume RUN_DIR)")
     if args.resume is not None and args.init is not None:
         raise ValueError(f"--init {args.init!r} starts a new run; --resume continues one: give one of them")
-    config = TrainConfig(env_id=args.env or "", prior=args.prior, algo=args.algo, steps=args.steps, n_envs=args.n_envs,
-                         seed=args.seed, env_kwargs=env_kwargs, hyperparams_file=args.hyperparams, hp_overrides=hp,
-                         out=args.out, name=args.name, init=args.init, eval_every=args.eval_every,
-                         eval_episodes=args.eval_episodes, eval_env_kwargs=eval_env_kwargs, checkpoint_every=args.checkpoint_every,
-                         progress=args.progress, command=args.command_line)
+    given: dict[str, Any] = {field: getattr(args, option) for option, field in _TRAIN_FIELDS.items()
+                             if getattr(args, option) is not None}
+    for field, value in (("env_kwargs", env_kwargs), ("hp_overrides", hp), ("eval_env_kwargs", eval_env_kwargs)):
+        if value:
+            given[field] = value
     try:
-        run_dir = train(config, resume=args.resume)
+        if args.resume is not None:
+            run_dir = resume(args.resume, given, command=args.command_line)
+        else:
+            run_dir = train(TrainConfig(**given, command=args.command_line))
     except TrainingInterrupted as stopped:
         print(f"upright train: interrupted; saved {stopped.run_dir} (continue with --resume {stopped.run_dir})",
               file=sys.stderr)
         return 130
+    except TrainingFailed as failed:
+        if not failed.diverged and failed.__cause__ is not None:  # a fault, not the optimiser: where it happened
+            traceback.print_exception(failed.__cause__, file=sys.stderr)
+        print(f"upright train: {failed}", file=sys.stderr)
+        return 1
     print(f"wrote {run_dir}")
     return 0
 
@@ -244,6 +283,25 @@ def _cmd_soak(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
+def _cmd_check_same(args: argparse.Namespace) -> int:
+    from upright.eval.same_machine import CASES, check_same
+
+    if args.list:
+        for name, (env_id, kwargs, scale) in CASES.items():
+            print(f"{name:<42} {env_id} {kwargs} actions ±{scale}")
+        return 0
+    commit, differences = check_same(args.against, args.case, steps=args.steps)
+    cases = len(args.case or CASES)
+    if not differences:
+        print(f"identical to the bit: {cases} cases, {args.steps} steps each, at {args.against} ({commit[:12]}) "
+              "and in the working tree")
+        return 0
+    for difference in differences:
+        print(difference)
+    print(f"{len(differences)} of {cases} cases differ from {args.against} ({commit[:12]})")
+    return 1
+
+
 def _cmd_ship(args: argparse.Namespace) -> int:
     from upright.training.ship import ship
 
@@ -252,10 +310,35 @@ def _cmd_ship(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    if args.measure:
+        from upright.training.export_measure import measure
+
+        out = Path(args.out) if args.out else Path("results", "export")
+        paths = measure(out, episodes=args.episodes, observations=args.observations, workers=args.workers,
+                        docs=args.docs, command=args.command_line)
+        print("wrote " + " and ".join(map(str, paths)))
+        return 0
+    from upright.training.export import export, export_zoo
+
+    if args.zoo:
+        if args.policy is not None or args.out is not None:
+            raise ValueError("--zoo writes every shipped policy's export beside it (policies/zoo/NAME/onnx/): "
+                             "give no POLICY and no --out")
+        paths = export_zoo(args.ops)
+    elif args.policy is None or args.out is None:
+        raise ValueError("give POLICY and --out DIR (or --zoo, or --measure)")
+    else:
+        paths = [export(args.policy, args.out, args.ops)]
+    for path in paths:
+        print(f"wrote {path}/ (policy.onnx, policy.yml, example_io.npz)")
+    return 0
+
+
 def _add_episode_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments ``eval`` and ``video`` share: environment, policy, seed, keyword arguments."""
     p.add_argument("--env", required=True, help="environment id, e.g. upright/NaoGetUp-v0")
-    p.add_argument("--policy", required=True, help="policy name (zero, random, hold, a baseline), a run folder of upright train, one of its .zip files, zoo:NAME, a hand-designed residual (feedback:NAME or a .yml, with --set prior=...) or an SB3 .zip")
+    p.add_argument("--policy", required=True, help="policy name (zero, random, hold, a baseline), a run folder of upright train, one of its .zip files, zoo:NAME, an export onnx:DIR, a hand-designed residual (feedback:NAME or a .yml, with --set prior=...) or an SB3 .zip")
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode (episode i: seed + i)")
     p.add_argument("--start", default=None, help="get-up start: prone, supine, side, fall, random, standing")
     p.add_argument("--conditions", default=None, help="conditions preset: lab, turf, thesis, competition")
@@ -301,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=8, help="episodes per environment and policy (default: 8)")
     p.set_defaults(func=_cmd_report)
 
-    p = sub.add_parser("eval", help="run a policy for N episodes in parallel, print and write the metrics")
+    p = sub.add_parser("eval", help="run a policy for N episodes in parallel, print and write the metrics "
+                                    "(of the finished episodes; exit 1 when an episode failed)")
     _add_episode_arguments(p)
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--workers", type=int, default=1, help="worker processes (default: 1, in this process)")
@@ -362,35 +446,46 @@ def build_parser() -> argparse.ArgumentParser:
 
     from upright.training.config import TrainConfig  # light: no SB3 or torch
 
-    p = sub.add_parser("train", help="train a residual (--prior) or from-scratch policy with stable-baselines3")
+    p = sub.add_parser("train", help="train a residual (--prior) or from-scratch policy with stable-baselines3",
+                       description="Options left out take the defaults below for a new run; --resume keeps the "
+                                   "run's own settings, refuses options that differ from them and changes only "
+                                   "--steps (more than done), --eval-every, --checkpoint-every and --progress.")
     p.add_argument("--env", default=None, help="environment id, e.g. upright/WolfgangGetUp-v0")
     p.add_argument("--prior", default=None, help="baseline the policy is a residual on (default: from scratch)")
-    p.add_argument("--algo", default="ppo", help="ppo, sac or td3 (default: ppo)")
-    p.add_argument("--steps", type=int, default=100_000, help="total environment steps (default: 100000)")
-    p.add_argument("--n-envs", type=int, default=TrainConfig.n_envs,
+    p.add_argument("--algo", default=None, help=f"ppo, sac or td3 (default: {TrainConfig.algo})")
+    p.add_argument("--steps", type=int, default=None,
+                   help=f"total environment steps (default: {TrainConfig.steps}; resumed: the run's own)")
+    p.add_argument("--n-envs", type=int, default=None,
                    help=f"environments in the DummyVecEnv (default: {TrainConfig.n_envs})")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=None,
+                   help=f"seed of the first training environment (default: {TrainConfig.seed})")
     p.add_argument("--hyperparams", default=None, metavar="FILE",
                    help="hyperparameter YAML (default: the shipped training/hyperparams/ALGO.yml)")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="environment keyword arguments, params.KEY prior overrides and hp.KEY hyperparameters, "
                         "e.g. --set start=random residual_scale=0.3 hp.learning_rate=1e-4 "
                         "hp.policy_kwargs.log_std_init=-3")
-    p.add_argument("--out", default="runs", help="folder of the runs (default: runs)")
+    p.add_argument("--out", default=None, help=f"folder of the runs (default: {TrainConfig.out})")
     p.add_argument("--name", default=None, help="run folder name (default: ALGO-PRIOR-N)")
-    p.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue this run up to --steps total steps")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="continue this run (from its newest complete checkpoint if it was killed) up to its steps "
+                        "or --steps total steps")
     p.add_argument("--init", default=None, metavar="POLICY",
                    help="fine-tune: start a new run from this trained policy's weights and normalisation "
-                        "(a run folder, one of its .zip files or zoo:NAME; same algorithm and spaces), "
-                        "with this command's hyperparameters")
-    p.add_argument("--eval-every", type=int, default=10_000, help="evaluate every N steps (0: never; default 10000)")
-    p.add_argument("--eval-episodes", type=int, default=10, help="episodes per evaluation (default: 10)")
+                        "(a run folder, one of its .zip files or zoo:NAME; same algorithm and spaces; copied "
+                        "into the run's init/), with this command's hyperparameters")
+    p.add_argument("--eval-every", type=int, default=None,
+                   help=f"evaluate every N steps (0: never; default {TrainConfig.eval_every})")
+    p.add_argument("--eval-episodes", type=int, default=None,
+                   help=f"episodes per evaluation (default: {TrainConfig.eval_episodes})")
     p.add_argument("--eval-set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="environment keyword arguments that differ in the evaluation (the task the policy is "
                         "for; loading and shipping the run use them too), e.g. --set start=random,standing "
                         "--eval-set start=random")
-    p.add_argument("--checkpoint-every", type=int, default=50_000, help="checkpoint every N steps (default: 50000)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar")
+    p.add_argument("--checkpoint-every", type=int, default=None,
+                   help=f"checkpoint every N steps (default: {TrainConfig.checkpoint_every})")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help=f"progress bar (default: {'on' if TrainConfig.progress else 'off'})")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("soak", help="random and extreme actions in every environment, preset, start and prior; "
@@ -410,6 +505,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", action="store_true", help="also write docs/results/soak.md")
     p.set_defaults(func=_cmd_soak)
 
+    p = sub.add_parser("check-same", help="refactoring check: the environment cases at a git revision and in the "
+                                          "working tree, on this machine, must agree to the last bit")
+    p.add_argument("--against", default="HEAD", help="git revision to compare with (default: HEAD)")
+    p.add_argument("--steps", type=int, default=200, help="control steps per case (default: 200)")
+    p.add_argument("--case", nargs="+", default=None, metavar="NAME", help="only these cases (--list names them)")
+    p.add_argument("--list", action="store_true", help="list the cases, one line each")
+    p.set_defaults(func=_cmd_check_same)
+
     p = sub.add_parser("ship", help="copy a trained model of a run folder into the zoo (policies/zoo/NAME)")
     p.add_argument("run", help="run folder of upright train")
     p.add_argument("--name", required=True, help="zoo name, e.g. nao-getup-residual-keyframe")
@@ -420,6 +523,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zoo", default=None, help="zoo folder (default: $UPRIGHT_ZOO or the package's policies/zoo)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing entry of that name")
     p.set_defaults(func=_cmd_ship)
+
+    from upright.training.export import OPS  # light: onnx and torch load when a command runs
+
+    p = sub.add_parser("export", help="write a trained policy as ONNX (observation in, action out) with the spec "
+                                      "a robot-side implementer follows and example inputs and outputs "
+                                      "(docs/export.md)")
+    p.add_argument("policy", nargs="?", default=None,
+                   help="a run folder of upright train, one of its .zip files, or zoo:NAME")
+    p.add_argument("--out", default=None, help="output folder (replaced if it holds an earlier export); "
+                                               "--measure: results folder (default: results/export)")
+    p.add_argument("--zoo", action="store_true", help="export every shipped policy into policies/zoo/NAME/onnx/")
+    p.add_argument("--ops", default="default", choices=OPS,
+                   help="operators: default (Gemm layers), compiled-nn (only what B-Human's CompiledNN reads: "
+                        "MatMul + Add layers, ReLU; a Tanh actor is refused)")
+    p.add_argument("--measure", action="store_true",
+                   help="instead: the shipped exports against their SB3 policies (action parity on --observations "
+                        "observations, --episodes runner episodes each, time per call) into --out")
+    p.add_argument("--observations", type=int, default=1000,
+                   help="--measure: observations per policy (default: 1000)")
+    p.add_argument("--episodes", type=int, default=100, help="--measure: runner episodes per policy and runtime "
+                                                              "(default: 100)")
+    p.add_argument("--workers", type=int, default=1, help="--measure: worker processes (default: 1)")
+    p.add_argument("--docs", action="store_true", help="--measure: also write docs/results/export.md")
+    p.set_defaults(func=_cmd_export)
     return parser
 
 

@@ -15,7 +15,9 @@
   longer exist (any storage; this also catches a trial killed before its first heartbeat).
 * ``--storage URL``: any Optuna RDB URL (``postgresql://user@host/db``, ``mysql://...``,
   ``sqlite:///file.db``) with heartbeat and retry as above, so processes on many machines can work on
-  one study; or ``journal:PATH`` for a journal file.
+  one study; or ``journal:PATH`` for a journal file. A URL that cannot hold the study (no URL, an
+  unknown database, SQLite without a file, a server that does not answer) is a ValueError naming it
+  (:func:`check_storage`, :func:`open_storage`), raised before the output folder is made.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import optuna
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock, JournalStorage
 from optuna.trial import TrialState
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 #: Default seconds between heartbeats and after which a silent trial counts as dead.
 HEARTBEAT_INTERVAL = 10
@@ -51,18 +55,47 @@ def default_storage(out: Path, workers: int) -> str:
     return f"sqlite:///{Path(out) / 'study.db'}"
 
 
+#: The storage URLs ``--storage`` takes, for the messages that refuse one.
+_FORMS = ("sqlite:///RELATIVE.db, sqlite:////ABSOLUTE.db, postgresql://USER:PASSWORD@HOST[:PORT]/DB, "
+          "mysql://USER:PASSWORD@HOST/DB or journal:FILE")
+
+
 def check_storage(url: str, workers: int) -> None:
-    """Refuse SQLite with several local workers (see the module docstring for why)."""
-    if workers > 1 and url.startswith("sqlite"):
+    """Refuse, before anything is created, a storage URL that cannot hold the study: one SQLAlchemy
+    cannot parse or has no dialect for (``postgres://`` is spelt ``postgresql://``), SQLite without
+    a file or with a host (``sqlite://study.db`` for ``sqlite:///study.db``), and SQLite with several
+    local workers (see the module docstring for why). ValueError naming the URL (password hidden)."""
+    if url.startswith("journal:"):
+        if not url[len("journal:"):]:
+            raise ValueError(f"--storage {url!r} names no journal file; give journal:FILE")
+        return
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValueError(f"--storage {url!r} is no storage URL; give {_FORMS}") from None
+    shown = parsed.render_as_string(hide_password=True)
+    try:
+        parsed.get_dialect()
+    except NoSuchModuleError:
+        hint = " (SQLAlchemy spells it postgresql://)" if parsed.get_backend_name() == "postgres" else ""
         raise ValueError(
-            f"--workers {workers} with SQLite storage {url!r}: SQLite locks the whole file on every write and "
-            "parallel Optuna workers fail with 'database is locked'; leave --storage out (a journal file in --out "
-            "is used), or give --storage journal:PATH or a server URL such as postgresql://user@host/db")
+            f"--storage {shown!r}: unknown database {parsed.drivername!r}{hint}; give {_FORMS}") from None
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.host or not parsed.database or parsed.database == ":memory:":
+            raise ValueError(f"--storage {shown!r} names no SQLite file: a file is sqlite:///RELATIVE.db or "
+                             "sqlite:////ABSOLUTE.db (three slashes before the path)")
+        if workers > 1:
+            raise ValueError(
+                f"--workers {workers} with SQLite storage {url!r}: SQLite locks the whole file on every write and "
+                "parallel Optuna workers fail with 'database is locked'; leave --storage out (a journal file in "
+                "--out is used), or give --storage journal:PATH or a server URL such as postgresql://user@host/db")
 
 
 def open_storage(url: str, *, heartbeat_interval: int = HEARTBEAT_INTERVAL, grace_period: int = GRACE_PERIOD,
                  max_retry: int = MAX_RETRY) -> optuna.storages.BaseStorage:
-    """The Optuna storage for ``url`` (``journal:PATH`` or an RDB URL, see the module docstring)."""
+    """The Optuna storage for ``url`` (``journal:PATH`` or an RDB URL, see the module docstring).
+    A database that cannot be reached or opened (no server, wrong password, no driver) is a
+    ValueError naming the URL (password hidden) and the database's own one-line reason."""
     if url.startswith("journal:"):
         path = Path(url[len("journal:"):])
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,10 +103,17 @@ def open_storage(url: str, *, heartbeat_interval: int = HEARTBEAT_INTERVAL, grac
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     engine_kwargs = {"pool_pre_ping": True} if not url.startswith("sqlite") else {"connect_args": {"timeout": 60}}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                          grace_period=grace_period, heartbeat_stale_trial_callback=retry_callback(max_retry))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                              grace_period=grace_period, heartbeat_stale_trial_callback=retry_callback(max_retry))
+    except (SQLAlchemyError, ImportError) as error:
+        reason = getattr(error, "orig", None) or error
+        hint = " (the database driver is in the optimize extra: pip install 'upright[optimize]')" \
+            if isinstance(error, ImportError) else ""
+        raise ValueError(f"--storage {make_url(url).render_as_string(hide_password=True)!r} cannot be opened: "
+                         f"{' '.join(str(reason).split())}{hint}") from None
 
 
 def retry_callback(max_retry: int = MAX_RETRY) -> RetryHeartbeatStaleTrialCallback:

@@ -286,12 +286,12 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
     from upright.training.optimize.summary import write_summary
 
     plan = resolve(config)
-    config.out.mkdir(parents=True, exist_ok=True)
     if config.progress:
         optuna.logging.set_verbosity(optuna.logging.INFO)
     else:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = open_study(plan)
+    study = open_study(plan)  # a storage that cannot be opened fails here, before --out exists
+    config.out.mkdir(parents=True, exist_ok=True)
     # Trials left running by dead processes of this machine: failed and retried now (the heartbeat
     # would catch them later, but not one killed before its first beat, nor a journal's).
     fail_orphans(study, None, config.max_retry, unnamed_after=config.grace_period)
