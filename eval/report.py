@@ -32,11 +32,12 @@ REPORT_EPISODES = 8
 REPORT_SEED = 3_000_000_000
 
 
-def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2) -> list[dict[str, object]]:
+def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2,
+                 episode_seconds: float | None = None) -> list[dict[str, object]]:
     """Run every cell of :func:`~upright.eval.comparison.comparison_cells` (episode i: seed
-    :data:`REPORT_SEED` + i), writing ``out/eval/<nn>-<env>-<policy>/results.json`` each; return
-    the aggregates. A baseline that does not fit an environment's robot or task is skipped with a
-    line saying so."""
+    :data:`REPORT_SEED` + i; ``episode_seconds``, when given, caps every episode's length in s),
+    writing ``out/eval/<nn>-<env>-<policy>/results.json`` each; return the aggregates. A baseline
+    that does not fit an environment's robot or task is skipped with a line saying so."""
     from upright.eval.comparison import comparison_cells
     from upright.eval.results import aggregate, write_results
     from upright.eval.runner import run_episodes
@@ -45,6 +46,9 @@ def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2) -
     results = []
     tasks = {env_id: spec.task for env_id, spec in ENVIRONMENTS.items()}
     for i, (env_id, policy, kwargs) in enumerate(comparison_cells(list(ENVIRONMENTS), tasks, policy_names())):
+        if episode_seconds is not None:
+            kwargs = {**kwargs, "max_episode_seconds": min(episode_seconds, kwargs.get("max_episode_seconds",
+                                                                                        episode_seconds))}
         try:
             run = run_episodes(env_id, policy, episodes, env_kwargs=kwargs, seed=REPORT_SEED, workers=workers)
         except ValueError as error:  # a baseline that does not support this robot or task
@@ -82,15 +86,18 @@ def hold_check(robot: str, pose: str, seconds: float, height_offset: float = 0.0
     }
 
 
-def write_report(out: Path, bench_steps: int = 400, episodes: int = REPORT_EPISODES) -> Path:
-    """Evaluate the policies, run the checks, render the pictures and the benchmark; write the
-    report files to ``out``."""
+def write_report(out: Path, bench_steps: int = 400, episodes: int = REPORT_EPISODES,
+                 episode_seconds: float | None = None) -> Path:
+    """Evaluate the policies (``episode_seconds``: a cap on every episode's length, s), run the
+    checks, render the pictures and the benchmark; write the report files to ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     from upright.eval.comparison import comparison_table, plot_rates, plot_walk_tracking
     from upright.eval.experiments.residuals import draw_learning_curves
 
     results: dict[str, object] = {"robots": {}}
-    evaluations = evaluate_all(out, episodes)
+    if episode_seconds is not None and not episode_seconds > 0:
+        raise ValueError(f"--episode-seconds must be > 0, got {episode_seconds!r}")
+    evaluations = evaluate_all(out, episodes, episode_seconds=episode_seconds)
     results["evaluations"] = evaluations
     seeds = f"{REPORT_SEED}..{REPORT_SEED + episodes - 1}"
     table = comparison_table(evaluations, f"{episodes} episodes per row, seeds {seeds} (held out from training "

@@ -383,6 +383,7 @@ def run_episodes(
     failures: list[tuple[int, BaseException]] = []
     interrupted = False
     bar = tqdm(total=episodes, desc=f"{env_id} · {name}", unit="episode", disable=not progress)
+    workers = min(workers, episodes)  # no idle workers; a single episode runs here, sparing a process start
     try:
         if workers == 1:
             outcomes = _in_process(local, episodes)
@@ -392,7 +393,7 @@ def run_episodes(
                 setup = pickle.dumps((env_id, env_kwargs, policy, seed, tuple(observers), tuple(wrappers)))
             except (pickle.PicklingError, AttributeError, TypeError) as error:
                 raise ValueError(f"workers > 1 need a picklable policy, observers and wrappers: {error}") from None
-            outcomes = _in_workers(setup, min(workers, episodes), episodes, seed)
+            outcomes = _in_workers(setup, workers, episodes, seed)
         with contextlib.closing(outcomes):
             for index, record, error in outcomes:
                 bar.update()

@@ -58,7 +58,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from upright.eval.report import write_report
 
-    path = write_report(Path(args.out), bench_steps=args.bench_steps, episodes=args.episodes)
+    path = write_report(Path(args.out), bench_steps=args.bench_steps, episodes=args.episodes,
+                        episode_seconds=args.episode_seconds)
     print(f"wrote {path}")
     return 0
 
@@ -382,6 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results", help="output directory (default: results)")
     p.add_argument("--bench-steps", type=int, default=400, help="control steps per bench measurement (default: 400)")
     p.add_argument("--episodes", type=int, default=8, help="episodes per environment and policy (default: 8)")
+    p.add_argument("--episode-seconds", type=float, default=None,
+                   help="cap every evaluated episode at this many seconds (default: each environment's own length)")
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("eval", help="run a policy for N episodes in parallel, print and write the metrics "
