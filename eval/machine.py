@@ -1,7 +1,7 @@
 """The machine a measurement ran on, for results pages and benchmarks.
 
-Timing ratios depend on the CPU (issue 16's controller benchmark put the same code at 22 % of the
-environment step on one machine and 26 % on another), and the last bits of the physics do too, so
+Timing ratios depend on the CPU (the same controller code costs a different share of the environment
+step on different machines), and the last bits of the physics do too, so
 every ``results.json`` records :func:`machine` and every ``results.md`` and ``upright bench`` table
 says :func:`machine_line`.
 """

@@ -45,7 +45,7 @@ def test_thesis_force_has_the_documented_statistics(play, monkeypatch):
     control period held for the period, zero mean, isotropic, magnitude uniform in
     [0, F·m/m_ref/√n], and per axis the thesis protocol's RMS impulse per second scaled with the
     robot's mass (so both robots get the same acceleration). With servo play the periods run
-    physics step by physics step (the push must survive that path: issue 17, bug 1)."""
+    physics step by physics step (the push must survive that path)."""
     per_second = {}
     for robot in ("nao", "wolfgang"):
         wear = {KNEE[robot]: Wear(play=0.01)} if play else {}

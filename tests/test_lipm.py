@@ -244,7 +244,7 @@ def test_controller_rejects_bad_command():
         walk.set_command(np.array([np.nan, 0.0, 0.0]))
 
 
-# ------------------------------------------------------------------ the walks' fast paths (issue 16)
+# ------------------------------------------------------------------ the walks' fast paths
 
 
 def test_closed_form_switch_time_is_the_root_of_the_continuity_equations():

@@ -1,4 +1,4 @@
-"""The get-up starts' push and the presets' disturbances add up (issue 17, bug 1): a caller's torso
+"""The get-up starts' push and the presets' disturbances add up: a caller's torso
 force survives servo play and random pushes, and scheduled impulses stay out of the pre-roll."""
 
 import numpy as np

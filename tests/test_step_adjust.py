@@ -291,7 +291,7 @@ def test_coronal_gyro_rolls_the_support_foot_against_the_torso_and_overrun_lower
     assert walk._planned()[1] == pytest.approx(p.stretch_height)
 
 
-# ------------------------------------------------------------------ speed feedback (issue 16)
+# ------------------------------------------------------------------ speed feedback
 
 
 def _walk_synthetic(feedback, velocity, seconds=6.0, dt=0.01, step=0.25, turn_rate=0.0, spin=0.0, cop=(0.0, 0.0)):

@@ -1,4 +1,4 @@
-"""The walks' leg IK at fewer control cycles than the walk runs (issue 16: the walks' compute).
+"""The walks' leg IK at fewer control cycles than the walk runs (the walks' compute).
 
 A walk solves its legs' inverse kinematics for the posture it wants every control cycle; on a
 robot whose control cycle is short against what the IK and the posture behind it cost (Wolfgang:
