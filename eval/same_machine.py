@@ -31,7 +31,7 @@ import struct
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -124,25 +124,44 @@ def digest(*values: Any) -> str:
     return h.hexdigest()[:16]
 
 
-def record_case(case: str, spec: tuple[str, dict[str, Any], float], steps: int = STEPS) -> dict[str, list]:
+#: What :func:`case_steps` yields: ``("reset", (observation, info))`` or
+#: ``("step", (observation, reward, terminated, truncated, info))``, with the environment.
+Event = tuple[str, tuple, gym.Env]
+
+
+def case_steps(case: str, spec: tuple[str, dict[str, Any], float], steps: int,
+               before_step: Callable[[gym.Env], None] | None = None) -> Iterator[Event]:
     """Run ``case`` (``spec`` = environment id, keyword arguments, action scale) for ``steps``
-    control steps: the digest of the first reset and of every step, and every step's reward."""
+    control steps of its seeded random actions, an episode that ends restarting with the next seed;
+    yield every reset and step as it happens. ``before_step(env)`` runs before each step (the
+    any-machine test disturbs the state there)."""
     env_id, kwargs, scale = spec
     env = gym.make(env_id, max_episode_seconds=EPISODE_SECONDS, **kwargs)
     rng = np.random.default_rng(sum(case.encode()))
     seed = 3
-    observation, info = env.reset(seed=seed)
-    digests, rewards = [digest(observation, info)], []
-    for _ in range(steps):
-        action = rng.uniform(-scale, scale, env.action_space.shape).astype(np.float32)
-        observation, reward, terminated, truncated, info = env.step(action)
-        digests.append(digest(observation, reward, terminated, truncated, info))
-        rewards.append(float(reward))
-        if terminated or truncated:
-            seed += 1
-            observation, info = env.reset(seed=seed)
-            digests.append(digest(observation, info))
-    env.close()
+    try:
+        yield "reset", env.reset(seed=seed), env
+        for _ in range(steps):
+            if before_step is not None:
+                before_step(env)
+            action = rng.uniform(-scale, scale, env.action_space.shape).astype(np.float32)
+            step = env.step(action)
+            yield "step", step, env
+            if step[2] or step[3]:
+                seed += 1
+                yield "reset", env.reset(seed=seed), env
+    finally:
+        env.close()
+
+
+def record_case(case: str, spec: tuple[str, dict[str, Any], float], steps: int = STEPS) -> dict[str, list]:
+    """The digest of every reset and step of ``case`` over ``steps`` control steps
+    (:func:`case_steps`), and every step's reward."""
+    digests, rewards = [], []
+    for kind, values, _ in case_steps(case, spec, steps):
+        digests.append(digest(*values))
+        if kind == "step":
+            rewards.append(float(values[1]))
     return {"digests": digests, "rewards": rewards}
 
 

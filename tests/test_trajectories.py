@@ -39,7 +39,7 @@ import pytest
 
 from upright.envs.conditions import Conditions, Wear
 from upright.envs.robots import get_robot
-from upright.eval.same_machine import CASES, EPISODE_SECONDS
+from upright.eval.same_machine import CASES, case_steps
 
 RECORDING = Path(__file__).with_name("data") / "trajectories.npz"
 #: Most control steps compared per case.
@@ -55,31 +55,21 @@ NUDGES = 8
 
 def trajectory(spec: tuple[str, dict[str, Any], float], case: str, steps: int,
                nudge: np.random.Generator | None = None) -> dict[str, np.ndarray]:
-    """``qpos``, reward and observation after each of ``steps`` control steps of a case (episodes
-    restart with the next seed, as :func:`upright.eval.same_machine.record_case` does). With
-    ``nudge`` half of the joint velocities (drawn from it) move up by one unit in the last place
-    before every step."""
-    env_id, kwargs, scale = spec
-    env = gym.make(env_id, max_episode_seconds=EPISODE_SECONDS, **kwargs)
-    actions = np.random.default_rng(sum(case.encode()))
-    seed = 3
-    env.reset(seed=seed)
-    data = env.unwrapped.sim.data
+    """``qpos``, reward and (float32) observation after each of ``steps`` control steps of a case
+    (:func:`upright.eval.same_machine.case_steps`). With ``nudge`` half of the joint velocities
+    (drawn from it) move up by one unit in the last place before every step."""
+    def nudged(env: gym.Env) -> None:
+        qvel = env.unwrapped.sim.data.qvel
+        mask = nudge.random(qvel.shape) < 0.5
+        qvel[mask] = np.nextafter(qvel[mask], np.inf)
+
     qpos, rewards, observations = [], [], []
-    for _ in range(steps):
-        if nudge is not None:
-            mask = nudge.random(data.qvel.shape) < 0.5
-            data.qvel[mask] = np.nextafter(data.qvel[mask], np.inf)
-        action = actions.uniform(-scale, scale, env.action_space.shape).astype(np.float32)
-        observation, reward, terminated, truncated, _ = env.step(action)
-        qpos.append(data.qpos.copy())
-        rewards.append(float(reward))
-        observations.append(observation.copy())
-        if terminated or truncated:
-            seed += 1
-            env.reset(seed=seed)
-    env.close()
-    return {"qpos": np.array(qpos), "reward": np.array(rewards), "observation": np.array(observations)}  # obs float32
+    for kind, values, env in case_steps(case, spec, steps, nudged if nudge is not None else None):
+        if kind == "step":
+            qpos.append(env.unwrapped.sim.data.qpos.copy())
+            rewards.append(float(values[1]))
+            observations.append(values[0].copy())
+    return {"qpos": np.array(qpos), "reward": np.array(rewards), "observation": np.array(observations)}
 
 
 def deviation(actual: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
