@@ -266,7 +266,7 @@ def _in_workers(setup: bytes, count: int, episodes: int, seed: int) -> Iterator[
                 assert episode is not None
                 try:
                     message = connection.recv()
-                except EOFError:
+                except (EOFError, ConnectionResetError):  # reset: it died with our message unread
                     worker.process.join(timeout=5)
                     del busy[connection]
                     stopped = True

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -188,6 +190,18 @@ FAILING = {"env_id": "upright/NaoGetUp-v0", "episodes": 4, "env_kwargs": {"max_e
 def test_a_dead_worker_fails_the_run_naming_its_episode():
     with deadline(120), pytest.raises(WorkerDied, match=r"episode 1 \(seed 11\) died with exit code 1"):
         run_episodes(policy=FailingPolicy(11, "exit"), workers=2, **FAILING)
+
+
+def test_a_worker_that_dies_before_reading_its_episode_is_a_dead_worker(tmp_path):
+    """A script without the ``if __name__ == "__main__"`` guard makes every spawned worker fail while
+    it starts, with the episode the parent sent it unread: the run still ends in WorkerDied."""
+    script = tmp_path / "unguarded.py"
+    script.write_text("from upright.eval.runner import run_episodes\n"
+                      "run_episodes('upright/NaoGetUp-v0', 'zero', 2, workers=2, progress=False,\n"
+                      "             env_kwargs={'max_episode_seconds': 0.12})\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    last_line = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1 and last_line.startswith("upright.eval.runner.WorkerDied: "), done.stderr[-2000:]
 
 
 def test_a_dead_worker_stops_the_run_and_keeps_the_finished_episodes():
