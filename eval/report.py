@@ -92,7 +92,7 @@ def write_report(out: Path, bench_steps: int = 400, episodes: int = REPORT_EPISO
     checks, render the pictures and the benchmark; write the report files to ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     from upright.eval.comparison import comparison_table, plot_rates, plot_walk_tracking
-    from upright.eval.experiments.residuals import draw_learning_curves
+    from upright.training.history import draw_learning_curves
 
     results: dict[str, object] = {"robots": {}}
     if episode_seconds is not None and not episode_seconds > 0:

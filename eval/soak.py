@@ -432,7 +432,7 @@ def _cell_json(c: CellResult) -> dict[str, Any]:
 
 def write(result: SoakResult, out: Path, command: str | None = None, docs: Path | None = None) -> list[Path]:
     """``out/results.json`` (tables, every cell's counts and the problem episodes) and ``results.md``
-    (and ``docs/soak.md``, the same page, with ``docs``)."""
+    (and ``DOCS/soak.md``, the same page, with a ``docs`` folder, e.g. ``docs/results``)."""
     data = {"interrupted": result.interrupted, "steps_per_environment": result.steps, "seed": result.seed,
             "workers": result.workers,
             "cells": [_cell_json(c) for c in result.cells],

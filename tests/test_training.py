@@ -785,25 +785,69 @@ def test_video_beside_prior_joins_residual_and_prior_on_one_seed(run_dir, tmp_pa
     assert main(["video", "--env", ENV, "--policy", "spline", "--beside-prior", "--out", str(out)]) == 2
 
 
-def test_a_fine_tuning_curve_continues_where_its_initial_run_stood(tmp_path):
-    """A ``curves`` entry ``{file, after, at_steps}`` is drawn shifted by the steps and wall-clock
-    of the run it was fine-tuned from, read at that evaluation; a missing evaluation is named."""
-    from upright.eval.experiments.residuals import _curve
+def test_a_fine_tuning_curve_continues_where_its_initial_run_stood():
+    """A ``curves.yaml`` entry ``{run, after, at_steps}`` is drawn shifted by the steps and
+    wall-clock of the run it was fine-tuned from, read at that evaluation; a missing evaluation and
+    an unrecorded run are named."""
+    from upright.training.history import _curve
 
-    header = "steps,wall_seconds,success_rate,success_ci_low,success_ci_high\n"
-    (tmp_path / "first.csv").write_text(header + "100,10.5,0.5,0.2,0.8\n200,21.0,0.6,0.3,0.9\n")
-    (tmp_path / "tuned.csv").write_text(header + "100,12.0,0.7,0.4,0.9\n")
-    assert _curve(tmp_path, "tuned.csv") == tmp_path / "tuned.csv"
-    entry = {"file": "tuned.csv", "after": "first.csv", "at_steps": 200}
-    assert _curve(tmp_path, entry) == (tmp_path / "tuned.csv", 200.0, 21.0)
+    first = [{"steps": 100.0, "wall_seconds": 10.5}, {"steps": 200.0, "wall_seconds": 21.0}]
+    runs = {name: {"name": name, "eval_episodes": "30", "prior_success_rate": "0.5", "prior_episodes": "30"}
+            for name in ("first", "tuned")}
+    curves = {"first": first, "tuned": [{"steps": 100.0, "wall_seconds": 12.0}]}
+    plain = _curve("tuned", runs, curves, "success_rate")
+    assert (plain.name, plain.offset_steps, plain.offset_seconds, plain.prior) == ("tuned", 0.0, 0.0, (0.5, 30))
+    tuned = _curve({"run": "tuned", "after": "first", "at_steps": 200}, runs, curves, "success_rate")
+    assert (tuned.offset_steps, tuned.offset_seconds, tuned.rows) == (200.0, 21.0, curves["tuned"])
     with pytest.raises(ValueError, match="no evaluation at 300 steps"):
-        _curve(tmp_path, {**entry, "at_steps": 300})
-    if importlib.util.find_spec("matplotlib") is not None:
-        from upright.training.plots import plot_curve_comparison
+        _curve({"run": "tuned", "after": "first", "at_steps": 300}, runs, curves, "success_rate")
+    with pytest.raises(ValueError, match="names the run 'gone', which is not in runs.csv"):
+        _curve("gone", runs, curves, "success_rate")
 
-        path = plot_curve_comparison("t", {"a": [tmp_path / "first.csv"], "b": [_curve(tmp_path, entry)]},
-                                     tmp_path / "c.png")
-        assert path.stat().st_size > 0
+
+def test_history_records_a_run_folder_and_writes_its_page_and_curves(run_dir, tmp_path):
+    """``add_run`` appends a run folder's row (from its config, command, learning curve and the
+    prior's evaluation) and its evaluations to the record, refuses a second run of the same name,
+    and ``write_docs`` writes the run into the page and its curve into a picture."""
+    pytest.importorskip("matplotlib")
+    from upright.training.history import add_run, read_curves, read_runs, write_docs
+    from upright.training.callbacks import read_learning_curve
+
+    row = add_run(run_dir, tmp_path, verdict="not shipped: a test", round_=1)
+    curve = read_learning_curve(run_dir / "learning_curve.csv")
+    assert read_runs(tmp_path) == [{k: str(v) for k, v in row.items()}]
+    assert (row["env"], row["prior"], row["algo"], row["steps"], row["n_envs"]) == ("WolfgangGetUp-v0", "spline",
+                                                                                   "ppo", 640, 2)
+    assert row["wall_clock_min"] == round(curve[-1]["wall_seconds"] / 60.0, 1)
+    assert row["command"].startswith("test") and row["prior_episodes"] == 1
+    assert read_curves(tmp_path) == {"ppo-spline-1": curve}
+    with pytest.raises(ValueError, match="a run named 'ppo-spline-1' is recorded already"):
+        add_run(run_dir, tmp_path)
+    (tmp_path / "curves.yaml").write_text(yaml.safe_dump({"tiny": {"title": "t", "metric": "stood_up_rate",
+                                                                    "runs": {"residual": ["ppo-spline-1"]}}}))
+    page, picture = write_docs(tmp_path / "training-runs.md", tmp_path)
+    assert "| `ppo-spline-1` | 1 | WolfgangGetUp-v0 |" in page.read_text()
+    assert "not shipped: a test" in page.read_text() and picture == tmp_path / "tiny.png"
+    assert picture.stat().st_size > 0
+
+
+def test_the_committed_training_history_is_whole_and_its_page_current(tmp_path, capsys, monkeypatch):
+    """Every recorded run has its evaluations and every pictured run is recorded; the committed
+    page is what ``upright history --docs`` writes from the record."""
+    from upright.training.history import HISTORY, PAGE, curve_groups, read_curves, read_runs, write_docs
+
+    runs = read_runs()
+    curves = read_curves()
+    assert len(runs) >= 50 and {r["name"] for r in runs} == set(curves)
+    pictured = {entry if isinstance(entry, str) else entry["run"] for group in curve_groups().values()
+                for entries in group["runs"].values() for entry in entries}
+    assert pictured <= set(curves)
+    written = write_docs(tmp_path / "page.md", HISTORY, pictures=False)
+    assert written[0].read_text() == PAGE.read_text()
+    monkeypatch.setenv("COLUMNS", "400")  # the terminal table's rows unwrapped
+    assert main(["history"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"`{run['name']}`" in out for run in runs)
 
 
 def test_an_interrupt_during_the_periodic_evaluation_stops_the_training(tmp_path, monkeypatch):
@@ -842,20 +886,16 @@ def test_an_interrupt_during_the_periodic_evaluation_stops_the_training(tmp_path
 
 def test_walk_curves_plot_the_fall_rate_against_the_prior(tmp_path):
     """``metric: fall_rate`` draws a walk's share of episodes with a fall, its Wilson band from the
-    run's evaluation episodes, and the prior's fall rate from ``prior.json``; get-up curves have none."""
+    run's evaluation episodes, and the prior's fall rate; get-up curves have none."""
     pytest.importorskip("matplotlib")
-    from upright.training.plots import _prior_rate, plot_curve_comparison
+    from upright.training.plots import Curve, plot_curve_comparison
 
-    run = tmp_path / "walk"
-    run.mkdir()
-    (run / "learning_curve.csv").write_text("steps,wall_seconds,success_rate,fall_rate\n100,10,,0.1\n200,20,,0.05\n")
-    (run / "config.yml").write_text("eval_episodes: 40\n")
-    prior = {"episodes": 40, "falls": {"fall_rate": 0.2, "fall_ci95": [0.1, 0.35]}}
-    (run / "prior.json").write_text(json.dumps(prior))
-    assert _prior_rate(prior, "fall_rate") == (0.2, [0.1, 0.35])
-    assert plot_curve_comparison("walk", {"residual": [run / "learning_curve.csv"]}, tmp_path / "w.png",
+    rows = [{"steps": 100.0, "wall_seconds": 10.0, "success_rate": None, "fall_rate": 0.1},
+            {"steps": 200.0, "wall_seconds": 20.0, "success_rate": None, "fall_rate": 0.05}]
+    walk = Curve("walk", rows, 40, prior=(0.2, 40))
+    assert plot_curve_comparison("walk", {"residual": [walk]}, tmp_path / "w.png",
                                  metric="fall_rate").stat().st_size > 0
-    with pytest.raises(ValueError, match="no success_rate in this learning curve"):
-        plot_curve_comparison("walk", {"residual": [run / "learning_curve.csv"]}, tmp_path / "x.png")
+    with pytest.raises(ValueError, match="walk: no success_rate in this learning curve"):
+        plot_curve_comparison("walk", {"residual": [walk]}, tmp_path / "x.png")
     with pytest.raises(ValueError, match="metric must be success_rate, stood_up_rate or fall_rate"):
         plot_curve_comparison("walk", {}, tmp_path / "y.png", metric="falls")

@@ -117,8 +117,8 @@ class TrainConfig:
     prior: str | None = None
     algo: str = "ppo"
     steps: int = 100_000
-    #: DummyVecEnv copies: 4 batch the policy's forward pass, so PPO trains at about 0.6 of the
-    #: environment alone on 2 cores (``upright bench --training``: 0.57-0.67 with 4, 0.52-0.57 with 2).
+    #: DummyVecEnv copies: 4 batch the policy's forward pass, so the network costs less per
+    #: environment step than with fewer (``upright bench --training`` measures the ratio).
     n_envs: int = 4
     seed: int = 0
     env_kwargs: dict[str, Any] = field(default_factory=dict)

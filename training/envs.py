@@ -1,6 +1,6 @@
 """The training environments: ``n_envs`` copies of the environment in a DummyVecEnv (one process:
-SubprocVecEnv is slower on 2 cores, reference/learning.md), each in a Monitor that records
-``is_success``, optionally in VecNormalize."""
+on a few cores SubprocVecEnv's inter-process traffic costs more than it parallelises), each in a
+Monitor that records ``is_success``, optionally in VecNormalize."""
 
 from __future__ import annotations
 

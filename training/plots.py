@@ -7,9 +7,8 @@ interval and mean time to stand (s, over successes); walk: fall rate and linear 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-
-import yaml
 
 from upright.eval.tables import wilson_interval
 from upright.training.callbacks import read_learning_curve, summary_numbers
@@ -56,26 +55,31 @@ def plot_learning_curve(run_dir: str | Path) -> Path:
     return path
 
 
-def _prior_rate(prior: dict, metric: str) -> tuple[float, list[float]]:
-    """The rate ``metric`` of the prior's aggregated evaluation and its Wilson 95 % interval."""
-    if metric == "fall_rate":
-        return prior["falls"]["fall_rate"], prior["falls"]["fall_ci95"]
-    return prior[metric], prior["success_ci95" if metric == "success_rate" else "stood_up_ci95"]
+@dataclass(frozen=True)
+class Curve:
+    """One run's periodic evaluations for :func:`plot_curve_comparison`: its ``name``, the
+    ``rows`` of its learning curve, the ``eval_episodes`` of each evaluation (for the Wilson bands
+    of the stood-up and fall rates; the rows hold only success's interval), the prior alone on the
+    same episodes as ``(rate, episodes)`` on the plotted metric, and, for a run that continued
+    another (fine-tuned from its model), the environment steps and wall-clock seconds that run had
+    trained, by which the curve is shifted."""
+
+    name: str
+    rows: list[dict[str, float | None]]
+    eval_episodes: int
+    prior: tuple[float, int] | None = None
+    offset_steps: float = 0.0
+    offset_seconds: float = 0.0
 
 
-def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[str | Path, float, float]]],
-                          path: str | Path, metric: str = "success_rate") -> Path:
+def plot_curve_comparison(title: str, groups: dict[str, list[Curve]], path: str | Path,
+                          metric: str = "success_rate") -> Path:
     """Draw the periodic evaluation's rate (``metric``: ``success_rate`` or ``stood_up_rate`` of a
-    get-up, ``fall_rate`` of a walk: the share of episodes with a fall) of
-    several runs (``groups``: a label, e.g. ``residual`` or ``scratch``, to the
-    ``learning_curve.csv`` files of its seeds) against environment steps and against wall-clock
-    minutes into ``path``: one line per run with its Wilson 95 % band, one colour per group. A run
-    that continued another (fine-tuned from its model) is given as ``(file, steps, seconds)``: its
-    curve is drawn shifted by the environment steps and wall-clock seconds the run it started from
-    had trained. A ``prior.json`` beside a CSV (the run's
-    ``eval/prior/results.json``: the prior alone on the same seeds) is drawn as a dashed line with
-    its interval. The stood-up and fall bands take the episode count from the run's ``config.yml``
-    beside the CSV (the CSV holds only success's interval)."""
+    get-up, ``fall_rate`` of a walk: the share of episodes with a fall) of several runs
+    (``groups``: a label, e.g. ``residual`` or ``scratch``, to the curves of its seeds) against
+    environment steps and against wall-clock minutes into ``path``: one line per run with its
+    Wilson 95 % band, one colour per group, and each distinct prior as a dashed line with its
+    interval."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -85,33 +89,30 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[
         raise ValueError(f"metric must be success_rate, stood_up_rate or fall_rate, got {metric!r}")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
     priors_drawn = set()
-    for colour, (label, files) in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], groups.items()):
-        for marker, entry in zip("osD^v<>", files):  # one marker per seed of a group
-            file, offset = (Path(entry[0]), {"steps": entry[1], "wall_seconds": entry[2]}) \
-                if isinstance(entry, tuple) else (Path(entry), {"steps": 0.0, "wall_seconds": 0.0})
-            rows = read_learning_curve(file)
+    for colour, (label, curves) in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], groups.items()):
+        for marker, curve in zip("osD^v<>", curves):  # one marker per seed of a group
+            rows = curve.rows
             if not rows or rows[0][metric] is None:
-                raise ValueError(f"{file}: no {metric} in this learning curve")
-            prior_file = file.with_name("prior.json")
-            prior = json.loads(prior_file.read_text()) if prior_file.is_file() else None
-            new_prior = prior is not None and json.dumps(prior, sort_keys=True) not in priors_drawn
+                raise ValueError(f"{curve.name}: no {metric} in this learning curve")
+            new_prior = curve.prior is not None and curve.prior not in priors_drawn
             y = [r[metric] for r in rows]
             if metric == "success_rate":
                 bands = [(r["success_ci_low"], r["success_ci_high"]) for r in rows]
             else:
-                n = int(yaml.safe_load(file.with_name("config.yml").read_text())["eval_episodes"])
-                bands = [wilson_interval(round(v * n), n) for v in y]
+                bands = [wilson_interval(round(v * curve.eval_episodes), curve.eval_episodes) for v in y]
+            offset = {"steps": curve.offset_steps, "wall_seconds": curve.offset_seconds}
             for ax, x_key in zip(axes[0], ("steps", "wall_seconds")):
                 x = [(r[x_key] + offset[x_key]) / (60.0 if x_key == "wall_seconds" else 1.0) for r in rows]
-                ax.plot(x, y, marker=marker, ms=4, color=colour, label=f"{label} ({file.parent.name})")
+                ax.plot(x, y, marker=marker, ms=4, color=colour, label=f"{label} ({curve.name})")
                 ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], color=colour, alpha=0.12)
                 if new_prior:
-                    value, (low, high) = _prior_rate(prior, metric)
+                    value, episodes = curve.prior
+                    low, high = wilson_interval(round(value * episodes), episodes)
                     ax.axhline(value, color="black", ls="--", lw=1,
-                               label=f"prior alone on {file.parent.name}'s seeds ({prior['episodes']} episodes)")
+                               label=f"prior alone on {curve.name}'s seeds ({episodes} episodes)")
                     ax.axhspan(low, high, color="black", alpha=0.06)
             if new_prior:
-                priors_drawn.add(json.dumps(prior, sort_keys=True))
+                priors_drawn.add(curve.prior)
     for ax, x_label in zip(axes[0], ("environment steps", "wall-clock (min, evaluations included)")):
         ax.set_xlabel(x_label)
         ax.set_ylabel("evaluation " + metric.replace("_rate", "").replace("_", " ") + " rate")
@@ -133,4 +134,4 @@ def plot_curve_comparison(title: str, groups: dict[str, list[str | Path | tuple[
     return path
 
 
-__all__ = ["plot_curve_comparison", "plot_learning_curve"]
+__all__ = ["Curve", "plot_curve_comparison", "plot_learning_curve"]

@@ -311,6 +311,25 @@ def _cmd_ship(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_history(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from upright.eval.tables import print_tables
+    from upright.training.history import HISTORY, add_run, read_curves, read_runs, runs_tables, write_docs
+
+    for run in args.add:
+        row = add_run(run, verdict=args.verdict, shipped=args.shipped, changed=args.changed, round_=args.round)
+        print(f"recorded {row['name']} in {HISTORY / 'runs.csv'} and {HISTORY / 'curves.csv'}")
+    if args.docs:
+        for path in write_docs():
+            print(f"wrote {path}")
+    elif not args.add:  # the terminal's short form: the page has every column
+        table = runs_tables(read_runs(), read_curves())[0]
+        short = ("name", "env", "prior", "algo", "steps", "periodic", "prior_alone", "shipped")
+        print_tables([replace(table, columns=[c for c in table.columns if c.key in short])])
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     if args.measure:
         from upright.training.export_measure import measure
@@ -526,6 +545,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--zoo", default=None, help="zoo folder (default: $UPRIGHT_ZOO or the package's policies/zoo)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing entry of that name")
     p.set_defaults(func=_cmd_ship)
+
+    p = sub.add_parser("history", help="the record of every training run (docs/results/training/): print it, "
+                                       "add finished run folders to it, write its page and learning curves")
+    p.add_argument("--add", nargs="+", default=[], metavar="RUN_DIR",
+                   help="record these run folders of upright train (config, command, learning curve, the "
+                        "prior's evaluation, selection.json)")
+    p.add_argument("--verdict", default="", help="--add: what became of the run, e.g. 'not shipped: below the prior'")
+    p.add_argument("--shipped", default="", help="--add: the zoo entry and checkpoint it was shipped as, if any")
+    p.add_argument("--changed", default="", help="--add: what the run tried against the runs before it")
+    p.add_argument("--round", type=int, default=None, help="--add: the round of runs it belongs to")
+    p.add_argument("--docs", action="store_true",
+                   help="write docs/results/training-runs.md and the learning-curve PNGs of curves.yaml")
+    p.set_defaults(func=_cmd_history)
 
     from upright.training.export import OPS  # light: onnx and torch load when a command runs
 

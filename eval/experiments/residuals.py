@@ -9,8 +9,7 @@ the others) (``seed`` in the YAML plus ``--seed``: disjoint from every
 training and model-selection seed). Get-up rows: success and the stood-up rate with 95 % Wilson
 intervals, time to stand over the successes, falls per episode; walk rows: falls per episode,
 velocity, linear and yaw tracking errors. With ``--docs`` it also stores each target cell's numbers
-in the entry's ``manifest.yml`` and draws the residual-vs-scratch learning curves of ``curves``
-into ``docs/results/training/``.
+in the entry's ``manifest.yml``.
 
     upright experiment trained-residuals --workers 2 --docs
 """
@@ -18,10 +17,9 @@ into ``docs/results/training/``.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from upright.eval.experiments import DOCS_RESULTS, ExperimentContext, protocol_data, register_experiment
+from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.comparison import FALLS_COLUMN, GETUP_COLUMNS, WALK_COLUMNS, comparison_row, prior_alone
 from upright.eval.tables import Column, Table
 
@@ -35,43 +33,6 @@ def _conditions(name: str, start: str | None) -> Any:
     from upright.eval.experiments.keyframe import ABLATION, WornHipConditions, _pair
 
     return WornHipConditions(closing=_pair(ABLATION["closing"][start]))
-
-
-def draw_learning_curves(directory: Path) -> list[Path]:
-    """Draw each group of ``curves`` (residual against from scratch) into ``directory/<group>.png``
-    from the committed learning curves (paths relative to the source tree's root); return the
-    paths. A group none of whose files exist (an installed package without ``docs/``) is skipped."""
-    from upright.training.plots import plot_curve_comparison
-
-    root = Path(__file__).resolve().parents[2]
-    paths = []
-    for name, group in DATA["curves"].items():
-        runs = {label: [_curve(root, entry) for entry in files if (root / _file(entry)).is_file()]
-                for label, files in group["runs"].items()}
-        runs = {label: files for label, files in runs.items() if files}
-        if runs:
-            paths.append(plot_curve_comparison(group["title"], runs, directory / f"{name}.png",
-                                               metric=group["metric"]))
-    return paths
-
-
-def _file(entry: str | dict[str, Any]) -> str:
-    """The learning-curve file of a ``curves`` entry (a path, or a mapping with ``file``)."""
-    return entry if isinstance(entry, str) else entry["file"]
-
-
-def _curve(root: Path, entry: str | dict[str, Any]) -> Path | tuple[Path, float, float]:
-    """A ``curves`` entry for :func:`plot_curve_comparison`: a path, or for a fine-tuning run
-    (``{file, after, at_steps}``: it started from the model ``after``'s run had at ``at_steps``)
-    the path with that run's steps and wall-clock seconds at that evaluation."""
-    if isinstance(entry, str):
-        return root / entry
-    from upright.training.callbacks import read_learning_curve
-
-    rows = [r for r in read_learning_curve(root / entry["after"]) if r["steps"] == entry["at_steps"]]
-    if not rows:
-        raise ValueError(f"{entry['after']}: no evaluation at {entry['at_steps']} steps")
-    return root / entry["file"], float(entry["at_steps"]), float(rows[0]["wall_seconds"])
 
 
 @register_experiment("trained-residuals", "the shipped residual policies against their priors (held-out seeds)",
@@ -117,13 +78,11 @@ def trained_residuals(ctx: ExperimentContext) -> list[Table]:
              "and from 2500000000 in checkpoint-selection); "
              "residual and prior on the same seeds. `target`: the conditions the residual was trained for.")
     if missing:
-        notes += f" Not in the zoo, so not here: {', '.join(missing)} (their training runs: docs/results/training.md)."
+        notes += f" Not in the zoo, so not here: {', '.join(missing)} (their training runs: docs/results/training-runs.md)."
     keys = (Column("policy", "policy"), Column("runs", "runs"), Column("cell", "cell"))
     tables = [Table("Shipped get-up residuals against their priors", [*keys, *GETUP_COLUMNS, FALLS_COLUMN],
                     getup_rows, notes)]
     if walk_rows:
         tables.append(Table("Shipped walk residuals against their priors", [*keys, *WALK_COLUMNS, FALLS_COLUMN],
                             walk_rows, notes))
-    if ctx.docs:
-        ctx.data["curves"] = [str(p) for p in draw_learning_curves(DOCS_RESULTS / "training")]
     return tables

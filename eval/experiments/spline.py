@@ -9,7 +9,7 @@ reference numbers.
     upright experiment spline-standup --episodes 100 --workers 2 --out results/spline
 
 ``spline-tune`` — retune the spline stand-up's parameters for our models by simulated trials. The
-ICAR paper (section IV, reference/controllers.md A.4) tunes the parameters by black-box
+ICAR paper (section IV) tunes the parameters by black-box
 optimisation of simulated stand-ups with the stabiliser and any fail-safe off; this protocol does
 the same for one robot and one direction with a (1+1) evolution strategy (one-fifth rule, seeded
 with ``--seed``) started from the robot's parameter file. Objective (minimised, A.4's "SS" plus its
