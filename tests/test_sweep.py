@@ -92,8 +92,8 @@ def test_pruning_reports_every_evaluation(tmp_path):
     pytest.param({"params": [{"name": "reward_scales.uprite", "low": 0.1, "high": 0.2}]}, ["uprite"],
                  id="unknown-reward-term"),
     pytest.param({"objective": "success_rate"}, ["'success_rate'", "walk"], id="objective-of-another-task"),
-    pytest.param({"train": {"env_id": "upright/NaoWalk-v0", "eval_seed": 3_000_000_000}}, ["held-out"],
-                 id="held-out-seeds"),
+    pytest.param({"train": {"env_id": "upright/NaoWalk-v0", "eval_every": 0}}, ["eval_every"],
+                 id="no-evaluation"),
 ])
 def test_bad_space_is_one_line_and_exit_2(tmp_path, capsys, change, named):
     space = {**yaml.safe_load(TINY.read_text()), **change}
@@ -113,7 +113,7 @@ def test_shipped_space_makes_runs_that_upright_train_accepts(tmp_path):
     plan = resolve(SweepConfig(str(space), out=tmp_path))  # the middle of every range, checked as a run
     assert plan.space.objective == "fall_rate" and plan.space.direction == "minimize"
     config = trial_config(plan, {p.name: p.low for p in plan.space.params}, "trial-0")
-    assert config.eval_seed + config.eval_episodes < 3_000_000_000
+    assert config.eval_seed == 1_000_000 and config.eval_seed + config.eval_episodes < 3_000_000_000
     assert config.env_kwargs["reward_scales"]["fall"] == 10.0 and config.hp_overrides["learning_rate"] == 1e-5
 
 

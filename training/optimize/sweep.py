@@ -9,7 +9,7 @@ command is the run's ``command.txt`` and the trial's ``command`` user attribute.
 The space file (``training/sweeps/*.yml``)::
 
     train:      # upright train's options of every trial run: env_id, prior, algo, steps, n_envs,
-                # seed, hyperparams_file, init, eval_every, eval_episodes, eval_seed, checkpoint_every
+                # seed, hyperparams_file, init, eval_every, eval_episodes, checkpoint_every
     set:        # --set items held in every trial: env kwargs, reward_scales.*, params.*, hp.*
     eval_set:   # --eval-set items (the evaluation's environment, when it differs)
     objective:  # a learning-curve column (OBJECTIVES); default: success_rate (get-up), fall_rate (walk)
@@ -20,8 +20,9 @@ The space file (``training/sweeps/*.yml``)::
 The objective is measured on selection seeds, never on held-out ones: it is the ``objective``
 column of the run's best periodic evaluation (``learning_curve.csv``, the row that
 :func:`upright.training.callbacks.score` ranks first, which made ``best_model.zip``). Those
-evaluations run on the run's ``eval_seed`` range (from 1000000), the seeds that choose a run's
-best model; held-out seeds (from 3000000000) are refused. The best evaluation rather than a new
+evaluations run on the training's evaluation seeds (``TrainConfig.eval_seed``, from 1000000), the
+selection seeds that choose a run's best model, disjoint from the training episodes (below 2^31)
+and from the held-out seeds (from 3000000000), which a sweep cannot reach. The best evaluation rather than a new
 evaluation of the final model, because it is the number of the model that ``upright ship RUN
 --model best`` ships, and it costs nothing beyond the training run's own evaluations. With
 ``prune``, each evaluation's ``objective`` is reported to Optuna and a run that its median pruner
@@ -39,7 +40,6 @@ from __future__ import annotations
 import json
 import math
 import shlex
-import warnings
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -53,14 +53,16 @@ from stable_baselines3.common.callbacks import BaseCallback
 from upright.envs.registration import ENVIRONMENTS
 from upright.eval.tables import Column, Table, jsonable, number, text
 from upright.training.callbacks import read_learning_curve, score
-from upright.training.config import TrainConfig, split_train_settings
-from upright.training.export import HELD_OUT_SEED
+from upright.training.config import TrainConfig, next_run_dir, split_train_settings
 from upright.training.optimize.space import ParamSpec, parse_params
 from upright.training.optimize.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR,
                                                check_storage, default_storage, fail_orphans, open_storage,
                                                worker_id)
 from upright.training.optimize.study import run_trials, run_workers
 from upright.training.optimize.summary import write_plots, write_trials_csv
+from upright.training.train import OPTIONS as TRAIN_OPTIONS
+from upright.training.train import TrainingFailed, TrainingInterrupted, train
+from upright.training.train import resolve as resolve_run
 
 #: Learning-curve columns a sweep may optimise and whether more is better, per task.
 OBJECTIVES = {
@@ -73,9 +75,9 @@ DEFAULT_OBJECTIVE = {"getup": "success_rate", "walk": "fall_rate"}
 #: The selection numbers each trial records (the best evaluation's), per task.
 SELECTION = {"getup": ("success_rate", "stood_up_rate", "falls", "mean_return"),
              "walk": ("fall_rate", "linear_tracking_error", "yaw_tracking_error", "vx", "mean_return")}
-#: The ``train`` keys of a space file (:class:`TrainConfig` fields).
+#: The ``train`` keys of a space file (:class:`TrainConfig` fields that ``upright train`` options set).
 TRAIN_KEYS = ("env_id", "prior", "algo", "steps", "n_envs", "seed", "hyperparams_file", "init", "eval_every",
-              "eval_episodes", "eval_seed", "checkpoint_every")
+              "eval_episodes", "checkpoint_every")
 SPACE_KEYS = ("train", "set", "eval_set", "objective", "prune", "params")
 
 
@@ -94,6 +96,7 @@ class SweepSpace:
 
     @property
     def task(self) -> str:
+        """The environment's task: ``getup`` or ``walk``."""
         return ENVIRONMENTS[self.train["env_id"]].task
 
 
@@ -101,7 +104,8 @@ class SweepSpace:
 class SweepConfig:
     """One ``upright train --sweep`` run: ``trials`` counts the study's finished (complete or
     pruned) trials over every worker and run; ``settings`` are ``--set`` items held in every trial;
-    ``seed`` seeds the sampler (local worker i: ``seed + i``); ``resume``: the study must exist."""
+    ``seed`` seeds the sampler (local worker i: ``seed + i``); ``resume``: the study must exist;
+    ``out`` None: ``results/sweeps/<space file name>``."""
 
     space: str
     trials: int = 20
@@ -131,7 +135,7 @@ class SweepPlan:
 def load_sweep_space(path: str | Path) -> SweepSpace:
     """The sweep space in ``path``: ValueError naming a missing file, an unknown key (top level or
     ``train``), an unknown environment, an objective the task has no such number for, a ``prune``
-    of the wrong form, an evaluation on held-out seeds, or a searched value also held fixed."""
+    of the wrong form, or a searched value also held fixed."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"sweep space file {str(path)!r} does not exist")
@@ -150,11 +154,6 @@ def load_sweep_space(path: str | Path) -> SweepSpace:
     task = ENVIRONMENTS[train["env_id"]].task
     if int(train.get("eval_every", TrainConfig.eval_every)) < 1:
         raise ValueError(f"{path}: train.eval_every must be >= 1: the objective is the run's best evaluation")
-    first = int(train.get("eval_seed", TrainConfig.eval_seed))
-    last = first + int(train.get("eval_episodes", TrainConfig.eval_episodes))
-    if last > HELD_OUT_SEED:
-        raise ValueError(f"{path}: train.eval_seed {first} reaches the held-out seeds (from {HELD_OUT_SEED}); "
-                         "a sweep selects on selection seeds")
     objective = str(raw.get("objective") or DEFAULT_OBJECTIVE[task])
     if objective not in OBJECTIVES[task]:
         raise ValueError(f"{path}: objective {objective!r} is no {task} selection number; valid: "
@@ -192,13 +191,10 @@ def trial_config(plan: SweepPlan, values: dict[str, Any], name: str) -> TrainCon
     env_kwargs, hp = split_train_settings(settings)
     eval_env_kwargs, _ = split_train_settings(space.eval_settings)
     out = plan.out / "runs"
-    options = {"env_id": "--env", "prior": "--prior", "algo": "--algo", "steps": "--steps", "n_envs": "--n-envs",
-               "seed": "--seed", "hyperparams_file": "--hyperparams", "init": "--init", "eval_every": "--eval-every",
-               "eval_episodes": "--eval-episodes", "checkpoint_every": "--checkpoint-every"}
     words = ["upright", "train"]
-    for key, option in options.items():
+    for key in TRAIN_KEYS:
         if space.train.get(key) is not None:
-            words += [option, str(space.train[key])]
+            words += [TRAIN_OPTIONS[key], str(space.train[key])]
     words += ["--set", *[f"{k}={_shown(v)}" for k, v in settings.items()]] if settings else []
     words += ["--eval-set", *[f"{k}={_shown(v)}" for k, v in space.eval_settings.items()]] if space.eval_settings else []
     words += ["--out", str(out), "--name", name, "--no-progress"]
@@ -210,8 +206,6 @@ def resolve(config: SweepConfig) -> SweepPlan:
     """Check ``config`` and its space (ValueError naming a bad value): the trial run with every
     searched value at the middle of its range must be one ``upright train`` accepts (this names an
     unknown hyperparameter, environment argument or reward term)."""
-    from upright.training.train import resolve as resolve_run
-
     if config.trials < 1 or config.workers < 1:
         raise ValueError(f"--trials and --workers must be >= 1, got {config.trials}, {config.workers}")
     space = load_sweep_space(config.space)
@@ -297,9 +291,6 @@ class SweepObjective:
         self.plan = plan
 
     def __call__(self, trial: optuna.Trial) -> float:
-        from upright.training.config import next_run_dir
-        from upright.training.train import TrainingFailed, TrainingInterrupted, train
-
         plan, space = self.plan, self.plan.space
         trial.set_user_attr(WORKER_ATTR, worker_id())
         values = {p.name: trial.suggest_float(p.name, p.low, p.high, step=p.step, log=p.log) for p in space.params}
@@ -335,7 +326,7 @@ def sweep(config: SweepConfig, *, run: bool = True) -> dict[str, Any]:
     ``run`` False only the summary of the trials so far. Ctrl-C fails and retries the running
     trials, writes the summary, then KeyboardInterrupt goes on. Returns the summary."""
     plan = resolve(config)
-    study = open_sweep(plan, create=not (config.resume or not run))
+    study = open_sweep(plan, create=run and not config.resume)
     plan.out.mkdir(parents=True, exist_ok=True)
     interrupted = False
     if run:
@@ -384,7 +375,7 @@ def write_sweep_summary(study: optuna.Study, plan: SweepPlan) -> dict[str, Any]:
     ship = ship_command(best, plan.study_name) if best else None
     notes = (f"{states['complete']} complete, {states['pruned']} pruned, {states['fail']} failed trials; "
              f"objective: {space.direction} {space.objective} of each run's best evaluation on its selection seeds "
-             f"(from {space.train.get('eval_seed', TrainConfig.eval_seed)}); storage {plan.storage}")
+             f"(from {TrainConfig.eval_seed}); storage {plan.storage}")
     table = Table(f"Sweep {plan.study_name}: every trial", columns, rows, notes=notes)
     plots = write_plots(study, out, [space.objective], f"{space.objective} (best evaluation)") if complete else {}
     write_trials_csv(study, out / "trials.csv", numbers="selection", attrs=("best_steps", "run_dir", "command"))
