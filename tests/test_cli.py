@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import imageio.v3 as iio
 import pytest
@@ -36,6 +37,8 @@ def test_info_unknown_robot_names_it():
 EVAL = ["eval", "--episodes", "1", "--env", "upright/NaoGetUp-v0"]
 #: ``upright optimize`` of one trial, then ``--storage``.
 OPTIMIZE = ["optimize", "--controller", "spline", "--robot", "wolfgang", "--trials", "1", "--repetitions", "1"]
+#: ``upright train --sweep`` of one tiny trial.
+SWEEP = ["train", "--sweep", str(Path(__file__).parent / "data" / "sweep-tiny.yml"), "--trials", "1"]
 
 
 @pytest.mark.parametrize(("args", "named"), [
@@ -68,6 +71,12 @@ OPTIMIZE = ["optimize", "--controller", "spline", "--robot", "wolfgang", "--tria
     pytest.param([*OPTIMIZE, "--storage", "postgresql://u:p@127.0.0.1:1/db"], ["127.0.0.1:1", "refused"],
                  id="storage-unreachable"),
     pytest.param([*OPTIMIZE, "--storage", "journal:"], ["'journal:'"], id="storage-journal-no-file"),
+    pytest.param([*SWEEP, "--storage", "foo"], ["'foo'"], id="sweep-storage-no-url"),
+    pytest.param([*SWEEP, "--storage", "postgresql://u:p@127.0.0.1:1/db"], ["127.0.0.1:1", "refused"],
+                 id="sweep-storage-unreachable"),
+    pytest.param([*SWEEP, "--steps", "10"], ["--steps", "space file"], id="sweep-train-option"),
+    pytest.param(["train", "--env", "upright/NaoWalk-v0", "--trials", "2"], ["--trials", "--sweep"],
+                 id="trials-without-sweep"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, named, capsys, tmp_path):
     out = tmp_path / "out"

@@ -1,18 +1,14 @@
 """``upright optimize``: search spaces, objectives, storage, resuming, Ctrl-C, the exported
-parameters, and two workers on a real PostgreSQL study (a throwaway cluster started here)."""
+parameters, and two workers on a real PostgreSQL study (a throwaway cluster: conftest.postgres_url)."""
 
 from __future__ import annotations
 
-import glob
 import math
 import os
-import pwd
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -209,58 +205,6 @@ def test_cli_runs_a_tiny_study(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------- PostgreSQL
-def _pg_bin() -> Path | None:
-    found = shutil.which("initdb")
-    if found:
-        return Path(os.path.realpath(found)).parent
-    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    return Path(versions[-1]).parent if versions else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def postgres_url():
-    """A throwaway PostgreSQL cluster (own data directory, loopback on a free port, trust auth),
-    stopped and removed at the end. As root the server runs as the ``postgres`` user (initdb refuses
-    root), so the data directory lives in a folder of its own that user can reach (pytest's
-    tmp_path is private to root)."""
-    pytest.importorskip("psycopg", reason="pip install 'psycopg[binary]' (the 'optimize' extra)")
-    bindir = _pg_bin()
-    if bindir is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found; install them, e.g. "
-                    "`apt-get install postgresql` (Debian/Ubuntu) — .ci/run does this in CI")
-    run_as: list[str] = []
-    base = Path(tempfile.mkdtemp(prefix="upright-pg-"))
-    base.chmod(0o755)
-    data = base / "pgdata"
-    data.mkdir()
-    if os.geteuid() == 0:
-        try:
-            user = pwd.getpwnam("postgres")
-        except KeyError:
-            shutil.rmtree(base)
-            pytest.skip("running as root without a 'postgres' user to run the server as")
-        os.chown(data, user.pw_uid, user.pw_gid)
-        run_as = ["runuser", "-u", "postgres", "--"]
-    port = _free_port()
-    subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
-                   check=True, capture_output=True)
-    options = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={data} -c fsync=off"
-    subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-w", "-t", "60",
-                    "-l", str(data / "log"), "start"], check=True, capture_output=True)
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
-
-
 def _python(code: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

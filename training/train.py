@@ -23,7 +23,7 @@ import shlex
 import shutil
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from functools import partial
 from pathlib import Path
@@ -303,9 +303,11 @@ def _write_config(run_dir: Path, config: TrainConfig) -> None:
     write_text_atomically(run_dir / "config.yml", yaml.safe_dump(config.to_yaml(), sort_keys=False))
 
 
-def train(config: TrainConfig) -> Path:
+def train(config: TrainConfig, callbacks: Sequence[Any] = ()) -> Path:
     """Start a new run of ``config`` (checked by :func:`resolve` before its folder is made) and
-    return its run folder once ``config.steps`` environment steps are done. Raises
+    return its run folder once ``config.steps`` environment steps are done, or earlier when one of
+    the SB3 ``callbacks`` (run after the run's own, so they see each evaluation's row of
+    ``learning_curve.csv``) stops the training (the run is then saved as at its end). Raises
     :class:`TrainingInterrupted` after saving when Ctrl-C or SIGTERM stopped it, and
     :class:`TrainingFailed` (saving nothing more) when training failed."""
     import torch
@@ -322,7 +324,7 @@ def train(config: TrainConfig) -> Path:
                           normalize=bool(config.hyperparams.get("normalize")), on_policy=config.algo in ON_POLICY,
                           normalizer=normalizer)
     model = _new_model(config, venv, run_dir / "tb", start)
-    return _session(config, run_dir, model, fresh=True)
+    return _session(config, run_dir, model, fresh=True, extra=callbacks)
 
 
 def resume_config(saved: TrainConfig, changes: Mapping[str, Any]) -> tuple[TrainConfig, list[str]]:
@@ -425,7 +427,7 @@ def resume(run_dir: str | Path, changes: Mapping[str, Any] | None = None, *, com
     return _session(config, run_dir, model, fresh=False)
 
 
-def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool) -> Path:
+def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, extra: Sequence[Any] = ()) -> Path:
     """Train ``model`` (a new run's with ``fresh``: the imitation first, when the run has one) up to
     ``config.steps`` with the callbacks, then save the state (:func:`_save_state`) and plot the
     learning curve. Ctrl-C or SIGTERM: saved, then :class:`TrainingInterrupted`; any error in
@@ -444,7 +446,8 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool) -> 
                                 episodes=config.eval_episodes, seed=config.eval_seed,
                                 has_prior=config.prior is not None, elapsed=imitation_seconds)
         callbacks = [RewardTerms(), evaluation,
-                     Checkpoints(run_dir / "checkpoints", config.checkpoint_every, replay_buffer=not on_policy)]
+                     Checkpoints(run_dir / "checkpoints", config.checkpoint_every, replay_buffer=not on_policy),
+                     *extra]
         if hp.get("warmup_steps", 0) > 0:
             callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
         remaining = config.steps - model.num_timesteps

@@ -237,6 +237,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from upright.training.config import TrainConfig, split_train_settings
     from upright.training.train import TrainingFailed, TrainingInterrupted, resume, train
 
+    if args.sweep is not None or args.summary:
+        return _cmd_train_sweep(args)
+    if args.resume == "":
+        raise ValueError("give --resume RUN_DIR (a bare --resume continues a --sweep study)")
+    if args.trials is not None or args.storage is not None or args.study is not None or args.workers is not None:
+        raise ValueError("--trials, --storage, --study and --workers are options of --sweep SPACE.yml")
     env_kwargs, hp = split_train_settings(parse_settings(args.set))
     eval_env_kwargs, eval_hp = split_train_settings(parse_settings(args.eval_set))
     if eval_hp:
@@ -265,6 +271,31 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"upright train: {failed}", file=sys.stderr)
         return 1
     print(f"wrote {run_dir}")
+    return 0
+
+
+def _cmd_train_sweep(args: argparse.Namespace) -> int:
+    """``upright train --sweep SPACE.yml``: a study of training runs (docs/sweeps.md); with
+    ``--summary`` only the summary of its trials so far."""
+    from upright.training.optimize.sweep import SweepConfig, sweep
+
+    if args.sweep is None:
+        raise ValueError("--summary needs --sweep SPACE.yml (and --storage/--study/--out if the sweep had them)")
+    given = [f"--{option.replace('_', '-')}" for option in _TRAIN_FIELDS if option not in ("out", "seed")
+             and getattr(args, option) is not None] + (["--eval-set"] if args.eval_set else [])
+    if given or args.resume not in (None, ""):
+        raise ValueError(f"{(given or ['--resume RUN_DIR'])[0]} is not an option of --sweep: the space file's "
+                         "train and set blocks hold every trial run's options")
+    config = SweepConfig(space=args.sweep, trials=args.trials or 20, storage=args.storage, study=args.study,
+                         workers=args.workers or 1, seed=args.seed or 0, out=Path(args.out) if args.out else None,
+                         settings=parse_settings(args.set), resume=args.resume == "")
+    summary = sweep(config, run=not args.summary)
+    states = summary["states"]
+    print(f"study {summary['study']} in {summary['storage']}: {states['complete']} complete, {states['pruned']} "
+          f"pruned, {states['fail']} failed trials")
+    if summary["ship"]:
+        print(f"best trial {summary['best']['number']}: {summary['objective']} {summary['best']['value']:.4g}; "
+              f"ship it with: {summary['ship']}")
     return 0
 
 
@@ -489,9 +520,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "hp.policy_kwargs.log_std_init=-3")
     p.add_argument("--out", default=None, help=f"folder of the runs (default: {TrainConfig.out})")
     p.add_argument("--name", default=None, help="run folder name (default: ALGO-PRIOR-N)")
-    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+    p.add_argument("--resume", nargs="?", const="", default=None, metavar="RUN_DIR",
                    help="continue this run (from its newest complete checkpoint if it was killed) up to its steps "
-                        "or --steps total steps")
+                        "or --steps total steps; with --sweep (no RUN_DIR): continue the existing study")
     p.add_argument("--init", default=None, metavar="POLICY",
                    help="fine-tune: start a new run from this trained policy's weights and normalisation "
                         "(a run folder, one of its .zip files or zoo:NAME; same algorithm and spaces; copied "
@@ -508,6 +539,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"checkpoint every N steps (default: {TrainConfig.checkpoint_every})")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help=f"progress bar (default: {'on' if TrainConfig.progress else 'off'})")
+    p.add_argument("--sweep", default=None, metavar="SPACE.yml",
+                   help="a study of training runs on Optuna over the space file's hp.*, reward_scales.* and "
+                        "environment values (docs/sweeps.md); --out (default: results/sweeps/SPACE) holds the "
+                        "trial runs and the summary, --seed seeds the sampler")
+    p.add_argument("--trials", type=int, default=None,
+                   help="--sweep: finished trials the study should have, over every worker (default: 20)")
+    p.add_argument("--storage", default=None,
+                   help="--sweep: Optuna storage URL, postgresql://user@host/db for workers on many machines "
+                        "(default: OUT/study.db, or OUT/study.journal with --workers > 1)")
+    p.add_argument("--study", default=None, help="--sweep: study name (default: the space file's name)")
+    p.add_argument("--workers", type=int, default=None, help="--sweep: local worker processes (default: 1)")
+    p.add_argument("--summary", action="store_true",
+                   help="--sweep: only write the summary of the study's trials so far (table, plots, ship command)")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("soak", help="random and extreme actions in every environment, preset, start and prior; "

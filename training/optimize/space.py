@@ -132,8 +132,18 @@ def load_space(controller: str, robot: str, path: str | Path | None = None) -> S
     if raw.get("controller", controller) != controller or raw.get("robot", robot) != robot:
         raise ValueError(f"{path}: space is for {raw.get('controller')!r} on {raw.get('robot')!r}, "
                          f"not {controller!r} on {robot!r}")
+    return SearchSpace(controller=controller, robot=robot, task=str(raw.get("task", "getup")),
+                       params=parse_params(raw.get("params"), path), fixed=dict(raw.get("fixed") or {}),
+                       env=dict(raw.get("env") or {}), trial=dict(raw.get("trial") or {}),
+                       objective=str(raw.get("objective", "")), source=str(raw.get("source", "")), path=str(path))
+
+
+def parse_params(entries: Any, path: str | Path) -> tuple[ParamSpec, ...]:
+    """The ``params`` list of the space file ``path`` as :class:`ParamSpec` (the format of the module
+    docstring; ``upright train --sweep``'s spaces share it): ValueError naming a bad entry, an
+    unknown unit, an empty range, or a parameter listed twice."""
     specs = []
-    for entry in raw.get("params") or []:
+    for entry in entries or []:
         try:
             spec = ParamSpec(name=str(entry["name"]), low=float(entry["low"]), high=float(entry["high"]),
                              unit=str(entry.get("unit", "1")),
@@ -152,10 +162,7 @@ def load_space(controller: str, robot: str, path: str | Path | None = None) -> S
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"{path}: a parameter is listed twice")
-    return SearchSpace(controller=controller, robot=robot, task=str(raw.get("task", "getup")), params=tuple(specs),
-                       fixed=dict(raw.get("fixed") or {}), env=dict(raw.get("env") or {}),
-                       trial=dict(raw.get("trial") or {}), objective=str(raw.get("objective", "")),
-                       source=str(raw.get("source", "")), path=str(path))
+    return tuple(specs)
 
 
-__all__ = ["ParamSpec", "SearchSpace", "UNITS", "available_spaces", "load_space", "spaces_dir"]
+__all__ = ["ParamSpec", "SearchSpace", "UNITS", "available_spaces", "load_space", "parse_params", "spaces_dir"]

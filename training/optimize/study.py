@@ -10,7 +10,9 @@ import logging
 import multiprocessing
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -243,21 +245,22 @@ def _worker(plan: Plan, index: int) -> None:
     """One local worker process: load the study and run trials until the study has enough."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(plan, seed=plan.config.seed + index)
-    _run_trials(study, plan)
+    run_trials(study, TrialObjective(plan), plan.config.trials, plan.config.max_retry)
 
 
 def _finished(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
 
 
-def _run_trials(study: optuna.Study, plan: Plan) -> None:
-    """Run trials until the study has ``trials`` finished ones; on Ctrl-C the running trial is
-    failed (by Optuna) and enqueued again, then the interrupt goes on."""
-    if _finished(study) >= plan.config.trials:
+def run_trials(study: optuna.Study, objective: Callable[[optuna.Trial], Any], trials: int, max_retry: int) -> None:
+    """Run ``objective`` on trials of ``study`` until it has ``trials`` finished ones (complete or
+    pruned, over every worker); on Ctrl-C the running trial is failed (by Optuna) and enqueued
+    again (at most ``max_retry`` times), then the interrupt goes on."""
+    if _finished(study) >= trials:
         return
-    callback = optuna.study.MaxTrialsCallback(plan.config.trials, states=(TrialState.COMPLETE, TrialState.PRUNED))
+    callback = optuna.study.MaxTrialsCallback(trials, states=(TrialState.COMPLETE, TrialState.PRUNED))
     try:
-        study.optimize(TrialObjective(plan), callbacks=[callback], gc_after_trial=False)
+        study.optimize(objective, callbacks=[callback], gc_after_trial=False)
     except KeyboardInterrupt:
         # Optuna has failed the running trial; enqueue it again (a killed worker's trial gets the
         # same from the heartbeat or from fail_orphans).
@@ -266,9 +269,9 @@ def _run_trials(study: optuna.Study, plan: Plan) -> None:
         if mine:
             last = max(mine, key=lambda t: t.number)
             if last.state == TrialState.RUNNING:
-                fail_and_retry(study, last, plan.config.max_retry)
+                fail_and_retry(study, last, max_retry)
             else:
-                retry_callback(plan.config.max_retry)(study, last)
+                retry_callback(max_retry)(study, last)
         raise
 
 
@@ -301,9 +304,9 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
     interrupted = False
     try:
         if config.workers == 1:
-            _run_trials(study, plan)
+            run_trials(study, TrialObjective(plan), config.trials, config.max_retry)
         else:
-            _run_workers(plan, study)
+            run_workers(study, partial(_worker, plan), config.workers, config.max_retry, "optimize")
     except KeyboardInterrupt:
         interrupted = True
     summary = write_summary(optuna.load_study(study_name=plan.study_name, storage=study._storage), plan,
@@ -313,12 +316,14 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
     return summary
 
 
-def _run_workers(plan: Plan, study: optuna.Study) -> None:
-    """Start ``workers`` processes on the study and wait; fail and retry the running trials of any
-    that die (needed for the journal file, which has no heartbeat)."""
+def run_workers(study: optuna.Study, worker: Callable[[int], None], workers: int, max_retry: int,
+                label: str) -> None:
+    """Start ``workers`` processes running ``worker(index)`` (picklable: a module function or a
+    partial of one) on the study and wait; fail and retry (at most ``max_retry`` times) the running
+    trials of any that die (needed for the journal file, which has no heartbeat). ``label`` names
+    the processes (``LABEL-worker-I``)."""
     context = multiprocessing.get_context("spawn")
-    processes = [context.Process(target=_worker, args=(plan, i), name=f"optimize-worker-{i}")
-                 for i in range(plan.config.workers)]
+    processes = [context.Process(target=worker, args=(i,), name=f"{label}-worker-{i}") for i in range(workers)]
     for p in processes:
         p.start()
     try:
@@ -331,13 +336,13 @@ def _run_workers(plan: Plan, study: optuna.Study) -> None:
                     if p.exitcode != 0:
                         logging.getLogger(__name__).warning("worker %s (pid %s) ended with code %s", p.name, p.pid,
                                                             p.exitcode)
-                        fail_orphans(study, {worker_id(p.pid)}, plan.config.max_retry)
+                        fail_orphans(study, {worker_id(p.pid)}, max_retry)
     except KeyboardInterrupt:
         for p in processes:
             p.join(timeout=30)
-        fail_orphans(study, {worker_id(p.pid) for p in processes}, plan.config.max_retry)
+        fail_orphans(study, {worker_id(p.pid) for p in processes}, max_retry)
         raise
 
 
 __all__ = ["OptimizeConfig", "Plan", "SAMPLERS", "START_ALIASES", "TrialObjective", "make_sampler", "open_study",
-           "optimize", "resolve"]
+           "optimize", "resolve", "run_trials", "run_workers"]

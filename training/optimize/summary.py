@@ -94,20 +94,22 @@ def export_params(trial: FrozenTrial, plan: "Plan", path: Path) -> None:
     path.write_text("\n".join(header) + "\n" + yaml.safe_dump(values, sort_keys=False))
 
 
-def _write_trials_csv(study: optuna.Study, path: Path) -> None:
+def write_trials_csv(study: optuna.Study, path: Path, numbers: str = "components",
+                     attrs: tuple[str, ...] = ("successes", "episodes")) -> None:
+    """Every trial of ``study`` as a row of ``path``: number, state, values, the entries of its
+    user attribute ``numbers`` (a dict), its user attributes ``attrs``, worker, the trial it
+    retries, and its parameters."""
     trials = study.get_trials(deepcopy=False)
     params = sorted({k for t in trials for k in t.params})
-    comp_names = sorted({k for t in trials for k in (t.user_attrs.get("components") or {})})
+    comp_names = sorted({k for t in trials for k in (t.user_attrs.get(numbers) or {})})
     with path.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["number", "state", "values", *comp_names, "successes", "episodes", "worker", "retry_of", *params])
+        w.writerow(["number", "state", "values", *comp_names, *attrs, "worker", "retry_of", *params])
         for t in trials:
-            comps = t.user_attrs.get("components") or {}
+            comps = t.user_attrs.get(numbers) or {}
             w.writerow([t.number, t.state.name, " ".join(f"{v:.4g}" for v in (t.values or [])),
-                        *[comps.get(k, "") for k in comp_names], t.user_attrs.get("successes", ""),
-                        t.user_attrs.get("episodes", ""), t.user_attrs.get("worker", ""),
-                        _retry_of(t),
-                        *[t.params.get(k, "") for k in params]])
+                        *[comps.get(k, "") for k in comp_names], *[t.user_attrs.get(k, "") for k in attrs],
+                        t.user_attrs.get("worker", ""), _retry_of(t), *[t.params.get(k, "") for k in params]])
 
 
 def _retry_of(trial: FrozenTrial) -> int | str:
@@ -116,8 +118,10 @@ def _retry_of(trial: FrozenTrial) -> int | str:
     return "" if number is None else number
 
 
-def write_plots(study: optuna.Study, plan: "Plan", out: Path) -> dict[str, str]:
-    """Optuna's matplotlib plots as PNG; returns {file: "" or the reason it was skipped}."""
+def write_plots(study: optuna.Study, out: Path, names: list[str], label: str) -> dict[str, str]:
+    """Optuna's matplotlib plots as PNG of a study with the objectives ``names`` (one name: a
+    single-objective study) written ``label`` (several objectives are plotted as their sum);
+    returns {file: "" or the reason it was skipped}."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -126,9 +130,8 @@ def write_plots(study: optuna.Study, plan: "Plan", out: Path) -> dict[str, str]:
 
     notes: dict[str, str] = {}
     multi = len(study.directions) > 1
-    names = list(plan.objective)
     target = (lambda t: float(sum(t.values))) if multi else None
-    target_name = f"sum of {plan.objective_letters}" if multi else f"{plan.objective_letters} (sum)"
+    target_name = f"sum of {label}" if multi else label
     jobs = {
         "history.png": lambda: ovm.plot_optimization_history(study, target=target, target_name=target_name),
         "importance.png": lambda: ovm.plot_param_importances(study, target=target, target_name=target_name),
@@ -183,8 +186,9 @@ def write_summary(study: optuna.Study, plan: "Plan", *, interrupted: bool = Fals
     best = best_trial(study)
     if best is not None:
         export_params(best, plan, out / "best_params.yaml")
-    _write_trials_csv(study, out / "trials.csv")
-    summary["plots"] = write_plots(study, plan, out) if summary["states"]["complete"] else {}
+    write_trials_csv(study, out / "trials.csv")
+    summary["plots"] = (write_plots(study, out, list(plan.objective), f"{plan.objective_letters} (sum)")
+                        if summary["states"]["complete"] else {})
     comps = list(plan.objective)
     columns = [Column("", "label", text), Column("trial", "number"), Column("hand-tuned", "hand_tuned", text),
                Column("successes", "rate", text), Column("settle time (s)", "time_s", number(2))]
@@ -217,4 +221,5 @@ def write_summary(study: optuna.Study, plan: "Plan", *, interrupted: bool = Fals
     return summary
 
 
-__all__ = ["best_trial", "export_params", "paper_measures", "summarize", "write_plots", "write_summary"]
+__all__ = ["best_trial", "export_params", "paper_measures", "summarize", "write_plots", "write_summary",
+           "write_trials_csv"]

@@ -1,0 +1,398 @@
+"""``upright train --sweep SPACE.yml``: a study of training runs on Optuna, with the storage, worker
+and summary machinery of ``upright optimize``.
+
+Every trial is a full ``upright train`` run (:func:`upright.training.train.train`) in its own run
+folder ``OUT/runs/<env>/trial-<n>``, made from the space's ``train`` options, its ``set`` items, the
+command line's ``--set`` items and the trial's sampled values; the equivalent ``upright train``
+command is the run's ``command.txt`` and the trial's ``command`` user attribute.
+
+The space file (``training/sweeps/*.yml``)::
+
+    train:      # upright train's options of every trial run: env_id, prior, algo, steps, n_envs,
+                # seed, hyperparams_file, init, eval_every, eval_episodes, checkpoint_every
+    set:        # --set items held in every trial: env kwargs, reward_scales.*, params.*, hp.*
+    eval_set:   # --eval-set items (the evaluation's environment, when it differs)
+    objective:  # a learning-curve column (OBJECTIVES); default: success_rate (get-up), fall_rate (walk)
+    prune:      # optional: {startup_trials: N, warmup_steps: S}, Optuna's median pruner
+    params:     # the searched values, upright optimize's format (space.parse_params), named as
+                # --set keys: hp.learning_rate, reward_scales.upright, residual_scale, params.period
+
+The objective is measured on selection seeds, never on held-out ones: it is the ``objective``
+column of the run's best periodic evaluation (``learning_curve.csv``, the row that
+:func:`upright.training.callbacks.score` ranks first, which made ``best_model.zip``). Those
+evaluations run on the training's evaluation seeds (``TrainConfig.eval_seed``, from 1000000), the
+selection seeds that choose a run's best model, disjoint from the training episodes (below 2^31)
+and from the held-out seeds (from 3000000000), which a sweep cannot reach. The best evaluation rather than a new
+evaluation of the final model, because it is the number of the model that ``upright ship RUN
+--model best`` ships, and it costs nothing beyond the training run's own evaluations. With
+``prune``, each evaluation's ``objective`` is reported to Optuna and a run that its median pruner
+stops is saved as it stands (the trial is PRUNED).
+
+Storage as in :mod:`.storage`: SQLite in ``OUT`` by default, a journal file with local
+``--workers``, or a PostgreSQL URL that workers on many machines share; a worker killed mid-run
+has its trial failed (heartbeat, or :func:`.storage.fail_orphans`) and retried with the same
+values in a new run folder. Re-running the command (``--resume``: the study must exist) continues
+the study up to ``--trials`` finished trials.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+from optuna.trial import FrozenTrial, TrialState
+from stable_baselines3.common.callbacks import BaseCallback
+
+from upright.envs.registration import ENVIRONMENTS
+from upright.eval.tables import Column, Table, jsonable, number, text
+from upright.training.callbacks import read_learning_curve, score
+from upright.training.config import TrainConfig, next_run_dir, split_train_settings
+from upright.training.optimize.space import ParamSpec, parse_params
+from upright.training.optimize.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR,
+                                               check_storage, default_storage, fail_orphans, open_storage,
+                                               worker_id)
+from upright.training.optimize.study import run_trials, run_workers
+from upright.training.optimize.summary import write_plots, write_trials_csv
+from upright.training.train import OPTIONS as TRAIN_OPTIONS
+from upright.training.train import TrainingFailed, TrainingInterrupted, train
+from upright.training.train import resolve as resolve_run
+
+#: Learning-curve columns a sweep may optimise and whether more is better, per task.
+OBJECTIVES = {
+    "getup": {"success_rate": "maximize", "success_ci_low": "maximize", "stood_up_rate": "maximize",
+              "falls": "minimize", "mean_return": "maximize"},
+    "walk": {"fall_rate": "minimize", "falls": "minimize", "linear_tracking_error": "minimize",
+             "yaw_tracking_error": "minimize", "vx": "maximize", "mean_return": "maximize"},
+}
+DEFAULT_OBJECTIVE = {"getup": "success_rate", "walk": "fall_rate"}
+#: The selection numbers each trial records (the best evaluation's), per task.
+SELECTION = {"getup": ("success_rate", "stood_up_rate", "falls", "mean_return"),
+             "walk": ("fall_rate", "linear_tracking_error", "yaw_tracking_error", "vx", "mean_return")}
+#: The ``train`` keys of a space file (:class:`TrainConfig` fields that ``upright train`` options set).
+TRAIN_KEYS = ("env_id", "prior", "algo", "steps", "n_envs", "seed", "hyperparams_file", "init", "eval_every",
+              "eval_episodes", "checkpoint_every")
+SPACE_KEYS = ("train", "set", "eval_set", "objective", "prune", "params")
+
+
+@dataclass(frozen=True)
+class SweepSpace:
+    """A sweep's space file (see the module docstring)."""
+
+    path: str
+    train: dict[str, Any]
+    settings: dict[str, Any]
+    eval_settings: dict[str, Any]
+    objective: str
+    direction: str
+    prune: dict[str, int] | None
+    params: tuple[ParamSpec, ...]
+
+    @property
+    def task(self) -> str:
+        """The environment's task: ``getup`` or ``walk``."""
+        return ENVIRONMENTS[self.train["env_id"]].task
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """One ``upright train --sweep`` run: ``trials`` counts the study's finished (complete or
+    pruned) trials over every worker and run; ``settings`` are ``--set`` items held in every trial;
+    ``seed`` seeds the sampler (local worker i: ``seed + i``); ``resume``: the study must exist;
+    ``out`` None: ``results/sweeps/<space file name>``."""
+
+    space: str
+    trials: int = 20
+    storage: str | None = None
+    study: str | None = None
+    workers: int = 1
+    seed: int = 0
+    out: Path | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    resume: bool = False
+    heartbeat_interval: int = HEARTBEAT_INTERVAL
+    grace_period: int = GRACE_PERIOD
+    max_retry: int = MAX_RETRY
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A config resolved against its space: what every worker builds its trials from."""
+
+    config: SweepConfig
+    space: SweepSpace
+    out: Path
+    storage: str
+    study_name: str
+
+
+def load_sweep_space(path: str | Path) -> SweepSpace:
+    """The sweep space in ``path``: ValueError naming a missing file, an unknown key (top level or
+    ``train``), an unknown environment, an objective the task has no such number for, a ``prune``
+    of the wrong form, or a searched value also held fixed."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"sweep space file {str(path)!r} does not exist")
+    raw = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: a sweep space is a mapping of {', '.join(SPACE_KEYS)}")
+    unknown = sorted(set(raw) - set(SPACE_KEYS))
+    if unknown:
+        raise ValueError(f"{path}: unknown key {unknown[0]!r}; a sweep space has {', '.join(SPACE_KEYS)}")
+    train = dict(raw.get("train") or {})
+    unknown = sorted(set(train) - set(TRAIN_KEYS))
+    if unknown:
+        raise ValueError(f"{path}: unknown train key {unknown[0]!r}; valid: {', '.join(TRAIN_KEYS)}")
+    if train.get("env_id") not in ENVIRONMENTS:
+        raise ValueError(f"{path}: train.env_id {train.get('env_id')!r} is no environment; ids: {', '.join(ENVIRONMENTS)}")
+    task = ENVIRONMENTS[train["env_id"]].task
+    if int(train.get("eval_every", TrainConfig.eval_every)) < 1:
+        raise ValueError(f"{path}: train.eval_every must be >= 1: the objective is the run's best evaluation")
+    objective = str(raw.get("objective") or DEFAULT_OBJECTIVE[task])
+    if objective not in OBJECTIVES[task]:
+        raise ValueError(f"{path}: objective {objective!r} is no {task} selection number; valid: "
+                         f"{', '.join(OBJECTIVES[task])}")
+    prune = raw.get("prune")
+    if prune is not None:
+        if not isinstance(prune, dict) or set(prune) - {"startup_trials", "warmup_steps"}:
+            raise ValueError(f"{path}: prune must be a mapping of startup_trials and warmup_steps, got {prune!r}")
+        prune = {"startup_trials": int(prune.get("startup_trials", 5)), "warmup_steps": int(prune.get("warmup_steps", 0))}
+    params = parse_params(raw.get("params"), path)
+    settings = dict(raw.get("set") or {})
+    clash = sorted({p.name for p in params} & set(settings))
+    if clash:
+        raise ValueError(f"{path}: {clash[0]!r} is both searched (params) and held fixed (set)")
+    return SweepSpace(path=str(path), train=train, settings=settings, eval_settings=dict(raw.get("eval_set") or {}),
+                      objective=objective, direction=OBJECTIVES[task][objective], prune=prune, params=params)
+
+
+def _shown(value: Any) -> str:
+    """``value`` as ``--set`` parses it back."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value is None:
+        return "none"
+    if isinstance(value, (list, tuple)):
+        return ",".join(_shown(v) for v in value)
+    return str(value)
+
+
+def trial_config(plan: SweepPlan, values: dict[str, Any], name: str) -> TrainConfig:
+    """The :class:`TrainConfig` of the trial run ``name`` with the sampled ``values`` (its
+    ``command`` the equivalent ``upright train`` command line)."""
+    space = plan.space
+    settings = {**space.settings, **plan.config.settings, **values}
+    env_kwargs, hp = split_train_settings(settings)
+    eval_env_kwargs, _ = split_train_settings(space.eval_settings)
+    out = plan.out / "runs"
+    words = ["upright", "train"]
+    for key in TRAIN_KEYS:
+        if space.train.get(key) is not None:
+            words += [TRAIN_OPTIONS[key], str(space.train[key])]
+    words += ["--set", *[f"{k}={_shown(v)}" for k, v in settings.items()]] if settings else []
+    words += ["--eval-set", *[f"{k}={_shown(v)}" for k, v in space.eval_settings.items()]] if space.eval_settings else []
+    words += ["--out", str(out), "--name", name, "--no-progress"]
+    return TrainConfig(**space.train, env_kwargs=env_kwargs, hp_overrides=hp, eval_env_kwargs=eval_env_kwargs,
+                       out=str(out), name=name, progress=False, command=shlex.join(words))
+
+
+def resolve(config: SweepConfig) -> SweepPlan:
+    """Check ``config`` and its space (ValueError naming a bad value): the trial run with every
+    searched value at the middle of its range must be one ``upright train`` accepts (this names an
+    unknown hyperparameter, environment argument or reward term)."""
+    if config.trials < 1 or config.workers < 1:
+        raise ValueError(f"--trials and --workers must be >= 1, got {config.trials}, {config.workers}")
+    space = load_sweep_space(config.space)
+    clash = sorted({p.name for p in space.params} & set(config.settings))
+    if clash:
+        raise ValueError(f"--set {clash[0]} fixes a searched value; drop it or edit the space")
+    out = config.out or Path("results", "sweeps", Path(config.space).stem)
+    storage = config.storage or default_storage(out, config.workers)
+    check_storage(storage, config.workers)
+    plan = SweepPlan(config=config, space=space, out=out, storage=storage,
+                     study_name=config.study or Path(config.space).stem)
+    middle = {p.name: math.sqrt(p.low * p.high) if p.log else (p.low + p.high) / 2 for p in space.params}
+    try:
+        resolve_run(trial_config(plan, middle, "check"))
+    except ValueError as error:
+        raise ValueError(f"{config.space}: {error}") from None
+    return plan
+
+
+def open_sweep(plan: SweepPlan, seed: int | None = None, *, create: bool = True) -> optuna.Study:
+    """Create or load the study of ``plan`` (TPE sampler seeded ``seed``; the space and ``--set``
+    items stored as a study attribute: a study of the same name made for another space is refused).
+    ``create`` False: ValueError when the study does not exist."""
+    config = plan.config
+    storage = open_storage(plan.storage, heartbeat_interval=config.heartbeat_interval,
+                           grace_period=config.grace_period, max_retry=config.max_retry)
+    if not create and plan.study_name not in optuna.study.get_all_study_names(storage):
+        raise ValueError(f"no study {plan.study_name!r} in {plan.storage} to resume; leave --resume out to start it")
+    prune = plan.space.prune
+    pruner = (optuna.pruners.MedianPruner(n_startup_trials=prune["startup_trials"], n_warmup_steps=prune["warmup_steps"])
+              if prune else optuna.pruners.NopPruner())
+    study = optuna.create_study(study_name=plan.study_name, storage=storage, direction=plan.space.direction,
+                                sampler=optuna.samplers.TPESampler(seed=config.seed if seed is None else seed),
+                                pruner=pruner, load_if_exists=True)
+    identity = jsonable({**asdict(plan.space), "path": None, "cli_set": config.settings})
+    stored = study.user_attrs.get("sweep")
+    if stored is None:
+        study.set_user_attr("sweep", identity)
+    elif stored != identity:
+        raise ValueError(f"study {plan.study_name!r} in {plan.storage} was made for another sweep space or --set "
+                         "items; pick another --study name or --out folder")
+    return study
+
+
+class Pruning(BaseCallback):
+    """SB3 callback (after the run's :class:`~upright.training.callbacks.Evaluation`, on the same
+    ``every`` steps): reports the objective of each new ``learning_curve.csv`` row to the trial and
+    stops the training when Optuna's pruner says so (:attr:`pruned`)."""
+
+    def __init__(self, trial: optuna.Trial, run_dir: Path, objective: str, every: int) -> None:
+        super().__init__()
+        self.trial, self.curve, self.objective, self.every = trial, run_dir / "learning_curve.csv", objective, every
+        self.last = 0
+        self.pruned = False
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps - self.last < self.every:
+            return True
+        self.last = self.num_timesteps
+        rows = read_learning_curve(self.curve)
+        if not rows or rows[-1][self.objective] is None:
+            return True
+        self.trial.report(float(rows[-1][self.objective]), int(rows[-1]["steps"]))
+        self.pruned = self.trial.should_prune()
+        return not self.pruned
+
+
+def best_evaluation(run_dir: Path) -> dict[str, float | None]:
+    """The row of ``run_dir``'s ``learning_curve.csv`` that made ``best_model.zip`` (the first with
+    the highest :func:`~upright.training.callbacks.score`); ValueError for a run without one."""
+    rows = read_learning_curve(run_dir / "learning_curve.csv")
+    if not rows:
+        raise ValueError(f"run {str(run_dir)!r} has no evaluation in learning_curve.csv")
+    return max(rows, key=score)
+
+
+class SweepObjective:
+    """The objective Optuna calls: one ``upright train`` run per trial, valued by its best
+    evaluation's ``objective`` (see the module docstring). A run whose optimiser diverged fails its
+    trial (recorded as the ``error`` attribute; not retried: the same values would diverge again)."""
+
+    def __init__(self, plan: SweepPlan) -> None:
+        self.plan = plan
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        plan, space = self.plan, self.plan.space
+        trial.set_user_attr(WORKER_ATTR, worker_id())
+        values = {p.name: trial.suggest_float(p.name, p.low, p.high, step=p.step, log=p.log) for p in space.params}
+        config = trial_config(plan, values, f"trial-{trial.number}")
+        run_dir = next_run_dir(config.out, config.env_id, config.algo, config.prior, config.name)
+        trial.set_user_attr("run_dir", str(run_dir))
+        trial.set_user_attr("command", config.command)
+        pruning = Pruning(trial, run_dir, space.objective, config.eval_every) if space.prune else None
+        try:
+            train(config, callbacks=[pruning] if pruning else [])
+        except TrainingInterrupted:
+            raise KeyboardInterrupt from None
+        except TrainingFailed as failed:
+            trial.set_user_attr("error", str(failed))
+            return math.nan
+        best = best_evaluation(run_dir)
+        trial.set_user_attr("selection", {k: best[k] for k in SELECTION[space.task]})
+        trial.set_user_attr("best_steps", int(best["steps"]))
+        if pruning is not None and pruning.pruned:
+            raise optuna.TrialPruned()
+        return float(best[space.objective])
+
+
+def _worker(plan: SweepPlan, index: int) -> None:
+    """One local worker process: load the study and run trials until it has enough."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = open_sweep(plan, seed=plan.config.seed + index)
+    run_trials(study, SweepObjective(plan), plan.config.trials, plan.config.max_retry)
+
+
+def sweep(config: SweepConfig, *, run: bool = True) -> dict[str, Any]:
+    """Run (or continue) the sweep of ``config`` and write its summary to its output folder; with
+    ``run`` False only the summary of the trials so far. Ctrl-C fails and retries the running
+    trials, writes the summary, then KeyboardInterrupt goes on. Returns the summary."""
+    plan = resolve(config)
+    study = open_sweep(plan, create=run and not config.resume)
+    plan.out.mkdir(parents=True, exist_ok=True)
+    interrupted = False
+    if run:
+        fail_orphans(study, None, config.max_retry, unnamed_after=config.grace_period)
+        try:
+            if config.workers == 1:
+                run_trials(study, SweepObjective(plan), config.trials, config.max_retry)
+            else:
+                run_workers(study, partial(_worker, plan), config.workers, config.max_retry, "sweep")
+        except KeyboardInterrupt:
+            interrupted = True
+    summary = write_sweep_summary(study, plan)
+    if interrupted:
+        raise KeyboardInterrupt
+    return summary
+
+
+def _significant(value: float | None) -> str:
+    """A sampled value with 4 significant digits (learning rates span decades)."""
+    return "" if value is None else f"{value:.4g}"
+
+
+def ship_command(trial: FrozenTrial, study_name: str) -> str:
+    """The command that ships ``trial``'s run (its best model) into the zoo."""
+    return shlex.join(["upright", "ship", trial.user_attrs["run_dir"], "--name", f"{study_name}-trial-{trial.number}",
+                       "--model", "best"])
+
+
+def write_sweep_summary(study: optuna.Study, plan: SweepPlan) -> dict[str, Any]:
+    """Write ``summary.md`` / ``summary.json`` (every trial: parameters, selection numbers, run
+    folder; the best trial and the command that ships it), ``trials.csv``, and Optuna's
+    ``history.png`` and ``importance.png`` into the output folder; return the summary."""
+    out, space = plan.out, plan.space
+    trials = study.get_trials(deepcopy=False)
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    best = study.best_trial if complete else None
+    numbers = SELECTION[space.task]
+    rows = [{"number": t.number, "state": t.state.name.lower(), **t.params, **(t.user_attrs.get("selection") or {}),
+             "best_steps": t.user_attrs.get("best_steps"), "run_dir": t.user_attrs.get("run_dir", ""),
+             "worker": t.user_attrs.get(WORKER_ATTR, "")} for t in trials]
+    columns = [Column("trial", "number"), Column("state", "state", text),
+               *[Column(p.name, p.name, _significant) for p in space.params],
+               *[Column(n + (" (objective)" if n == space.objective else ""), n, number(3)) for n in numbers],
+               Column("best at step", "best_steps"), Column("run folder", "run_dir", text)]
+    states = {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState}
+    ship = ship_command(best, plan.study_name) if best else None
+    notes = (f"{states['complete']} complete, {states['pruned']} pruned, {states['fail']} failed trials; "
+             f"objective: {space.direction} {space.objective} of each run's best evaluation on its selection seeds "
+             f"(from {TrainConfig.eval_seed}); storage {plan.storage}")
+    table = Table(f"Sweep {plan.study_name}: every trial", columns, rows, notes=notes)
+    plots = write_plots(study, out, [space.objective], f"{space.objective} (best evaluation)") if complete else {}
+    write_trials_csv(study, out / "trials.csv", numbers="selection", attrs=("best_steps", "run_dir", "command"))
+    summary = {"study": plan.study_name, "storage": plan.storage, "space": space.path, "states": states,
+               "objective": space.objective, "direction": space.direction,
+               "best": {"number": best.number, "value": best.value, "params": best.params,
+                        "selection": best.user_attrs.get("selection"), "run_dir": best.user_attrs.get("run_dir"),
+                        "command": best.user_attrs.get("command")} if best else None,
+               "ship": ship, "plots": plots, "table": table.to_json()}
+    page = [f"# sweep {plan.study_name}", "", f"Space: `{space.path}`.", "", table.markdown()]
+    if best:
+        page += [f"Best: trial {best.number}, {space.objective} {best.value:.4g}. Ship it with", "", "```", ship, "```", ""]
+    (out / "summary.md").write_text("\n".join(page))
+    (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+    return summary
+
+
+__all__ = ["DEFAULT_OBJECTIVE", "OBJECTIVES", "SELECTION", "SweepConfig", "SweepObjective", "SweepPlan", "SweepSpace",
+           "best_evaluation", "load_sweep_space", "open_sweep", "resolve", "ship_command", "sweep", "trial_config",
+           "write_sweep_summary"]
