@@ -337,7 +337,8 @@ def test_hip_split_recovers_the_angles(kin):
             q0, q1, theta, q5 = rng.uniform(-1.2, 1.2, 4)
             rot = (rotation(leg.axes[0], q0) @ rotation(x, q1) @ rotation(y, theta) @ rotation(leg.axes[5], q5)
                    @ leg.sole_rot0)
-            rest_x, rest_y = solver.hip_rotation(tuple(map(tuple, rot.tolist())), q5)
+            goal = tuple(map(tuple, rot.tolist()))
+            rest_x, rest_y = solver.rest_x(goal, q5), solver.rest_y(goal, q5)
             rolls = solver.hip_rolls(rest_y)
             assert abs(rolls[0]) <= abs(rolls[1])
             found = []
@@ -347,7 +348,8 @@ def test_hip_split_recovers_the_angles(kin):
             for a, b, c in found:  # both branches are the same rotation ...
                 np.testing.assert_allclose(rotation(leg.axes[0], a) @ rotation(x, b) @ rotation(y, c),
                                            rotation(leg.axes[0], q0) @ rotation(x, q1) @ rotation(y, theta), atol=1e-9)
-            assert min(np.max(np.abs(np.subtract(f, (q0, q1, theta)))) for f in found) < 1e-9  # ... one of them this one
+            # ... one of them this one
+            assert min(np.max(np.abs(np.subtract(f, (q0, q1, theta)))) for f in found) < 1e-9
 
 
 def test_leg_ik_targets_move_the_simulated_robot_as_commanded(kin):

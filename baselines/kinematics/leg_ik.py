@@ -4,13 +4,18 @@ forward, y left, z up; metres and radians).
 Leg geometry is read from the model at construction (joint anchors and axes at q = 0), not typed in
 twice. The analytic leg IK covers the 6-DoF legs of both robots with one algorithm:
 
-* joint 0 (NAO HipYawPitch about its 45° axis, Wolfgang HipYaw) is attached to the torso;
+* joint 0 (NAO HipYawPitch about its 45° axis in the y-z plane, Wolfgang HipYaw about z) is
+  attached to the torso;
+* the hip roll turns about the torso's x axis, hip pitch, knee and ankle pitch about its y axis
+  (at q = 0, both robots), so the torso frame is the leg's frame: rotations about x and y and the
+  angles in the sagittal (x-z) plane are plain 2-D formulas;
 * joints 1/2 (hip roll, hip pitch) have intersecting axes; the intersection ``H`` may sit off the
   joint-0 axis (Wolfgang: 23 mm forward, 41 mm down) as long as that offset lies in the plane of the
   joint-0 and hip-roll axes;
 * joints 2, 3, 4 (hip pitch, knee, ankle pitch) are parallel; links may be offset along them
   (Wolfgang: ~1.5 mm) and the shank may be tilted relative to the thigh at q = 0 (Wolfgang: 15°);
-* joints 4/5 (ankle pitch, ankle roll) intersect at the ankle point ``A``.
+* joints 4/5 (ankle pitch, ankle roll) intersect at the ankle point ``A``; the ankle roll axis
+  lies in the x-z plane (Wolfgang's is tilted 15° with its foot).
 
 Solution order (closed form, no iteration): the ankle point from the sole target; the ankle roll
 from the lateral offset along the pitch axes (``a cos q5 + b sin q5 = δ``); joint 0, hip roll and the
@@ -29,9 +34,10 @@ the mean of the two legs' free solutions, or one leg's) and solves each other le
 value (position and sole normal exact, the foot's yaw about its sole normal follows), the B-Human
 way of sharing the joint.
 
-The closed form runs in plain Python floats (:mod:`upright.baselines.kinematics.vectors`): the leg's
-constant vectors and products are computed once (:class:`LegSolver`), and the controllers solve
-legs every control cycle (walks) or several goal pairs per sample (spline stand-up).
+The closed form (:class:`LegSolver`, one method per step of the derivation in its docstring) runs
+in plain Python floats (:mod:`upright.baselines.kinematics.vectors`): the controllers solve legs
+every control cycle (walks) or several goal pairs per sample (spline stand-up), where NumPy's
+overhead per call on 3-vectors would cost more than the arithmetic.
 """
 
 from __future__ import annotations
@@ -46,8 +52,8 @@ import numpy as np
 
 from upright.baselines.kinematics.forward import (GEOMETRY_TOL, LIMIT_TOL, SIDES, ForwardKinematics, chain_data,
                                                   check_side, closest_points, solve_spd)
-from upright.baselines.kinematics.vectors import (Circle, Mat, Vec, add, angle_about, clip, cross, dot, matvec,
-                                                  pose_error_floats, rotate, solve_cos_sin, tmatvec, turn, vec, wrap)
+from upright.baselines.kinematics.vectors import (Circle, Mat, Vec, add, clip, cross, dot, matvec, pose_error_floats,
+                                                  rotate, solve_cos_sin, tmatvec, turn, vec, wrap)
 from upright.envs.robots import RobotSpec
 
 #: Targets this far (m) beyond the leg's reach still count as reachable (stretched leg); covers the
@@ -178,7 +184,7 @@ class LegSolver:
        change it). Seen from the foot that axis is ``Gᵀ R(e0, q0) Rx(q1) y = R(e5, q5)ᵀ y = y cos q5
        − (e5 × y) sin q5``, so with ``w = Gᵀ (Y − A)``: ``w_y cos q5 − (w · (e5 × y)) sin q5 = lateral``.
     3. The rest ``G R(e5, q5)ᵀ = R(e0, q0) Rx(q1) Ry(θ)``, from its images of ``x`` and ``y``
-       (:meth:`hip_rotation`): ``R(e0, q0)`` keeps the part along ``e0``, so ``e0 · Rx(q1) y = e0 ·
+       (:meth:`rest_x`, :meth:`rest_y`): ``R(e0, q0)`` keeps the part along ``e0``, so ``e0 · Rx(q1) y = e0 ·
        rest_y`` gives both hip rolls (:meth:`hip_rolls`); joint 0 turns ``Rx(q1) y`` onto
        ``rest_y`` about ``e0`` (:meth:`first_joint`); ``θ`` is the angle of ``Rx(q1)ᵀ R(e0, q0)ᵀ
        rest_x = Ry(θ) x`` about ``y`` (:meth:`pitch_sum`).
@@ -205,17 +211,20 @@ class LegSolver:
         self.ankle_in_sole = vec(leg.ankle_in_sole)
         #: step 2: ``y`` and ``e5 × y`` in the sole frame
         self.y_in_sole, self.e5_x_y_in_sole = matvec(to_sole, _Y), matvec(to_sole, cross(self.e5, _Y))
-        #: step 3: ``S0ᵀ R(e5, −q5) x`` and ``S0ᵀ R(e5, −q5) y`` (the ankle roll undone, seen from the sole)
+        #: step 3: ``S0ᵀ R(e5, −q5) x`` and ``S0ᵀ R(e5, −q5) y`` (the ankle roll undone, seen from
+        #: the sole)
         self.x_before_roll = Circle(self.e5, _X, frame=to_sole)
         self.y_before_roll = Circle(self.e5, _Y, frame=to_sole)
         #: step 4: where joint 0 puts the hip point ``H``
         self.hip = Circle(self.e0, vec(leg.hip_forward * leg.axes[1]), origin=self.yaw_hip)
-        #: step 5: thigh and shank lengths (m), the thigh's direction and its tilt against the shank at q = 0 (rad)
+        #: step 5: thigh and shank lengths (m), the thigh's sagittal direction and its tilt against
+        #: the shank at q = 0 (rad)
         self.l1, self.l2 = leg.thigh_length, leg.shank_length
         self.thigh_angle = down_angle(leg.thigh[0], leg.thigh[2])
         self.offset = self.thigh_angle - down_angle(leg.shank[0], leg.shank[2])
         self.knee_mid = 0.5 * float(leg.lower[3] + leg.upper[3])
-        #: joint 0 given: the sole normal as the ankle roll turns it, and the constant coefficients of :meth:`foot_rolls`
+        #: joint 0 given: the sole normal as the ankle roll turns it, and the constant coefficients
+        #: of :meth:`foot_rolls`
         normal0 = vec(leg.sole_rot0[:, 2])
         self.rolled_normal = Circle(self.e5, normal0)
         self.y_normal0, self.y_e5_x_normal0 = normal0[1], cross(self.e5, normal0)[1]
@@ -232,13 +241,17 @@ class LegSolver:
         w = tmatvec(rot, add(self.yaw_hip, ankle, -1.0))
         return solve_cos_sin(dot(w, self.y_in_sole), -dot(w, self.e5_x_y_in_sole), self.lateral, REACH_TOL)
 
-    def hip_rotation(self, rot: Mat, q5: float) -> tuple[Vec, Vec]:
-        """Step 3: the rest's images of ``x`` and ``y``, ``R S0ᵀ R(e5, −q5) x`` and ``… y``."""
-        c, s = math.cos(q5), -math.sin(q5)
-        return matvec(rot, self.x_before_roll.at(c, s)), matvec(rot, self.y_before_roll.at(c, s))
+    def rest_x(self, rot: Mat, q5: float) -> Vec:
+        """Step 3: the rest's image of ``x``, ``R S0ᵀ R(e5, −q5) x``."""
+        return matvec(rot, self.x_before_roll.at(math.cos(q5), -math.sin(q5)))
+
+    def rest_y(self, rot: Mat, q5: float) -> Vec:
+        """Step 3: the rest's image of ``y``, ``R S0ᵀ R(e5, −q5) y``."""
+        return matvec(rot, self.y_before_roll.at(math.cos(q5), -math.sin(q5)))
 
     def hip_rolls(self, rest_y: Vec) -> tuple[float, float]:
-        """Step 3: both hip rolls (rad, nearer zero first): ``e0 · Rx(q1) y = e0_y cos q1 + e0_z sin q1 = e0 · rest_y``."""
+        """Step 3: both hip rolls (rad, nearer zero first):
+        ``e0 · Rx(q1) y = e0_y cos q1 + e0_z sin q1 = e0 · rest_y``."""
         e0 = self.e0
         return solve_cos_sin(e0[1], e0[2], dot(e0, rest_y), REACH_TOL)[0]
 
@@ -254,10 +267,10 @@ class LegSolver:
         return math.atan2(dot(e0, cross(m, rest_y)), dot(m, rest_y) - along * dot(e0, rest_y))
 
     def pitch_sum(self, rest_x: Vec, q0: float, q1: float) -> float:
-        """Step 3: ``θ`` (rad), with ``Ry(θ) x = (cos θ, 0, −sin θ) = Rx(q1)ᵀ u`` for ``u = R(e0, q0)ᵀ rest_x``
-        (``Rx(q1)ᵀ`` keeps ``u_x`` and makes the z part ``u_z cos q1 − u_y sin q1``)."""
-        _, uy, uz = u = rotate(self.e0, -q0, rest_x)
-        return math.atan2(uy * math.sin(q1) - uz * math.cos(q1), u[0])
+        """Step 3: the pitch sum ``θ`` (rad): ``Ry(θ) x = (cos θ, 0, −sin θ) = Rx(q1)ᵀ u`` for
+        ``u = R(e0, q0)ᵀ rest_x``; ``Rx(q1)ᵀ`` keeps ``u_x`` and makes the z part ``u_z cos q1 − u_y sin q1``."""
+        ux, uy, uz = rotate(self.e0, -q0, rest_x)
+        return math.atan2(uy * math.sin(q1) - uz * math.cos(q1), ux)
 
     def hip_to_ankle(self, ankle: Vec, q0: float) -> Vec:
         """Step 4: ``R(e0, q0)ᵀ (A − H)``, the hip-to-ankle vector in the frame after joint 0, with
@@ -286,7 +299,8 @@ class LegSolver:
         if dist <= 1e-12:
             return 0.0
         bend = self.s3 * knee - self.offset
-        return self.s2 * wrap(direction - math.atan2(self.l2 * math.sin(bend), self.l1 + self.l2 * math.cos(bend)))
+        chain = math.atan2(self.l2 * math.sin(bend), self.l1 + self.l2 * math.cos(bend))
+        return self.s2 * wrap(direction - chain)
 
     def angles(self, q0: float, q1: float, theta: float, direction: float, dist: float, knee: float,
                q5: float) -> list[float]:
@@ -300,7 +314,7 @@ class LegSolver:
         """The first of :meth:`candidates` (the one a walk almost always takes)."""
         ankle = self.ankle(pos, rot)
         rolls, ok_roll = self.ankle_rolls(rot, ankle)
-        rest_x, rest_y = self.hip_rotation(rot, rolls[0])
+        rest_x, rest_y = self.rest_x(rot, rolls[0]), self.rest_y(rot, rolls[0])
         q1 = self.hip_rolls(rest_y)[0]
         q0 = self.first_joint(rest_y, q1)
         direction, dist, knees, ok_leg = self.knees(self.hip_to_ankle(ankle, q0), q1)
@@ -310,7 +324,7 @@ class LegSolver:
     def first_yaw(self, pos: Vec, rot: Mat) -> float:
         """Joint 0 (rad) of :meth:`first`, without the rest of that candidate."""
         rolls, _ = self.ankle_rolls(rot, self.ankle(pos, rot))
-        _, rest_y = self.hip_rotation(rot, rolls[0])
+        rest_y = self.rest_y(rot, rolls[0])
         return self.first_joint(rest_y, self.hip_rolls(rest_y)[0])
 
     def candidates(self, pos: Vec, rot: Mat) -> Iterator[tuple[list[float], bool]]:
@@ -320,7 +334,7 @@ class LegSolver:
         ankle = self.ankle(pos, rot)
         rolls, ok_roll = self.ankle_rolls(rot, ankle)
         for q5 in dict.fromkeys(rolls):
-            rest_x, rest_y = self.hip_rotation(rot, q5)
+            rest_x, rest_y = self.rest_x(rot, q5), self.rest_y(rot, q5)
             for q1 in self.hip_rolls(rest_y):
                 q0 = self.first_joint(rest_y, q1)
                 direction, dist, knees, ok_leg = self.knees(self.hip_to_ankle(ankle, q0), q1)
@@ -441,7 +455,8 @@ class LegIK(ForwardKinematics):
         misaligned = max(float(np.max(np.abs(np.abs(signs) - 1.0))), 1.0 - float(axes[1] @ _X))
         problems = []
         if np.any(np.abs(np.abs(signs) - 1.0) > GEOMETRY_TOL):
-            problems.append(f"hip pitch, knee and ankle pitch axes are not along the torso's y axis: {axes[2:5].tolist()}")
+            problems.append(f"hip pitch, knee and ankle pitch axes are not along the torso's y axis: "
+                            f"{axes[2:5].tolist()}")
         if 1.0 - axes[1] @ _X > GEOMETRY_TOL:
             problems.append(f"the hip roll axis is not the torso's x axis: {axes[1].tolist()}")
         for a, b, what in ((0, 1, "joint 0 / hip roll"), (5, 4, "ankle roll / pitch")):

@@ -103,9 +103,12 @@ def clip(x: float, lo: float, hi: float) -> float:
     return hi if hi < x else x
 
 
+TAU = 2.0 * math.pi
+
+
 def wrap(angle: float) -> float:
     """``angle`` wrapped to [-π, π)."""
-    return (angle + math.pi) % (2.0 * math.pi) - math.pi
+    return (angle + math.pi) % TAU - math.pi
 
 
 def solve_cos_sin(a: float, b: float, c: float, tol: float) -> tuple[tuple[float, float], bool]:
@@ -116,8 +119,9 @@ def solve_cos_sin(a: float, b: float, c: float, tol: float) -> tuple[tuple[float
     """
     rho = math.hypot(a, b)
     ratio = c / rho if rho > 1e-12 else math.copysign(math.inf, c)
-    phi, d = math.atan2(b, a), math.acos(clip(ratio, -1.0, 1.0))
-    x1, x2 = wrap(phi + d), wrap(phi - d)
+    ratio = -1.0 if ratio < -1.0 else ratio  # clipped to [-1, 1]
+    phi, d = math.atan2(b, a), math.acos(1.0 if ratio > 1.0 else ratio)
+    x1, x2 = (phi + d + math.pi) % TAU - math.pi, (phi - d + math.pi) % TAU - math.pi  # wrapped to [-π, π)
     return ((x1, x2) if abs(x1) <= abs(x2) else (x2, x1)), abs(c) <= rho + tol
 
 
