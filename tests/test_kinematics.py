@@ -325,6 +325,16 @@ def test_leg_geometry_is_read_from_the_model():
     assert wolfgang.shank_length == pytest.approx(0.170, abs=1e-3)
 
 
+def test_leg_that_does_not_fit_the_closed_form_is_refused_by_name():
+    """The closed form turns the hip roll about the torso's x axis and the pitch joints about its y
+    axis; a leg read with hip roll and hip pitch swapped fits neither and is refused, naming both."""
+    kin = Kinematics(get_robot("nao"))
+    names = list(kin.legs["left"].joint_names)
+    names[1], names[2] = names[2], names[1]
+    with pytest.raises(ValueError, match="pitch axes are not along the torso's y axis.*hip roll axis is not the torso's x"):
+        kin._leg_geometry("left", names)
+
+
 def test_hip_split_recovers_the_angles(kin):
     """Step 3 of the closed form: from a sole rotation ``R(e0, q0) Rx(q1) Ry(θ) R(e5, q5) S0`` and the
     ankle roll ``q5``, one of the two hip rolls gives back joint 0, hip roll and the pitch sum ``θ``;
