@@ -145,7 +145,10 @@ class LegGeometry:
 
     def inside(self, q: Sequence[float]) -> bool:
         """Whether the six angles ``q`` lie inside the joint ranges."""
-        return all(lo <= x <= hi for x, lo, hi in zip(q, self._lower, self._upper))
+        for x, lo, hi in zip(q, self._lower, self._upper):
+            if not lo <= x <= hi:
+                return False
+        return True
 
     @cached_property
     def _lower(self) -> tuple[float, ...]:

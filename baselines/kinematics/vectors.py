@@ -120,8 +120,8 @@ def solve_cos_sin(a: float, b: float, c: float, tol: float) -> tuple[tuple[float
     rho = math.hypot(a, b)
     ratio = c / rho if rho > 1e-12 else math.copysign(math.inf, c)
     ratio = -1.0 if ratio < -1.0 else ratio  # clipped to [-1, 1]
-    phi, d = math.atan2(b, a), math.acos(1.0 if ratio > 1.0 else ratio)
-    x1, x2 = (phi + d + math.pi) % TAU - math.pi, (phi - d + math.pi) % TAU - math.pi  # wrapped to [-π, π)
+    phi, d, pi = math.atan2(b, a), math.acos(1.0 if ratio > 1.0 else ratio), math.pi
+    x1, x2 = (phi + d + pi) % TAU - pi, (phi - d + pi) % TAU - pi  # wrapped to [-π, π)
     return ((x1, x2) if abs(x1) <= abs(x2) else (x2, x1)), abs(c) <= rho + tol
 
 
