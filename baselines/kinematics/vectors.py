@@ -2,8 +2,9 @@
 
 Every quantity of the IK is a 3-D vector or a handful of angles, where each NumPy call costs about a
 microsecond of overhead for a few nanoseconds of work, so vectors here are tuples of floats
-(a NAO leg costs ~30 µs instead of ~100 µs with NumPy arrays; ``upright experiment
-kinematics-bench``). Rotation matrices are tuples of three rows. Units follow the arguments (m, rad).
+(``upright experiment kinematics-bench`` times the IK). Rotation matrices are tuples of three rows.
+:class:`Circle` is a fixed point turned about a fixed axis by a variable angle (the leg IK's
+rotations of constant vectors). Units follow the arguments (m, rad).
 :func:`clip` is the scalar clip of the IK and the walks (the builtins ``min``/``max`` cost more).
 """
 
