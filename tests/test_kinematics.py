@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 import mujoco
 import numpy as np
@@ -12,7 +11,6 @@ from scipy.spatial.transform import Rotation
 from upright import Simulation
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.forward import solve_spd
-from upright.baselines.kinematics.leg_ik import split_roots, split_rotation
 from upright.envs.robots import get_robot
 
 POSES_PER_LEG = 250
@@ -327,20 +325,41 @@ def test_leg_geometry_is_read_from_the_model():
     assert wolfgang.shank_length == pytest.approx(0.170, abs=1e-3)
 
 
-def test_split_rotation_recovers_the_angles():
+def test_leg_that_does_not_fit_the_closed_form_is_refused_by_name():
+    """The closed form turns the hip roll about the torso's x axis and the pitch joints about its y
+    axis; a leg read with hip roll and hip pitch swapped fits neither and is refused, naming both."""
+    kin = Kinematics(get_robot("nao"))
+    names = list(kin.legs["left"].joint_names)
+    names[1], names[2] = names[2], names[1]
+    with pytest.raises(ValueError, match="pitch axes are not along the torso's y axis.*hip roll axis is not the torso's x"):
+        kin._leg_geometry("left", names)
+
+
+def test_hip_split_recovers_the_angles(kin):
+    """Step 3 of the closed form: from a sole rotation ``R(e0, q0) Rx(q1) Ry(θ) R(e5, q5) S0`` and the
+    ankle roll ``q5``, one of the two hip rolls gives back joint 0, hip roll and the pitch sum ``θ``;
+    the hip roll nearer zero comes first."""
     rng = np.random.default_rng(0)
-    a = np.array([0.0, np.sqrt(0.5), -np.sqrt(0.5)])  # NAO's HipYawPitch axis
-    b, c = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
-    for _ in range(100):
-        x, y, z = rng.uniform(-1.2, 1.2, 3)
-        rot = rotation(a, x) @ rotation(b, y) @ rotation(c, z)
-        rot_b, rot_c = tuple(rot @ b), tuple(rot @ c)
-        roots = split_roots(rot_c, tuple(a), tuple(b), tuple(c))
-        branches = [split_rotation(rot_b, rot_c, tuple(a), tuple(b), tuple(c), roots, branch) for branch in (0, 1)]
-        for bx, by, bz in branches:  # both branches are the same rotation ...
-            np.testing.assert_allclose(rotation(a, bx) @ rotation(b, by) @ rotation(c, bz), rot, atol=1e-9)
-        assert abs(branches[0][1]) <= abs(branches[1][1])  # ... the first with the smaller middle angle
-        assert min(np.max(np.abs(np.subtract(br, (x, y, z)))) for br in branches) < 1e-9
+    x, y = np.eye(3)[0], np.eye(3)[1]
+    for side in ("left", "right"):
+        leg, solver = kin.legs[side], kin.legs[side].solver
+        for _ in range(100):
+            q0, q1, theta, q5 = rng.uniform(-1.2, 1.2, 4)
+            rot = (rotation(leg.axes[0], q0) @ rotation(x, q1) @ rotation(y, theta) @ rotation(leg.axes[5], q5)
+                   @ leg.sole_rot0)
+            goal = tuple(map(tuple, rot.tolist()))
+            rest_x, rest_y = solver.rest_x(goal, q5), solver.rest_y(goal, q5)
+            rolls = solver.hip_rolls(rest_y)
+            assert abs(rolls[0]) <= abs(rolls[1])
+            found = []
+            for roll in rolls:
+                first = solver.first_joint(rest_y, roll)
+                found.append((first, roll, solver.pitch_sum(rest_x, first, roll)))
+            for a, b, c in found:  # both branches are the same rotation ...
+                np.testing.assert_allclose(rotation(leg.axes[0], a) @ rotation(x, b) @ rotation(y, c),
+                                           rotation(leg.axes[0], q0) @ rotation(x, q1) @ rotation(y, theta), atol=1e-9)
+            # ... one of them this one
+            assert min(np.max(np.abs(np.subtract(f, (q0, q1, theta)))) for f in found) < 1e-9
 
 
 def test_leg_ik_targets_move_the_simulated_robot_as_commanded(kin):
@@ -375,72 +394,3 @@ def test_solve_spd_matches_numpy():
         kept = a.copy()
         np.testing.assert_allclose(solve_spd(a, b), np.linalg.solve(a, b), rtol=1e-9, atol=1e-9)
         np.testing.assert_array_equal(a, kept)
-
-
-class _Folded:
-    """A written-out method in the form :func:`specialize` takes, with constants 0, ±1 and others."""
-
-    def __init__(self, constants: tuple[float, ...]) -> None:
-        self._k = constants
-
-    def combine(self, x: float, y: float, z: float) -> tuple[float, float, bool]:
-        """A docstring, which specialize skips."""
-        a, b, c, d = self._k
-        k = b * (1.0 - c)  # constants only: computed once
-        u = a * x + b * y + c * z - d * x
-        v = (a * y - b * z) * x + k * z
-        if u > v:
-            w = a * u
-        else:
-            w = u + d
-        return u + a * w, v - a * (u / y), w == w
-
-
-def test_specialize_leaves_out_the_products_with_zero_and_one_and_gives_the_same_numbers():
-    import dis
-
-    from upright.baselines.kinematics.specialize import specialize
-
-    def operations(method) -> int:
-        return sum(i.opname in ("BINARY_OP", "UNARY_NEGATIVE") for i in dis.get_instructions(method))
-
-    rng = np.random.default_rng(3)
-    for constants in ((0.0, 1.0, -1.0, 0.3), (0.0, 0.0, 0.0, 0.0), (2.0, -0.5, 0.25, 1.5), (-1.0, 0.0, 1.0, -0.0)):
-        folded = _Folded(constants)
-        fast = specialize(_Folded.combine, folded)
-        for x, y, z in rng.normal(size=(200, 3)).tolist():
-            assert fast(x, y, z) == folded.combine(x, y, z)
-        if 0.0 in constants:
-            assert operations(fast) < operations(folded.combine)
-    # the same constants share one compiled function; other ones get their own
-    assert specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.3))).__func__ is \
-        specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.3))).__func__
-    assert specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.4))).__func__ is not \
-        specialize(_Folded.combine, _Folded((0.0, 1.0, -1.0, 0.3))).__func__
-
-
-class _Negated:
-    """A written-out method whose constant −1 leaves negations for :func:`specialize` to move."""
-
-    def __init__(self, constants: tuple[float, ...]) -> None:
-        self._k = constants
-
-    def combine(self, x: float, y: float, z: float) -> tuple[float, float, float]:
-        """x + a·y, (a·x)·y − a·z and a·(a·(x / z))."""
-        (a,) = self._k
-        return x + a * y, (a * x) * y - a * z, a * (a * (x / z))
-
-
-def test_specialize_moves_negations_into_sums_and_gives_the_same_numbers():
-    import dis
-
-    from upright.baselines.kinematics.specialize import specialize
-
-    folded = _Negated((-1.0,))
-    fast = specialize(_Negated.combine, folded)
-    # x − y, z − x·y and x / z: no negation left
-    assert not any(i.opname == "UNARY_NEGATIVE" for i in dis.get_instructions(fast))
-    values = np.random.default_rng(5).normal(size=(200, 3)).tolist() + [[0.0, -0.0, 1.0], [-0.0, 0.0, -2.0]]
-    for x, y, z in values:  # the same floats, zeros with the same sign
-        assert [(v, math.copysign(1.0, v)) for v in fast(x, y, z)] == \
-            [(v, math.copysign(1.0, v)) for v in folded.combine(x, y, z)]

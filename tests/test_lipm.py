@@ -300,9 +300,9 @@ def test_connection_by_elimination_matches_the_linear_system():
 
 
 @pytest.mark.parametrize("robot", ["nao", "wolfgang"])
-def test_written_out_leg_ik_gives_the_same_angles_as_the_generators(robot):
+def test_first_leg_solution_is_the_first_candidate(robot):
     """LegSolver.first / first_given_first (the walks' hot path) are the first candidates of the
-    generic generators, bit for bit, reachable goals and unreachable ones."""
+    generators, bit for bit, reachable goals and unreachable ones."""
     from upright.baselines.kinematics import Kinematics
 
     kin = Kinematics(robot)

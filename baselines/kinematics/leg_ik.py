@@ -4,13 +4,18 @@ forward, y left, z up; metres and radians).
 Leg geometry is read from the model at construction (joint anchors and axes at q = 0), not typed in
 twice. The analytic leg IK covers the 6-DoF legs of both robots with one algorithm:
 
-* joint 0 (NAO HipYawPitch about its 45° axis, Wolfgang HipYaw) is attached to the torso;
+* joint 0 (NAO HipYawPitch about its 45° axis in the y-z plane, Wolfgang HipYaw about z) is
+  attached to the torso;
+* the hip roll turns about the torso's x axis, hip pitch, knee and ankle pitch about its y axis
+  (at q = 0, both robots), so the torso frame is the leg's frame: rotations about x and y and the
+  angles in the sagittal (x-z) plane are plain 2-D formulas;
 * joints 1/2 (hip roll, hip pitch) have intersecting axes; the intersection ``H`` may sit off the
   joint-0 axis (Wolfgang: 23 mm forward, 41 mm down) as long as that offset lies in the plane of the
   joint-0 and hip-roll axes;
 * joints 2, 3, 4 (hip pitch, knee, ankle pitch) are parallel; links may be offset along them
   (Wolfgang: ~1.5 mm) and the shank may be tilted relative to the thigh at q = 0 (Wolfgang: 15°);
-* joints 4/5 (ankle pitch, ankle roll) intersect at the ankle point ``A``.
+* joints 4/5 (ankle pitch, ankle roll) intersect at the ankle point ``A``; the ankle roll axis
+  lies in the x-z plane (Wolfgang's is tilted 15° with its foot).
 
 Solution order (closed form, no iteration): the ankle point from the sole target; the ankle roll
 from the lateral offset along the pitch axes (``a cos q5 + b sin q5 = δ``); joint 0, hip roll and the
@@ -29,9 +34,10 @@ the mean of the two legs' free solutions, or one leg's) and solves each other le
 value (position and sole normal exact, the foot's yaw about its sole normal follows), the B-Human
 way of sharing the joint.
 
-The closed form runs in plain Python floats (:mod:`upright.baselines.kinematics.vectors`): the leg's
-constant vectors and products are computed once (:class:`LegSolver`), and the controllers solve
-legs every control cycle (walks) or several goal pairs per sample (spline stand-up).
+The closed form (:class:`LegSolver`, one method per step of the derivation in its docstring) runs
+in plain Python floats (:mod:`upright.baselines.kinematics.vectors`): the controllers solve legs
+every control cycle (walks) or several goal pairs per sample (spline stand-up), where NumPy's
+overhead per call on 3-vectors would cost more than the arithmetic.
 """
 
 from __future__ import annotations
@@ -46,9 +52,8 @@ import numpy as np
 
 from upright.baselines.kinematics.forward import (GEOMETRY_TOL, LIMIT_TOL, SIDES, ForwardKinematics, chain_data,
                                                   check_side, closest_points, solve_spd)
-from upright.baselines.kinematics.specialize import specialize
-from upright.baselines.kinematics.vectors import (Mat, Vec, add, angle_about, cross, dot, matvec, pose_error_floats, rotate,
-                                                  solve_cos_sin, tmatvec, vec, wrap)
+from upright.baselines.kinematics.vectors import (Circle, Mat, Vec, add, clip, cross, dot, matvec, pose_error_floats,
+                                                  rotate, solve_cos_sin, tmatvec, turn, vec, wrap)
 from upright.envs.robots import RobotSpec
 
 #: Targets this far (m) beyond the leg's reach still count as reachable (stretched leg); covers the
@@ -68,45 +73,13 @@ TINY_STEP = 1e-5
 TINY_STEP_RESIDUAL = 1e-9
 
 
-# ---------------------------------------------------------------------- rotation split
-def split_rotation(rot_b: Vec, rot_c: Vec, a: Vec, b: Vec, c: Vec, roots: tuple[float, float],
-                   branch: int) -> tuple[float, float, float]:
-    """Angles ``(x, y, z)`` with ``rot = R(a, x) R(b, y) R(c, z)`` for unit axes ``a ⊥ b``, ``b ⊥ c``,
-    from the rotation's images of ``b`` and ``c`` (``rot_b = rot b``, ``rot_c = rot c``; the rest
-    of ``rot`` does not enter) and the roots of :func:`split_roots`.
-
-    ``branch`` 0 has the middle angle nearer zero, 1 the other. At gimbal lock (``R(b, y) c``
-    parallel to ``a``) ``x = 0`` and ``z`` takes the whole rotation.
-    """
-    y = roots[branch]
-    m = rotate(b, y, c)
-    mp = add(m, a, -dot(m, a))
-    x = 0.0 if dot(mp, mp) < 1e-18 else angle_about(a, m, rot_c)
-    rest_b = rotate(b, -y, rotate(a, -x, rot_b))  # = R(c, z) b
-    return x, y, angle_about(c, b, rest_b)
+_X, _Y = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)
 
 
-PI, TWO_PI = math.pi, 2.0 * math.pi  # one global read each (math.pi is two) in the hot paths
-
-
-def _first_root(rho: float, phi: float, c: float) -> tuple[float, bool]:
-    """The first root of :func:`~upright.baselines.kinematics.vectors.solve_cos_sin` (tolerance
-    ``REACH_TOL``) and whether the roots exist, the same operations, for ``a cos x + b sin x = c``
-    given as ``rho = hypot(a, b)``, ``phi = atan2(b, a)`` (constants where ``a`` and ``b`` are).
-    The clip to [-1, 1] is written out: the same floats as ``min(1.0, max(-1.0, ratio))``, NaN
-    included, for a fraction of the builtins' cost."""
-    ratio = c / rho if rho > 1e-12 else math.copysign(math.inf, c)
-    ratio = ratio if ratio > -1.0 else -1.0
-    d = math.acos(ratio if ratio < 1.0 else 1.0)
-    x1 = (phi + d + PI) % TWO_PI - PI
-    x2 = (phi - d + PI) % TWO_PI - PI
-    return (x1 if abs(x1) <= abs(x2) else x2), abs(c) <= rho + REACH_TOL
-
-
-def split_roots(rot_c: Vec, a: Vec, b: Vec, c: Vec) -> tuple[float, float]:
-    """The two middle angles ``y`` of :func:`split_rotation` (``a · R(b, y) c = a · rot c``)."""
-    return solve_cos_sin(dot(a, c), dot(a, cross(b, c)), dot(a, rot_c), REACH_TOL)[0]
-
+def down_angle(x: float, z: float) -> float:
+    """The sagittal angle (rad) of a vector with x and z components ``x``, ``z``: about the torso's
+    y axis (the pitch axes), from straight down (``-z``); a rotation ``Ry(φ)`` adds ``φ``."""
+    return math.atan2(-x, -z)
 
 
 # ---------------------------------------------------------------------- leg geometry
@@ -122,8 +95,7 @@ class LegGeometry:
     joint_names: tuple[str, ...]
     #: Joint axes (6, 3) at q = 0.
     axes: np.ndarray
-    #: Common direction of the pitch axes (= the ankle-pitch axis) and each pitch joint's sign on it.
-    pitch_axis: np.ndarray
+    #: Each pitch joint's (hip pitch, knee, ankle pitch) sign on the torso's y axis.
     pitch_signs: np.ndarray
     #: A point on the joint-0 axis; the hip point H0 = yaw_point + hip_axial * axes[0] + hip_forward * axes[1].
     yaw_point: np.ndarray
@@ -132,7 +104,8 @@ class LegGeometry:
     hip_point: np.ndarray
     knee_point: np.ndarray
     ankle_point: np.ndarray
-    #: Thigh (H → knee) and shank (knee → A) vectors normal to the pitch axis, and the offset of H from A along it.
+    #: Thigh (H → knee) and shank (knee → A) vectors normal to the pitch axes (their x and z), and
+    #: the offset of H from A along them (y).
     thigh: np.ndarray
     shank: np.ndarray
     lateral: float
@@ -172,15 +145,10 @@ class LegGeometry:
 
     def inside(self, q: Sequence[float]) -> bool:
         """Whether the six angles ``q`` lie inside the joint ranges."""
-        l0, h0, l1, h1, l2, h2, l3, h3, l4, h4, l5, h5 = self._bounds
-        q0, q1, q2, q3, q4, q5 = q
-        return (l0 <= q0 <= h0 and l1 <= q1 <= h1 and l2 <= q2 <= h2 and l3 <= q3 <= h3 and l4 <= q4 <= h4
-                and l5 <= q5 <= h5)
-
-    @cached_property
-    def _bounds(self) -> tuple[float, ...]:
-        """The ranges flat, (lower, upper) per joint, for :meth:`inside` (one unpack)."""
-        return tuple(x for pair in zip(self._lower, self._upper) for x in pair)
+        for x, lo, hi in zip(q, self._lower, self._upper):
+            if not lo <= x <= hi:
+                return False
+        return True
 
     @cached_property
     def _lower(self) -> tuple[float, ...]:
@@ -197,314 +165,241 @@ class LegGeometry:
 
 
 class LegSolver:
-    """The closed-form leg IK of one :class:`LegGeometry`, with its constants as floats.
+    """The closed-form leg IK of one :class:`LegGeometry`, its constants as floats and float tuples.
 
-    :meth:`candidates` and :meth:`candidates_given_first` yield the up to eight solutions lazily
-    (a caller usually stops at the first inside the joint ranges).
+    Notation (torso frame at q = 0: x forward, y left, z up): the hip roll turns about ``x``, the
+    pitch joints about ``y`` (hip pitch, knee and ankle pitch with the signs ``s2``, ``s3``,
+    ``s4`` of their axes on ``y``), joint 0 about ``e0`` in the y-z plane (NAO's HipYawPitch at 45°,
+    Wolfgang's hip yaw along z), the ankle roll about ``e5`` in the x-z plane (Wolfgang's tilted
+    15°). ``H`` is the hip point (hip roll and pitch axes meet), ``A`` the ankle point (ankle pitch
+    and roll axes meet), ``Y`` the point of the joint-0 axis from which ``H`` lies ``hip_forward``
+    along ``R(e0, q0) x``. For the sole goal ``(p, R)`` the six joints turn the sole frame by
+    ``G = R S0ᵀ`` (``S0``: the sole frame at q = 0). The pitch rotations add up (product of
+    exponentials, rotation part)::
+
+        G = R(e0, q0) Rx(q1) Ry(θ) R(e5, q5),   θ = s2 q2 + s3 q3 + s4 q4.
+
+    The steps, one method each:
+
+    1. :meth:`ankle`: ``A = p + R a``, ``a`` the ankle point in the sole frame.
+    2. :meth:`ankle_rolls`: the offset of ``H`` from ``A`` along ``y`` after joint 0 and hip roll
+       is the leg's constant ``lateral`` (the hip's forward offset along ``R(e0, q0) x`` does not
+       change it). Seen from the foot that axis is ``Gᵀ R(e0, q0) Rx(q1) y = R(e5, q5)ᵀ y = y cos q5
+       − (e5 × y) sin q5``, so with ``w = Gᵀ (Y − A)``: ``w_y cos q5 − (w · (e5 × y)) sin q5 = lateral``.
+    3. The rest ``G R(e5, q5)ᵀ = R(e0, q0) Rx(q1) Ry(θ)``, from its images of ``x`` and ``y``
+       (:meth:`rest_x`, :meth:`rest_y`): ``R(e0, q0)`` keeps the part along ``e0``, so ``e0 · Rx(q1) y = e0 ·
+       rest_y`` gives both hip rolls (:meth:`hip_rolls`); joint 0 turns ``Rx(q1) y`` onto
+       ``rest_y`` about ``e0`` (:meth:`first_joint`); ``θ`` is the angle of ``Rx(q1)ᵀ R(e0, q0)ᵀ
+       rest_x = Ry(θ) x`` about ``y`` (:meth:`pitch_sum`).
+    4. :meth:`hip_to_ankle`: joint 0 places ``H`` on a circle about its axis; ``v = R(e0, q0)ᵀ (A − H)``.
+    5. :meth:`knees`: ``Rx(q1)ᵀ v`` in the sagittal (x-z) plane has length ``d`` and a direction
+       about ``y``; the law of cosines ``d² = l1² + l2² + 2 l1 l2 cos β`` on the thigh and shank
+       gives the bend ``β`` between them, and the knee is ``β`` plus the shank's tilt against the
+       thigh at q = 0 (``offset``); :meth:`hip_pitch` is that direction less the direction of the
+       bent two-link chain, ``atan2(l2 sin β, l1 + l2 cos β)`` from the thigh.
+    6. :meth:`angles`: the ankle pitch is the rest of ``θ``: ``q4 = s4 (θ − s2 q2 − s3 q3)``.
+
+    Sagittal angles are about ``y`` from straight down (:func:`down_angle`). :meth:`candidates`
+    yields all branches lazily (a caller usually stops at the first inside the joint ranges);
+    :meth:`first` is its first one without the generator. With joint 0 given (NAO's shared
+    HipYawPitch): :meth:`candidates_given_first`, :meth:`first_given_first`.
     """
 
     def __init__(self, leg: LegGeometry) -> None:
-        e = [vec(a) for a in leg.axes]
-        self.e0, self.e1, self.e5 = e[0], e[1], e[5]
-        n = self.n = vec(leg.pitch_axis)
+        self.e0, self.e5 = vec(leg.axes[0]), vec(leg.axes[5])
         self.s2, self.s3, self.s4 = (float(s) for s in leg.pitch_signs)
-        #: the point H0 − hip_forward e1 on the joint-0 axis
-        self.yaw_hip = vec(leg.yaw_point + leg.hip_axial * leg.axes[0])
-        self.hip_forward, self.lateral = float(leg.hip_forward), float(leg.lateral)
-        self.sole_rot0: Mat = tuple(vec(r) for r in leg.sole_rot0)  # type: ignore[assignment]
+        self.lateral = float(leg.lateral)
+        self.yaw_hip = vec(leg.yaw_point + leg.hip_axial * leg.axes[0])  # Y
+        to_sole: Mat = tuple(vec(r) for r in leg.sole_rot0.T)  # type: ignore[assignment]
         self.ankle_in_sole = vec(leg.ankle_in_sole)
-        self.thigh, self.shank = vec(leg.thigh), vec(leg.shank)
+        #: step 2: ``y`` and ``e5 × y`` in the sole frame
+        self.y_in_sole, self.e5_x_y_in_sole = matvec(to_sole, _Y), matvec(to_sole, cross(self.e5, _Y))
+        #: step 3: ``S0ᵀ R(e5, −q5) x`` and ``S0ᵀ R(e5, −q5) y`` (the ankle roll undone, seen from
+        #: the sole)
+        self.x_before_roll = Circle(self.e5, _X, frame=to_sole)
+        self.y_before_roll = Circle(self.e5, _Y, frame=to_sole)
+        #: step 4: where joint 0 puts the hip point ``H``
+        self.hip = Circle(self.e0, vec(leg.hip_forward * leg.axes[1]), origin=self.yaw_hip)
+        #: step 5: thigh and shank lengths (m), the thigh's sagittal direction and its tilt against
+        #: the shank at q = 0 (rad)
         self.l1, self.l2 = leg.thigh_length, leg.shank_length
-        self.u1 = vec(leg.thigh / leg.thigh_length)
-        self.u2 = cross(n, self.u1)
-        self.offset = self._angle(self.thigh) - self._angle(self.shank)
+        self.thigh_angle = down_angle(leg.thigh[0], leg.thigh[2])
+        self.offset = self.thigh_angle - down_angle(leg.shank[0], leg.shank[2])
         self.knee_mid = 0.5 * float(leg.lower[3] + leg.upper[3])
-        self.e5_x_n, self.e1_x_n = cross(self.e5, n), cross(self.e1, n)
-        self.normal0 = vec(leg.sole_rot0[:, 2])
-        self.n_normal0, self.n_e5_x_normal0 = dot(n, self.normal0), dot(n, cross(self.e5, self.normal0))
-        # Constant parts of the rotations of :meth:`first` (each ``rotate(axis, angle, v)`` with a
-        # constant axis and vector: ``v cos + (axis × v) sin + axis (axis · v)(1 − cos)``).
-        e0, e1, e5 = self.e0, self.e1, self.e5
-        self._c51, self._d51 = cross(e5, e1), dot(e5, e1)
-        self._c5n, self._d5n = cross(e5, n), dot(e5, n)
-        self._c1n, self._d1n = cross(e1, n), dot(e1, n)
-        self._c01, self._d01 = cross(e0, e1), dot(e0, e1)
-        self._cns, self._dns = cross(n, self.shank), dot(n, self.shank)
-        self._c5o, self._d5o = cross(e5, self.normal0), dot(e5, self.normal0)
-        a, b = dot(e0, n), dot(e0, cross(e1, n))  # split_roots' first two coefficients, polar (_first_root)
-        self._split = (math.hypot(a, b), math.atan2(b, a))
-        self._normal_root = (math.hypot(self.n_normal0, self.n_e5_x_normal0),
-                             math.atan2(self.n_e5_x_normal0, self.n_normal0))
-        self._e1_in_n = add(e1, n, -dot(e1, n))  # angle_about(n, e1, ·)'s first vector
-        l1, l2 = self.l1, self.l2
-        self._reach = (abs(l1 - l2) - REACH_TOL, l1 + l2 + REACH_TOL)
-        self._ll = (l1 * l1, l2 * l2, 2.0 * l1 * l2)
-        # Each written-out function's constants in one flat tuple: one unpack instead of an
-        # attribute read and an unpack per vector (~7 % of a leg's solve).
-        self._hip_k = (*e0, *e1, *self._c01, self._d01, self.hip_forward, *self.yaw_hip)
-        self._sagittal_k = (*n, *e1, *self._reach, *self._ll, self.s2, self.s3, self.knee_mid, self.offset, *self.u1,
-                            *self.u2, self._dns, *self.shank, *self._cns, *self.thigh)
-        self._first_k = (*n, *e0, *e1, *e5, *self.sole_rot0[0], *self.sole_rot0[1], *self.sole_rot0[2],
-                         *self.ankle_in_sole, *self.yaw_hip, *self.e5_x_n, self.lateral, self._d51, *self._c51,
-                         self._d5n, *self._c5n, *self._split, self._d1n, *self._c1n, *self._e1_in_n, self.s2, self.s3,
-                         self.s4)
-        self._given_k = (*n, *e0, *e1, *e5, *self.ankle_in_sole, *self.e1_x_n, self.lateral, self.s2, self.s3, self.s4,
-                         *self._normal_root, self._d5o, *self.normal0, *self._c5o)
-        # The hot paths compiled for this leg's constants: the products with its zero and unit
-        # components left out (the same floats; :mod:`~upright.baselines.kinematics.specialize`).
-        for name in ("_hip_to_ankle_floats", "_sagittal_first", "_first", "first_given_first"):
-            setattr(self, name, specialize(getattr(LegSolver, name), self))
+        #: joint 0 given: the sole normal as the ankle roll turns it, and the constant coefficients
+        #: of :meth:`foot_rolls`
+        normal0 = vec(leg.sole_rot0[:, 2])
+        self.rolled_normal = Circle(self.e5, normal0)
+        self.y_normal0, self.y_e5_x_normal0 = normal0[1], cross(self.e5, normal0)[1]
 
-    def _angle(self, x: Vec) -> float:
-        """Angle (rad) of ``x`` in the sagittal plane, from the thigh direction."""
-        return math.atan2(dot(x, self.u2), dot(x, self.u1))
-
-    def _ankle(self, pos: Vec, rot: Mat) -> Vec:
+    # ------------------------------------------------------------------ the steps
+    def ankle(self, pos: Vec, rot: Mat) -> Vec:
+        """Step 1: the ankle point ``A`` of the sole goal (m)."""
         return add(pos, matvec(rot, self.ankle_in_sole))
 
-    def _hip_to_ankle(self, ankle: Vec, q0: float) -> Vec:
-        """``R(e0, q0)ᵀ (ankle − H)``: the hip-to-ankle vector in the frame after joint 0, with the
-        hip point H where joint 0 at ``q0`` puts it."""
-        hip = add(self.yaw_hip, rotate(self.e0, q0, self.e1), self.hip_forward)
-        return rotate(self.e0, -q0, add(ankle, hip, -1.0))
+    def ankle_rolls(self, rot: Mat, ankle: Vec) -> tuple[tuple[float, float], bool]:
+        """Step 2: both ankle rolls (rad, nearer zero first) and whether they exist.
+        ``w = Gᵀ (Y − A) = S0 Rᵀ (Y − A)``; its products with ``y`` and ``e5 × y`` are those of
+        ``Rᵀ (Y − A)`` with them in the sole frame."""
+        w = tmatvec(rot, add(self.yaw_hip, ankle, -1.0))
+        return solve_cos_sin(dot(w, self.y_in_sole), -dot(w, self.e5_x_y_in_sole), self.lateral, REACH_TOL)
 
-    def _hip_to_ankle_floats(self, x: float, y: float, z: float, c: float, s: float, cm: float, sm: float) -> Vec:
-        """:meth:`_hip_to_ankle` written out (the same operations) for the ankle ``(x, y, z)``, with
-        ``c, s = cos(q0), sin(q0)`` and ``cm, sm = cos(−q0), sin(−q0)`` (the callers have them)."""
-        a0, a1, a2, b0, b1, b2, w0, w1, w2, d01, f, h0, h1, h2 = self._hip_k
-        k = d01 * (1.0 - c)
-        # hip = yaw_hip + hip_forward · rotate(e0, q0, e1); d = ankle − hip (x − y is x + −1.0 · y, exactly)
-        d0 = x - (h0 + f * (b0 * c + w0 * s + a0 * k))
-        d1 = y - (h1 + f * (b1 * c + w1 * s + a1 * k))
-        d2 = z - (h2 + f * (b2 * c + w2 * s + a2 * k))
-        c, s = cm, sm
-        k = (a0 * d0 + a1 * d1 + a2 * d2) * (1.0 - c)
-        return (d0 * c + (a1 * d2 - a2 * d1) * s + a0 * k, d1 * c + (a2 * d0 - a0 * d2) * s + a1 * k,
-                d2 * c + (a0 * d1 - a1 * d0) * s + a2 * k)
+    def rest_x(self, rot: Mat, q5: float) -> Vec:
+        """Step 3: the rest's image of ``x``, ``R S0ᵀ R(e5, −q5) x``."""
+        return matvec(rot, self.x_before_roll.at(math.cos(q5), -math.sin(q5)))
 
-    def _sagittal(self, v0: Vec, q0: float, q1: float) -> Iterator[tuple[list[float], bool]]:
-        """Given joint 0 and hip roll, hip pitch and knee that bring the ankle point to where
-        ``v0`` (:meth:`_hip_to_ankle` at ``q0``) points.
+    def rest_y(self, rot: Mat, q5: float) -> Vec:
+        """Step 3: the rest's image of ``y``, ``R S0ᵀ R(e5, −q5) y``."""
+        return matvec(rot, self.y_before_roll.at(math.cos(q5), -math.sin(q5)))
 
-        Both knee branches: first the knee angle nearer the middle of its range, then the other.
-        Each: the six angles with entries 0-3 filled and whether the distance was reachable.
-        """
-        n = self.n
-        v = rotate(self.e1, -q1, v0)
-        v = add(v, n, -dot(v, n))
+    def hip_rolls(self, rest_y: Vec) -> tuple[float, float]:
+        """Step 3: both hip rolls (rad, nearer zero first):
+        ``e0 · Rx(q1) y = e0_y cos q1 + e0_z sin q1 = e0 · rest_y``."""
+        e0 = self.e0
+        return solve_cos_sin(e0[1], e0[2], dot(e0, rest_y), REACH_TOL)[0]
+
+    def first_joint(self, rest_y: Vec, q1: float) -> float:
+        """Step 3: joint 0 (rad): the angle about ``e0`` that turns ``m = Rx(q1) y = (0, cos q1,
+        sin q1)`` onto ``rest_y``, from the parts of both normal to ``e0`` (zero at gimbal lock,
+        ``m`` along ``e0``)."""
+        e0 = self.e0
+        m = (0.0, math.cos(q1), math.sin(q1))
+        along = dot(e0, m)
+        if 1.0 - along * along < 1e-18:
+            return 0.0
+        return math.atan2(dot(e0, cross(m, rest_y)), dot(m, rest_y) - along * dot(e0, rest_y))
+
+    def pitch_sum(self, rest_x: Vec, q0: float, q1: float) -> float:
+        """Step 3: the pitch sum ``θ`` (rad): ``Ry(θ) x = (cos θ, 0, −sin θ) = Rx(q1)ᵀ u`` for
+        ``u = R(e0, q0)ᵀ rest_x``; ``Rx(q1)ᵀ`` keeps ``u_x`` and makes the z part ``u_z cos q1 − u_y sin q1``."""
+        ux, uy, uz = rotate(self.e0, -q0, rest_x)
+        return math.atan2(uy * math.sin(q1) - uz * math.cos(q1), ux)
+
+    def hip_to_ankle(self, ankle: Vec, q0: float) -> Vec:
+        """Step 4: ``R(e0, q0)ᵀ (A − H)``, the hip-to-ankle vector in the frame after joint 0, with
+        the hip point where joint 0 at ``q0`` puts it."""
+        c, s = math.cos(q0), math.sin(q0)
+        return turn(self.e0, c, -s, add(ankle, self.hip.at(c, s), -1.0))
+
+    def knees(self, v0: Vec, q1: float) -> tuple[float, float, tuple[float, float], bool]:
+        """Step 5, the knee: for the hip-to-ankle vector ``v0`` (:meth:`hip_to_ankle`) and hip roll
+        ``q1``, the sagittal part of ``Rx(q1)ᵀ v0``: its direction from the thigh's at q = 0 (rad)
+        and its length (m); both knee angles (rad; the one nearer the middle of the knee's range
+        first) and whether the length is within reach."""
         l1, l2 = self.l1, self.l2
-        dist = math.sqrt(dot(v, v))
+        x, z = v0[0], v0[2] * math.cos(q1) - v0[1] * math.sin(q1)
+        dist = math.hypot(x, z)
         reachable = abs(l1 - l2) - REACH_TOL <= dist <= l1 + l2 + REACH_TOL
-        bend = math.acos(min(1.0, max(-1.0, (dist * dist - l1 * l1 - l2 * l2) / (2.0 * l1 * l2))))
+        bend = math.acos(clip((dist * dist - l1 * l1 - l2 * l2) / (2.0 * l1 * l2), -1.0, 1.0))
         s3, mid = self.s3, self.knee_mid
         k1, k2 = s3 * wrap(self.offset + bend), s3 * wrap(self.offset - bend)
-        if abs(k2 - mid) < abs(k1 - mid):
-            k1, k2 = k2, k1
-        direction = self._angle(v)
-        for knee in (k1, k2):
-            reach = add(self.thigh, rotate(n, s3 * knee, self.shank))
-            phi2 = direction - self._angle(reach) if dist > 1e-12 else 0.0
-            yield [q0, q1, self.s2 * wrap(phi2), knee, 0.0, 0.0], reachable
+        knees = (k2, k1) if abs(k2 - mid) < abs(k1 - mid) else (k1, k2)
+        return down_angle(x, z) - self.thigh_angle, dist, knees, reachable
 
-    def _sagittal_first(self, v0: Vec, q0: float, q1: float, c: float, s: float) -> tuple[list[float], bool]:
-        """The first of :meth:`_sagittal` (the knee nearer the middle of its range), written out
-        (the same operations, so the same floats, as :meth:`_sagittal`); ``c, s = cos(−q1), sin(−q1)``."""
-        (n0, n1, n2, b0, b1, b2, lo, hi, l11, l22, l12, s2, s3, mid, offset, u10, u11, u12, u20, u21, u22, dns,
-         h0, h1, h2, w0, w1, w2, r0, r1, r2) = self._sagittal_k
-        x0, x1, x2 = v0
-        # v = rotate(e1, -q1, v0), then its part normal to n
-        k = (b0 * x0 + b1 * x1 + b2 * x2) * (1.0 - c)
-        v0_, v1_, v2_ = (x0 * c + (b1 * x2 - b2 * x1) * s + b0 * k, x1 * c + (b2 * x0 - b0 * x2) * s + b1 * k,
-                         x2 * c + (b0 * x1 - b1 * x0) * s + b2 * k)
-        dn = -(v0_ * n0 + v1_ * n1 + v2_ * n2)
-        v0_, v1_, v2_ = v0_ + dn * n0, v1_ + dn * n1, v2_ + dn * n2
-        dist = math.sqrt(v0_ * v0_ + v1_ * v1_ + v2_ * v2_)
-        reachable = lo <= dist <= hi
-        cos_bend = (dist * dist - l11 - l22) / l12
-        cos_bend = cos_bend if cos_bend > -1.0 else -1.0  # min(1.0, max(-1.0, ·)) written out (_first_root)
-        bend = math.acos(cos_bend if cos_bend < 1.0 else 1.0)
-        knee = s3 * ((offset + bend + PI) % TWO_PI - PI)
-        k2 = s3 * ((offset - bend + PI) % TWO_PI - PI)
-        if abs(k2 - mid) < abs(knee - mid):
-            knee = k2
-        if dist > 1e-12:
-            # reach = thigh + rotate(n, s3 knee, shank)
-            c, s = math.cos(s3 * knee), math.sin(s3 * knee)
-            k = dns * (1.0 - c)
-            g0 = r0 + (h0 * c + w0 * s + n0 * k)  # 1.0 · x is x, exactly
-            g1 = r1 + (h1 * c + w1 * s + n1 * k)
-            g2 = r2 + (h2 * c + w2 * s + n2 * k)
-            phi2 = (math.atan2(v0_ * u20 + v1_ * u21 + v2_ * u22, v0_ * u10 + v1_ * u11 + v2_ * u12)
-                    - math.atan2(g0 * u20 + g1 * u21 + g2 * u22, g0 * u10 + g1 * u11 + g2 * u12))
-        else:
-            phi2 = 0.0
-        return [q0, q1, s2 * ((phi2 + PI) % TWO_PI - PI), knee, 0.0, 0.0], reachable
+    def hip_pitch(self, direction: float, dist: float, knee: float) -> float:
+        """Step 5, the hip pitch (rad): ``direction`` (:meth:`knees`) less the direction of thigh
+        plus shank bent by ``knee`` (zero for a hip-to-ankle length ``dist`` ≈ 0)."""
+        if dist <= 1e-12:
+            return 0.0
+        bend = self.s3 * knee - self.offset
+        chain = math.atan2(self.l2 * math.sin(bend), self.l1 + self.l2 * math.cos(bend))
+        return self.s2 * wrap(direction - chain)
 
+    def angles(self, q0: float, q1: float, theta: float, direction: float, dist: float, knee: float,
+               q5: float) -> list[float]:
+        """Step 6: the six angles (rad) from joint 0, hip roll, the pitch sum ``theta``, the
+        sagittal direction and length (:meth:`knees`), the knee and the ankle roll."""
+        q2 = self.hip_pitch(direction, dist, knee)
+        return [q0, q1, q2, knee, self.s4 * wrap(theta - self.s2 * q2 - self.s3 * knee), q5]
+
+    # ------------------------------------------------------------------ all six joints free
     def first(self, pos: Vec, rot: Mat) -> tuple[list[float], bool]:
-        """The first of :meth:`candidates` (the one a walk almost always takes), written out: the
-        same operations as the generator (so the same floats) with the products of constant
-        vectors computed once; ~2x faster."""
-        return self._first(pos, rot, False)  # type: ignore[return-value]
+        """The first of :meth:`candidates` (the one a walk almost always takes)."""
+        ankle = self.ankle(pos, rot)
+        rolls, ok_roll = self.ankle_rolls(rot, ankle)
+        rest_x, rest_y = self.rest_x(rot, rolls[0]), self.rest_y(rot, rolls[0])
+        q1 = self.hip_rolls(rest_y)[0]
+        q0 = self.first_joint(rest_y, q1)
+        direction, dist, knees, ok_leg = self.knees(self.hip_to_ankle(ankle, q0), q1)
+        theta = self.pitch_sum(rest_x, q0, q1)
+        return self.angles(q0, q1, theta, direction, dist, knees[0], rolls[0]), ok_roll and ok_leg
 
     def first_yaw(self, pos: Vec, rot: Mat) -> float:
         """Joint 0 (rad) of :meth:`first`, without the rest of that candidate."""
-        return self._first(pos, rot, True)  # type: ignore[return-value]
-
-    def _first(self, pos: Vec, rot: Mat, yaw_only: bool) -> tuple[list[float], bool] | float:
-        (n0, n1, n2, a0, a1, a2, b0, b1, b2, f0, f1, f2, s00, s01, s02, s10, s11, s12, s20, s21, s22, k0, k1, k2,
-         h0, h1, h2, m0, m1, m2, lateral, d51, c510, c511, c512, d5n, c5n0, c5n1, c5n2, split_rho, split_phi, d1n,
-         c1n0, c1n1, c1n2, i0, i1, i2, s2, s3, s4) = self._first_k
-        (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = rot
-        # g = rot @ sole_rot0ᵀ: the six joints' rotation
-        g00, g01, g02 = (s00 * r00 + s01 * r01 + s02 * r02, s10 * r00 + s11 * r01 + s12 * r02,
-                         s20 * r00 + s21 * r01 + s22 * r02)
-        g10, g11, g12 = (s00 * r10 + s01 * r11 + s02 * r12, s10 * r10 + s11 * r11 + s12 * r12,
-                         s20 * r10 + s21 * r11 + s22 * r12)
-        g20, g21, g22 = (s00 * r20 + s01 * r21 + s02 * r22, s10 * r20 + s11 * r21 + s12 * r22,
-                         s20 * r20 + s21 * r21 + s22 * r22)
-        # the ankle (x + 1.0 · y is x + y and x + −1.0 · y is x − y, exactly)
-        an0 = pos[0] + (r00 * k0 + r01 * k1 + r02 * k2)
-        an1 = pos[1] + (r10 * k0 + r11 * k1 + r12 * k2)
-        an2 = pos[2] + (r20 * k0 + r21 * k1 + r22 * k2)
-        d0, d1, d2 = h0 - an0, h1 - an1, h2 - an2
-        w0 = g00 * d0 + g10 * d1 + g20 * d2
-        w1 = g01 * d0 + g11 * d1 + g21 * d2
-        w2 = g02 * d0 + g12 * d1 + g22 * d2
-        a, b = w0 * n0 + w1 * n1 + w2 * n2, -(w0 * m0 + w1 * m1 + w2 * m2)
-        q5, ok_roll = _first_root(math.hypot(a, b), math.atan2(b, a), lateral)
-        # rest_c = g rotate(e5, -q5, n); rest_b = g rotate(e5, -q5, e1) below (not for the yaw alone)
-        c5, s5 = math.cos(-q5), math.sin(-q5)
-        om = 1.0 - c5
-        k = d5n * om
-        u0, u1, u2 = n0 * c5 + c5n0 * s5 + f0 * k, n1 * c5 + c5n1 * s5 + f1 * k, n2 * c5 + c5n2 * s5 + f2 * k
-        rc0, rc1, rc2 = (g00 * u0 + g01 * u1 + g02 * u2, g10 * u0 + g11 * u1 + g12 * u2,
-                         g20 * u0 + g21 * u1 + g22 * u2)
-        # split_rotation(rest_b, rest_c, e0, e1, n, split_roots(...), branch 0)
-        y, _ = _first_root(split_rho, split_phi, a0 * rc0 + a1 * rc1 + a2 * rc2)
-        c, s = math.cos(y), math.sin(y)
-        k = d1n * (1.0 - c)
-        m0, m1, m2 = n0 * c + c1n0 * s + b0 * k, n1 * c + c1n1 * s + b1 * k, n2 * c + c1n2 * s + b2 * k
-        dm = -(m0 * a0 + m1 * a1 + m2 * a2)
-        p0, p1, p2 = m0 + dm * a0, m1 + dm * a1, m2 + dm * a2
-        if p0 * p0 + p1 * p1 + p2 * p2 < 1e-18:
-            q0 = 0.0
-        else:  # angle_about(e0, m, rest_c)
-            dv = -(rc0 * a0 + rc1 * a1 + rc2 * a2)
-            v0, v1, v2 = rc0 + dv * a0, rc1 + dv * a1, rc2 + dv * a2
-            q0 = math.atan2(a0 * (p1 * v2 - p2 * v1) + a1 * (p2 * v0 - p0 * v2) + a2 * (p0 * v1 - p1 * v0),
-                            p0 * v0 + p1 * v1 + p2 * v2)
-        if yaw_only:
-            return q0
-        k = d51 * om
-        u0, u1, u2 = b0 * c5 + c510 * s5 + f0 * k, b1 * c5 + c511 * s5 + f1 * k, b2 * c5 + c512 * s5 + f2 * k
-        rb0, rb1, rb2 = (g00 * u0 + g01 * u1 + g02 * u2, g10 * u0 + g11 * u1 + g12 * u2,
-                         g20 * u0 + g21 * u1 + g22 * u2)
-        # rest = rotate(e1, -y, rotate(e0, -q0, rest_b)); theta = angle_about(n, e1, rest)
-        c0, s0 = math.cos(-q0), math.sin(-q0)
-        k = (a0 * rb0 + a1 * rb1 + a2 * rb2) * (1.0 - c0)
-        x0 = rb0 * c0 + (a1 * rb2 - a2 * rb1) * s0 + a0 * k
-        x1 = rb1 * c0 + (a2 * rb0 - a0 * rb2) * s0 + a1 * k
-        x2 = rb2 * c0 + (a0 * rb1 - a1 * rb0) * s0 + a2 * k
-        c, s = math.cos(-y), math.sin(-y)
-        k = (b0 * x0 + b1 * x1 + b2 * x2) * (1.0 - c)
-        v0 = x0 * c + (b1 * x2 - b2 * x1) * s + b0 * k
-        v1 = x1 * c + (b2 * x0 - b0 * x2) * s + b1 * k
-        v2 = x2 * c + (b0 * x1 - b1 * x0) * s + b2 * k
-        dv = -(v0 * n0 + v1 * n1 + v2 * n2)
-        v0, v1, v2 = v0 + dv * n0, v1 + dv * n1, v2 + dv * n2
-        theta = math.atan2(n0 * (i1 * v2 - i2 * v1) + n1 * (i2 * v0 - i0 * v2) + n2 * (i0 * v1 - i1 * v0),
-                           i0 * v0 + i1 * v1 + i2 * v2)  # i: e1 normal to n
-        v = self._hip_to_ankle_floats(an0, an1, an2, math.cos(q0), math.sin(q0), c0, s0)
-        q, ok_leg = self._sagittal_first(v, q0, y, c, s)
-        q[4] = s4 * ((theta - s2 * q[2] - s3 * q[3] + PI) % TWO_PI - PI)
-        q[5] = q5
-        return q, ok_roll and ok_leg
-
-    def first_given_first(self, pos: Vec, rot: Mat, first: float) -> tuple[list[float], bool]:
-        """The first of :meth:`candidates_given_first`, written out (same floats)."""
-        (n0, n1, n2, a0, a1, a2, b0, b1, b2, f0, f1, f2, k0, k1, k2, m0, m1, m2, lateral, s2, s3, s4, normal_rho,
-         normal_phi, d5o, l0, l1, l2, c5o0, c5o1, c5o2) = self._given_k
-        (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = rot
-        c, s = math.cos(-first), math.sin(-first)
-        # the ankle (x + 1.0 · y is x + y, exactly)
-        an0, an1, an2 = (pos[0] + (r00 * k0 + r01 * k1 + r02 * k2), pos[1] + (r10 * k0 + r11 * k1 + r12 * k2),
-                         pos[2] + (r20 * k0 + r21 * k1 + r22 * k2))
-        v0 = self._hip_to_ankle_floats(an0, an1, an2, math.cos(first), math.sin(first), c, s)
-        a, b = v0[0] * n0 + v0[1] * n1 + v0[2] * n2, v0[0] * m0 + v0[1] * m1 + v0[2] * m2
-        q1, ok_roll = _first_root(math.hypot(a, b), math.atan2(b, a), -lateral)
-        # the goal's sole normal turned back by joint 0
-        x0, x1, x2 = r02, r12, r22
-        k = (a0 * x0 + a1 * x1 + a2 * x2) * (1.0 - c)
-        o0 = x0 * c + (a1 * x2 - a2 * x1) * s + a0 * k
-        o1 = x1 * c + (a2 * x0 - a0 * x2) * s + a1 * k
-        o2 = x2 * c + (a0 * x1 - a1 * x0) * s + a2 * k
-        c, s = math.cos(-q1), math.sin(-q1)
-        q, ok_leg = self._sagittal_first(v0, first, q1, c, s)
-        # target = rotate(n, -(pitch sum), rotate(e1, -q1, normal))
-        k = (b0 * o0 + b1 * o1 + b2 * o2) * (1.0 - c)
-        x0 = o0 * c + (b1 * o2 - b2 * o1) * s + b0 * k
-        x1 = o1 * c + (b2 * o0 - b0 * o2) * s + b1 * k
-        x2 = o2 * c + (b0 * o1 - b1 * o0) * s + b2 * k
-        pitch = -(s2 * q[2] + s3 * q[3])
-        c, s = math.cos(pitch), math.sin(pitch)
-        k = (n0 * x0 + n1 * x1 + n2 * x2) * (1.0 - c)
-        t0 = x0 * c + (n1 * x2 - n2 * x1) * s + n0 * k
-        t1 = x1 * c + (n2 * x0 - n0 * x2) * s + n1 * k
-        t2 = x2 * c + (n0 * x1 - n1 * x0) * s + n2 * k
-        q5, ok_normal = _first_root(normal_rho, normal_phi, n0 * t0 + n1 * t1 + n2 * t2)
-        # q4 = s4 · angle_about(n, rotate(e5, q5, normal0), target); l: normal0
-        c, s = math.cos(q5), math.sin(q5)
-        k = d5o * (1.0 - c)
-        u0, u1, u2 = l0 * c + c5o0 * s + f0 * k, l1 * c + c5o1 * s + f1 * k, l2 * c + c5o2 * s + f2 * k
-        d = -(u0 * n0 + u1 * n1 + u2 * n2)
-        u0, u1, u2 = u0 + d * n0, u1 + d * n1, u2 + d * n2
-        d = -(t0 * n0 + t1 * n1 + t2 * n2)
-        t0, t1, t2 = t0 + d * n0, t1 + d * n1, t2 + d * n2
-        q[4] = s4 * math.atan2(n0 * (u1 * t2 - u2 * t1) + n1 * (u2 * t0 - u0 * t2) + n2 * (u0 * t1 - u1 * t0),
-                                    u0 * t0 + u1 * t1 + u2 * t2)
-        q[5] = q5
-        return q, ok_roll and ok_leg and ok_normal
+        rolls, _ = self.ankle_rolls(rot, self.ankle(pos, rot))
+        rest_y = self.rest_y(rot, rolls[0])
+        return self.first_joint(rest_y, self.hip_rolls(rest_y)[0])
 
     def candidates(self, pos: Vec, rot: Mat) -> Iterator[tuple[list[float], bool]]:
         """The solutions for the sole goal ``pos``, ``rot``, in the order: ankle roll nearer zero,
-        hip roll nearer zero (Euler split), knee nearer the middle of its range; each with whether
-        it reaches the goal (joint ranges not checked)."""
-        n, e0, e1, e5 = self.n, self.e0, self.e1, self.e5
-        g = tuple(matvec(self.sole_rot0, r) for r in rot)  # rot @ sole_rot0ᵀ: the six joints' rotation
-        ankle = self._ankle(pos, rot)
-        # ankle roll: the offset of H from A along the pitch axes is fixed (the hip's forward
-        # offset is normal to the pitch axes and drops out)
-        w = tmatvec(g, add(self.yaw_hip, ankle, -1.0))
-        rolls, ok_roll = solve_cos_sin(dot(w, n), -dot(w, self.e5_x_n), self.lateral, REACH_TOL)
+        hip roll nearer zero, knee nearer the middle of its range; each with whether it reaches
+        the goal (joint ranges not checked)."""
+        ankle = self.ankle(pos, rot)
+        rolls, ok_roll = self.ankle_rolls(rot, ankle)
         for q5 in dict.fromkeys(rolls):
-            # joint 0, hip roll and the sum of the pitch angles from the rest g R(e5, -q5)
-            rest_b, rest_c = matvec(g, rotate(e5, -q5, e1)), matvec(g, rotate(e5, -q5, n))
-            roots = split_roots(rest_c, e0, e1, n)
-            for branch in (0, 1):
-                q0, q1, theta = split_rotation(rest_b, rest_c, e0, e1, n, roots, branch)
-                for q, ok_leg in self._sagittal(self._hip_to_ankle(ankle, q0), q0, q1):
-                    q[4] = self.s4 * wrap(theta - self.s2 * q[2] - self.s3 * q[3])
-                    q[5] = q5
-                    yield q, ok_roll and ok_leg
+            rest_x, rest_y = self.rest_x(rot, q5), self.rest_y(rot, q5)
+            for q1 in self.hip_rolls(rest_y):
+                q0 = self.first_joint(rest_y, q1)
+                direction, dist, knees, ok_leg = self.knees(self.hip_to_ankle(ankle, q0), q1)
+                theta = self.pitch_sum(rest_x, q0, q1)
+                for knee in knees:
+                    yield self.angles(q0, q1, theta, direction, dist, knee, q5), ok_roll and ok_leg
+
+    # ------------------------------------------------------------------ joint 0 given
+    def given_first(self, pos: Vec, rot: Mat, first: float) -> tuple[Vec, Vec, tuple[float, float], bool]:
+        """With joint 0 at ``first``: the hip-to-ankle vector ``v0`` (:meth:`hip_to_ankle`), the
+        goal's sole normal in the frame after joint 0, and both hip rolls with whether they exist.
+
+        The hip roll keeps the ankle's offset along the pitch axes: ``(Rx(q1)ᵀ v0)_y = −lateral``,
+        i.e. ``v0_y cos q1 + v0_z sin q1 = −lateral``."""
+        v0 = self.hip_to_ankle(self.ankle(pos, rot), first)
+        hip_rolls, ok_roll = solve_cos_sin(v0[1], v0[2], -self.lateral, REACH_TOL)
+        normal = rotate(self.e0, -first, (rot[0][2], rot[1][2], rot[2][2]))
+        return v0, normal, hip_rolls, ok_roll
+
+    def foot_rolls(self, normal: Vec, q1: float) -> tuple[Vec, tuple[float, float], bool]:
+        """The sole normal after the hip roll, ``target = Rx(q1)ᵀ normal`` (the pitch joints and
+        the ankle roll remain), and the ankle rolls that tilt the sole normal to it: the pitch
+        joints keep the part along ``y``, so ``(R(e5, q5) normal0)_y = target_y``, i.e.
+        ``normal0_y cos q5 + (e5 × normal0)_y sin q5 = target_y``."""
+        c, s = math.cos(q1), math.sin(q1)
+        target = (normal[0], c * normal[1] + s * normal[2], c * normal[2] - s * normal[1])
+        rolls, ok = solve_cos_sin(self.y_normal0, self.y_e5_x_normal0, target[1], REACH_TOL)
+        return target, rolls, ok
+
+    def ankle_pitch(self, target: Vec, q2: float, q3: float, q5: float) -> float:
+        """The ankle pitch (rad): the pitch joints together turn the rolled sole normal
+        ``r = R(e5, q5) normal0`` onto ``target`` about ``y`` (by ``atan2(r_z t_x − r_x t_z, r_x t_x
+        + r_z t_z)``); the ankle takes what hip pitch and knee leave."""
+        rx, _, rz = self.rolled_normal.at(math.cos(q5), math.sin(q5))
+        tx, _, tz = target
+        theta = math.atan2(rz * tx - rx * tz, rx * tx + rz * tz)
+        return self.s4 * wrap(theta - self.s2 * q2 - self.s3 * q3)
+
+    def first_given_first(self, pos: Vec, rot: Mat, first: float) -> tuple[list[float], bool]:
+        """The first of :meth:`candidates_given_first`."""
+        v0, normal, hip_rolls, ok_roll = self.given_first(pos, rot, first)
+        q1 = hip_rolls[0]
+        direction, dist, knees, ok_leg = self.knees(v0, q1)
+        knee = knees[0]
+        q2 = self.hip_pitch(direction, dist, knee)
+        target, rolls, ok_normal = self.foot_rolls(normal, q1)
+        return ([first, q1, q2, knee, self.ankle_pitch(target, q2, knee, rolls[0]), rolls[0]],
+                ok_roll and ok_leg and ok_normal)
 
     def candidates_given_first(self, pos: Vec, rot: Mat, first: float) -> Iterator[tuple[list[float], bool]]:
         """The solutions with joint 0 fixed to ``first`` (rad): the five remaining joints reach the
         sole position and the sole normal exactly where the goal allows; the foot's rotation about
         its sole normal is what it comes out as. Order: hip roll, knee, ankle roll."""
-        n, e0, e1, e5 = self.n, self.e0, self.e1, self.e5
-        v0 = self._hip_to_ankle(self._ankle(pos, rot), first)
-        hip_rolls, ok_roll = solve_cos_sin(dot(v0, n), dot(v0, self.e1_x_n), -self.lateral, REACH_TOL)
-        normal = rotate(e0, -first, (rot[0][2], rot[1][2], rot[2][2]))  # the goal's sole normal
+        v0, normal, hip_rolls, ok_roll = self.given_first(pos, rot, first)
         for q1 in dict.fromkeys(hip_rolls):
-            for q, ok_leg in self._sagittal(v0, first, q1):
-                # the sole normal in the shank frame: R(n, pitch sum)ᵀ R(e1, q1)ᵀ R(e0, q0)ᵀ normal
-                target = rotate(n, -(self.s2 * q[2] + self.s3 * q[3]), rotate(e1, -q1, normal))
-                rolls, ok_normal = solve_cos_sin(self.n_normal0, self.n_e5_x_normal0, dot(n, target), REACH_TOL)
+            direction, dist, knees, ok_leg = self.knees(v0, q1)
+            target, rolls, ok_normal = self.foot_rolls(normal, q1)
+            for knee in knees:
+                q2 = self.hip_pitch(direction, dist, knee)
                 for q5 in dict.fromkeys(rolls):
-                    out = q.copy()
-                    out[4] = self.s4 * angle_about(n, rotate(e5, q5, self.normal0), target)
-                    out[5] = q5
-                    yield out, ok_roll and ok_leg and ok_normal
+                    yield ([first, q1, q2, knee, self.ankle_pitch(target, q2, knee, q5), q5],
+                           ok_roll and ok_leg and ok_normal)
 
 
 def pick(leg: LegGeometry, candidates, polish=None) -> tuple[np.ndarray, bool]:
@@ -543,10 +438,7 @@ class LegIK(ForwardKinematics):
         chains = chain_data(self.robot.name)
         self.legs = {side: self._leg_geometry(side, chains["legs"][side]) for side in SIDES}
         for leg in self.legs.values():
-            leg.solver  # built (and its hot paths compiled) here, not in a controller's first cycle
-        #: Per leg (left, right): its geometry, its compiled first candidate and range check, for
-        #: the walks' call of :meth:`legs_ik_values` (no attribute reads on the way).
-        self._first_paths = tuple((leg, leg.solver._first, leg.inside) for leg in self.legs.values())
+            leg.solver  # built here, not in a controller's first cycle
         self._newton_jac = np.empty((6, 6))
         #: The shared hip joint (NAO): the right leg's first joint follows the left's.
         self.shared_hip = bool(self.robot.coupled_joints) and self.robot.coupled_joints.get(
@@ -560,12 +452,17 @@ class LegIK(ForwardKinematics):
         ids = [m.joint(j).id for j in names]
         axes = np.array([d.xaxis[i] for i in ids])
         anchors = np.array([d.xanchor[i] for i in ids])
-        n = axes[4]
+        n = np.array(_Y)
         signs = np.array([axes[k] @ n for k in (2, 3, 4)])
+        # the closed form turns the hip roll about x and the pitch joints about y
+        misaligned = max(float(np.max(np.abs(np.abs(signs) - 1.0))), 1.0 - float(axes[1] @ _X))
         problems = []
         if np.any(np.abs(np.abs(signs) - 1.0) > GEOMETRY_TOL):
-            problems.append("hip pitch, knee and ankle pitch axes are not parallel")
-        for a, b, what in ((0, 1, "joint 0 / hip roll"), (1, 4, "hip roll / pitch"), (5, 4, "ankle roll / pitch")):
+            problems.append(f"hip pitch, knee and ankle pitch axes are not along the torso's y axis: "
+                            f"{axes[2:5].tolist()}")
+        if 1.0 - axes[1] @ _X > GEOMETRY_TOL:
+            problems.append(f"the hip roll axis is not the torso's x axis: {axes[1].tolist()}")
+        for a, b, what in ((0, 1, "joint 0 / hip roll"), (5, 4, "ankle roll / pitch")):
             if abs(axes[a] @ axes[b]) > GEOMETRY_TOL:
                 problems.append(f"{what} axes are not perpendicular")
         hip, gap_hip = closest_points(anchors[1], axes[1], anchors[2], axes[2])
@@ -595,13 +492,13 @@ class LegIK(ForwardKinematics):
         sole_pos, sole_rot = d.site_xpos[sole].copy(), d.site_xmat[sole].reshape(3, 3).copy()
         limits = np.array([m.jnt_range[i] for i in ids])
         return LegGeometry(
-            joint_names=tuple(names), axes=axes, pitch_axis=n, pitch_signs=np.sign(signs),
+            joint_names=tuple(names), axes=axes, pitch_signs=np.sign(signs),
             yaw_point=yaw_point, hip_axial=hip_axial, hip_forward=hip_forward,
             hip_point=hip, knee_point=knee, ankle_point=ankle,
             thigh=normal(knee - hip), shank=normal(ankle - knee), lateral=float((hip - ankle) @ n),
             sole_rot0=sole_rot, ankle_in_sole=sole_rot.T @ (ankle - sole_pos),
             lower=limits[:, 0].copy(), upper=limits[:, 1].copy(),
-            exact=max(gap_hip, gap_ankle, plane_miss) < 1e-9, sole_site=sole,
+            exact=max(gap_hip, gap_ankle, plane_miss, misaligned) < 1e-9, sole_site=sole,
             qpos_adr=qpos_adr, dof_adr=dof_adr,
         )
 
@@ -649,7 +546,7 @@ class LegIK(ForwardKinematics):
         geometry is not exact with its polish), the others only when it is not taken (:func:`pick`
         on all of them, with the same result as without the shortcut). ``polish=False`` treats
         the leg as exact (the closed form alone, see :meth:`legs_ik_values`)."""
-        q, ok = leg.solver._first(pos, rot, False)  # LegSolver.first
+        q, ok = leg.solver.first(pos, rot)
         if leg.exact or not polish:
             if ok and leg.inside(q):
                 return q, True
@@ -849,17 +746,6 @@ class LegIK(ForwardKinematics):
             left, ok_left = self._solve_leg_given_first(legs["left"], left_pos, left_R, first)
             right, ok_right = self._solve_leg_given_first(legs["right"], right_pos, right_R, first)
             return left + right, ok_left and ok_right
-        if not polish and not self.shared_hip:
-            # :meth:`_solve_leg`'s first candidate inline (the walks on Wolfgang, ~0.3 µs less a call);
-            # a leg whose first candidate is not taken is solved again the long way
-            (left_leg, left_first, left_inside), (right_leg, right_first, right_inside) = self._first_paths
-            left, ok_left = left_first(left_pos, left_R, False)
-            if not (ok_left and left_inside(left)):
-                left, ok_left = self._solve_leg(left_leg, left_pos, left_R, False)
-            right, ok_right = right_first(right_pos, right_R, False)
-            if not (ok_right and right_inside(right)):
-                right, ok_right = self._solve_leg(right_leg, right_pos, right_R, False)
-            return left + right, ok_left and ok_right
         left, ok_left = self._solve_leg(self.legs["left"], left_pos, left_R, polish)
         right, ok_right = self._solve_leg(self.legs["right"], right_pos, right_R, polish)
         if self.shared_hip:
@@ -872,5 +758,4 @@ class LegIK(ForwardKinematics):
         return left + right, ok_left and ok_right
 
 
-__all__ = ["GIMBAL_COS", "POLISH_MARGIN", "REACH_TOL", "LegGeometry", "LegIK", "LegSolver", "pick",
-           "split_roots", "split_rotation"]
+__all__ = ["GIMBAL_COS", "POLISH_MARGIN", "REACH_TOL", "LegGeometry", "LegIK", "LegSolver", "pick"]

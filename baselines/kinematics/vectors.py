@@ -2,8 +2,9 @@
 
 Every quantity of the IK is a 3-D vector or a handful of angles, where each NumPy call costs about a
 microsecond of overhead for a few nanoseconds of work, so vectors here are tuples of floats
-(a NAO leg costs ~30 µs instead of ~100 µs with NumPy arrays; ``upright experiment
-kinematics-bench``). Rotation matrices are tuples of three rows. Units follow the arguments (m, rad).
+(``upright experiment kinematics-bench`` times the IK). Rotation matrices are tuples of three rows.
+:class:`Circle` is a fixed point turned about a fixed axis by a variable angle (the leg IK's
+rotations of constant vectors). Units follow the arguments (m, rad).
 :func:`clip` is the scalar clip of the IK and the walks (the builtins ``min``/``max`` cost more).
 """
 
@@ -61,13 +62,39 @@ def tmatmul(a: Mat, b: Mat) -> Mat:
 
 
 def rotate(axis: Vec, angle: float, v: Vec) -> Vec:
-    """``R(axis, angle) v`` for a unit ``axis`` (Rodrigues; written out: the leg IK's inner loop)."""
-    c, s = math.cos(angle), math.sin(angle)
+    """``R(axis, angle) v`` for a unit ``axis`` (Rodrigues)."""
+    return turn(axis, math.cos(angle), math.sin(angle), v)
+
+
+def turn(axis: Vec, c: float, s: float, v: Vec) -> Vec:
+    """``R(axis, angle) v`` for a unit ``axis`` given ``c, s = cos(angle), sin(angle)``:
+    ``v cos + (axis × v) sin + axis (axis · v)(1 − cos)`` (Rodrigues)."""
     ax, ay, az = axis
     x, y, z = v
     k = (ax * x + ay * y + az * z) * (1.0 - c)
     return (x * c + (ay * z - az * y) * s + ax * k, y * c + (az * x - ax * z) * s + ay * k,
             z * c + (ax * y - ay * x) * s + az * k)
+
+
+class Circle:
+    """The circle that a fixed point ``v`` runs through when turned about a fixed unit ``axis``
+    through ``origin`` (all in one frame, optionally seen through a fixed rotation ``frame``):
+    ``frame (origin + R(axis, angle) v) = centre + radial cos(angle) + tangent sin(angle)`` with
+    ``centre = frame (origin + axis (axis · v))``, ``radial = frame (v − axis (axis · v))`` and
+    ``tangent = frame (axis × v)`` (Rodrigues with the constant vectors computed once)."""
+
+    __slots__ = ("centre", "radial", "tangent")
+
+    def __init__(self, axis: Vec, v: Vec, origin: Vec = (0.0, 0.0, 0.0), frame: Mat | None = None) -> None:
+        along = dot(axis, v)
+        parts = (add(origin, axis, along), add(v, axis, -along), cross(axis, v))
+        self.centre, self.radial, self.tangent = (parts if frame is None else
+                                                  tuple(matvec(frame, p) for p in parts))
+
+    def at(self, c: float, s: float) -> Vec:
+        """The point at the angle whose cosine and sine are ``c`` and ``s``."""
+        (x0, y0, z0), (x1, y1, z1), (x2, y2, z2) = self.centre, self.radial, self.tangent
+        return (x0 + c * x1 + s * x2, y0 + c * y1 + s * y2, z0 + c * z1 + s * z2)
 
 
 def clip(x: float, lo: float, hi: float) -> float:
@@ -77,9 +104,12 @@ def clip(x: float, lo: float, hi: float) -> float:
     return hi if hi < x else x
 
 
+TAU = 2.0 * math.pi
+
+
 def wrap(angle: float) -> float:
     """``angle`` wrapped to [-π, π)."""
-    return (angle + math.pi) % (2.0 * math.pi) - math.pi
+    return (angle + math.pi) % TAU - math.pi
 
 
 def solve_cos_sin(a: float, b: float, c: float, tol: float) -> tuple[tuple[float, float], bool]:
@@ -89,10 +119,10 @@ def solve_cos_sin(a: float, b: float, c: float, tol: float) -> tuple[tuple[float
     of at most ``tol`` (in the units of ``c``) still counts as a root.
     """
     rho = math.hypot(a, b)
-    phi = math.atan2(b, a)
     ratio = c / rho if rho > 1e-12 else math.copysign(math.inf, c)
-    d = math.acos(min(1.0, max(-1.0, ratio)))
-    x1, x2 = wrap(phi + d), wrap(phi - d)
+    ratio = -1.0 if ratio < -1.0 else ratio  # clipped to [-1, 1]
+    phi, d, pi = math.atan2(b, a), math.acos(1.0 if ratio > 1.0 else ratio), math.pi
+    x1, x2 = (phi + d + pi) % TAU - pi, (phi - d + pi) % TAU - pi  # wrapped to [-π, π)
     return ((x1, x2) if abs(x1) <= abs(x2) else (x2, x1)), abs(c) <= rho + tol
 
 
@@ -177,5 +207,6 @@ def vec(v) -> Vec:
 
 
 
-__all__ = ["Mat", "Vec", "add", "angle_about", "clip", "cross", "dot", "matmul", "matvec", "pose_error_floats", "quat_matrix", "rotate", "solve_cos_sin",
-           "tmatmul", "tmatvec", "vec", "wrap", "zxy_matrix", "zyx_matrix"]
+__all__ = ["Circle", "Mat", "Vec", "add", "angle_about", "clip", "cross", "dot", "matmul", "matvec", "pose_error_floats",
+           "quat_matrix", "rotate", "solve_cos_sin", "tmatmul", "tmatvec", "turn", "vec", "wrap", "zxy_matrix",
+           "zyx_matrix"]
