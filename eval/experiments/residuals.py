@@ -21,9 +21,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from upright.eval.experiments import DOCS_RESULTS, ExperimentContext, protocol_data, register_experiment
+from upright.envs.registration import ENVIRONMENTS
 from upright.eval.comparison import FALLS_COLUMN, GETUP_COLUMNS, WALK_COLUMNS, comparison_row, prior_alone
+from upright.eval.experiments import DOCS_RESULTS, ExperimentContext, protocol_data, register_experiment
+from upright.eval.experiments.keyframe import worn_hip
 from upright.eval.tables import Column, Table
+from upright.eval.learning_curves import plot_curve_comparison
+from upright.policies.run import run_env_id, run_env_kwargs, zoo_dir, zoo_names
+from upright.policies.run_folder import read_learning_curve, write_evaluation
 
 DATA = protocol_data(__name__)
 
@@ -32,17 +37,13 @@ def _conditions(name: str, start: str | None) -> Any:
     """A preset name, or ``worn_hip``: the keyframe ablation's worn hip-yaw-pitch for ``start``."""
     if name != "worn_hip":
         return name
-    from upright.eval.experiments.keyframe import ABLATION, WornHipConditions, _pair
-
-    return WornHipConditions(closing=_pair(ABLATION["closing"][start]))
+    return worn_hip(start)
 
 
 def draw_learning_curves(directory: Path) -> list[Path]:
     """Draw each group of ``curves`` (residual against from scratch) into ``directory/<group>.png``
     from the committed learning curves (paths relative to the source tree's root); return the
     paths. A group none of whose files exist (an installed package without ``docs/``) is skipped."""
-    from upright.training.plots import plot_curve_comparison
-
     root = Path(__file__).resolve().parents[2]
     paths = []
     for name, group in DATA["curves"].items():
@@ -66,8 +67,6 @@ def _curve(root: Path, entry: str | dict[str, Any]) -> Path | tuple[Path, float,
     the path with that run's steps and wall-clock seconds at that evaluation."""
     if isinstance(entry, str):
         return root / entry
-    from upright.training.callbacks import read_learning_curve
-
     rows = [r for r in read_learning_curve(root / entry["after"]) if r["steps"] == entry["at_steps"]]
     if not rows:
         raise ValueError(f"{entry['after']}: no evaluation at {entry['at_steps']} steps")
@@ -79,10 +78,6 @@ def _curve(root: Path, entry: str | dict[str, Any]) -> Path | tuple[Path, float,
 def trained_residuals(ctx: ExperimentContext) -> list[Table]:
     """Every cell of every shipped policy of ``only``, residual and prior alone on the same seeds.
     One results folder per run (``NAME/CELL-residual``, ``NAME/CELL-prior``)."""
-    from upright.envs.registration import ENVIRONMENTS
-    from upright.policies.run import run_env_id, run_env_kwargs, zoo_dir, zoo_names
-    from upright.training.ship import write_evaluation
-
     episodes = ctx.episodes_or(DATA["episodes"])
     held_out = replace(ctx, seed=int(DATA["seed"]) + ctx.seed)
     shipped = set(zoo_names())

@@ -37,6 +37,7 @@ from optuna.trial import TrialState
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
+
 #: Default seconds between heartbeats and after which a silent trial counts as dead.
 HEARTBEAT_INTERVAL = 10
 GRACE_PERIOD = 30
