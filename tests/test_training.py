@@ -28,11 +28,11 @@ from upright.cli import main
 from upright.eval.runner import run_episodes
 from upright.policies.registry import load_policy, policy_names
 from upright.policies.run import is_run_policy, load_normalizer, model_steps, run_env_id, run_env_kwargs
+from upright.policies.run_folder import SELECTION_NUMBERS, TrainConfig, read_manifest
 from upright.policies.sb3 import ModelPolicy, SB3Policy
-from upright.training.config import TrainConfig
 from upright.training.envs import make_train_env
-from upright.training.ship import SELECTION_NUMBERS, read_manifest, ship
-from upright.training.train import TrainingInterrupted, _new_model, init_files, resolve, train
+from upright.training.ship import ship
+from upright.training.train import TrainingInterrupted, new_model, init_files, resolve, train
 
 ENV = "upright/WolfgangGetUp-v0"
 SHORT = {"max_episode_seconds": 1.5}
@@ -60,7 +60,7 @@ def _records(run) -> list[dict]:
 def test_zero_initialised_residual_is_exactly_the_prior(tmp_path, algo, hp):
     config = resolve(_config(tmp_path, algo=algo, hp_overrides=hp))
     venv = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=True, on_policy=algo == "ppo")
-    model = _new_model(config, venv, tmp_path / "tb")
+    model = new_model(config, venv, tmp_path / "tb")
     policy = ModelPolicy(model, venv, name="step0")
     residual = run_episodes(ENV, policy, 2, env_kwargs=config.env_kwargs_with_prior, seed=7, progress=False)
     prior = run_episodes(ENV, "zero", 2, env_kwargs=config.env_kwargs_with_prior, seed=7, progress=False)
@@ -76,7 +76,7 @@ def test_initial_residual_starts_the_policy_at_a_given_correction(tmp_path):
     bend = {"LKnee": 0.2, "RKnee": -0.2, "LAnklePitch": -0.1}
     config = resolve(_config(tmp_path, hp_overrides={**TINY_PPO, "initial_residual": bend}))
     venv = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=True, on_policy=True)
-    model = _new_model(config, venv, tmp_path / "tb")
+    model = new_model(config, venv, tmp_path / "tb")
     action = model.predict(venv.reset(), deterministic=True)[0][0]
     env = venv.envs[0].unwrapped
     names = env.robot.actuator_names
@@ -109,7 +109,7 @@ def test_imitation_fits_the_actor_to_a_hand_designed_residual(tmp_path):
     config = resolve(_config(tmp_path, hp_overrides=hp))
     assert config.hyperparams["imitate_learning_rate"] == 1e-3  # the defaults fill what is not set
     venv = make_train_env(ENV, config.env_kwargs_with_prior, 2, 0, normalize=True, on_policy=True)
-    model = _new_model(config, venv, tmp_path / "tb")
+    model = new_model(config, venv, tmp_path / "tb")
     teacher = FeedbackResidualPolicy(load_feedback_spec(teacher_name))
     record = imitate(model, venv, teacher, steps=600, epochs=30, batch_size=64, learning_rate=1e-3, seed=0,
                      out=tmp_path / "imitation.json")
@@ -229,7 +229,7 @@ def test_init_starts_a_new_run_from_a_trained_policy(run_dir, tmp_path):
     _, normalizer = init_files(init, "ppo", True)
     venv = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=True, on_policy=True,
                           normalizer=normalizer)
-    model = _new_model(config, venv, tmp_path / "tb")
+    model = new_model(config, venv, tmp_path / "tb")
     assert model.learning_rate == 1e-5
     fine_tuned = run_episodes(ENV, ModelPolicy(model, venv, name="init"), 2, env_kwargs=config.env_kwargs_with_prior,
                               seed=11, progress=False)
@@ -703,7 +703,7 @@ def test_checkpoint_selection_picks_by_score_on_selection_seeds_and_ships_it(run
     import json
     import shutil
 
-    from upright.training.callbacks import score, summary_numbers
+    from upright.eval.results import score, summary_numbers
 
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
@@ -799,7 +799,7 @@ def test_a_fine_tuning_curve_continues_where_its_initial_run_stood(tmp_path):
     with pytest.raises(ValueError, match="no evaluation at 300 steps"):
         _curve(tmp_path, {**entry, "at_steps": 300})
     if importlib.util.find_spec("matplotlib") is not None:
-        from upright.training.plots import plot_curve_comparison
+        from upright.eval.learning_curves import plot_curve_comparison
 
         path = plot_curve_comparison("t", {"a": [tmp_path / "first.csv"], "b": [_curve(tmp_path, entry)]},
                                      tmp_path / "c.png")
@@ -844,7 +844,7 @@ def test_walk_curves_plot_the_fall_rate_against_the_prior(tmp_path):
     """``metric: fall_rate`` draws a walk's share of episodes with a fall, its Wilson band from the
     run's evaluation episodes, and the prior's fall rate from ``prior.json``; get-up curves have none."""
     pytest.importorskip("matplotlib")
-    from upright.training.plots import _prior_rate, plot_curve_comparison
+    from upright.eval.learning_curves import _prior_rate, plot_curve_comparison
 
     run = tmp_path / "walk"
     run.mkdir()

@@ -302,7 +302,7 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
             _run_workers(plan, study)
     except KeyboardInterrupt:
         interrupted = True
-    summary = write_summary(optuna.load_study(study_name=plan.study_name, storage=study._storage), plan,
+    summary = write_summary(optuna.load_study(study_name=plan.study_name, storage=open_storage(plan.storage)), plan,
                             interrupted=interrupted)
     if interrupted:
         raise KeyboardInterrupt
