@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numbers
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +37,25 @@ import yaml
 
 from upright.envs.conditions import Conditions
 from upright.envs.render import Camera, RenderingUnavailable
-from upright.envs.robots import get_robot
+from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.metrics import Posture, StandingReference
 from upright.envs.sensors import Sensors, observation_from_sensors
 from upright.envs.simulation import Simulation
 
 RENDER_SIZE = (640, 480)
+
+#: Builds the controller that ``prior="NAME"`` names: ``factory(name, robot, task, params)``, with
+#: ``params`` a mapping of dotted parameter overrides or None for the defaults.
+PriorFactory = Callable[[str, RobotSpec, str, Mapping[str, Any] | None], Any]
+_prior_factory: PriorFactory | None = None
+
+
+def set_prior_factory(factory: PriorFactory) -> None:
+    """Install the controller factory behind ``prior="NAME"``. The environments are registered with
+    it (:func:`~upright.envs.registration.register_envs`, by the package root, which passes
+    ``upright.baselines.make_controller``), so that ``envs``, below ``baselines``, imports none of them."""
+    global _prior_factory
+    _prior_factory = factory
 
 
 def load_params_file(path: str | Path) -> dict[str, Any]:
@@ -58,23 +71,23 @@ def load_params_file(path: str | Path) -> dict[str, Any]:
     return dict(data)
 
 
-def _resolve_prior(prior: Any, robot, task: str, params: Mapping[str, Any] | str | Path | None = None) -> Any:
+def _resolve_prior(prior: Any, robot: RobotSpec, task: str,
+                   params: Mapping[str, Any] | str | Path | None = None) -> Any:
     """A baseline name → its controller for ``robot`` and ``task`` with parameter overrides
-    ``params`` (a mapping of dotted keys or a YAML file, see :func:`load_params_file`); the only
-    place ``envs`` reaches into ``baselines``."""
+    ``params`` (a mapping of dotted keys or a YAML file, see :func:`load_params_file`), built by
+    the installed :data:`PriorFactory`."""
     if prior is None or not isinstance(prior, str):
         if prior is not None and not (hasattr(prior, "reset") and hasattr(prior, "step")):
             raise ValueError(f"prior must be None, a baseline name or a Controller (reset, step), got {prior!r}")
         if params is not None:
             raise ValueError("prior_params needs prior to be a baseline name")
         return prior
-    from upright.baselines import make_controller
-
+    if _prior_factory is None:
+        raise ValueError(f"prior={prior!r} names a controller, but no controller factory is installed "
+                         "(import upright, which registers the environments with upright.baselines.make_controller)")
     if isinstance(params, (str, Path)):
         params = load_params_file(params)
-    if not params:
-        return make_controller(prior, robot, task)
-    return make_controller(prior, robot, task, params=dict(params))
+    return _prior_factory(prior, robot, task, dict(params) if params else None)
 
 
 class UprightEnv(gym.Env):

@@ -1,10 +1,13 @@
-"""Gymnasium ids of the environments; :func:`register_envs` runs when ``upright`` is imported."""
+"""Gymnasium ids of the environments; :func:`register_envs` runs when ``upright`` is imported, with
+the controller factory that builds a named prior (``upright.baselines.make_controller``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import gymnasium as gym
+
+from upright.envs.base import PriorFactory, set_prior_factory
 
 #: The tasks an environment can have.
 TASKS = ("getup", "walk")
@@ -37,8 +40,11 @@ def env_id(robot: str, task: str) -> str:
     raise ValueError(f"no environment for robot {robot!r} and task {task!r}; ids: {', '.join(ENVIRONMENTS)}")
 
 
-def register_envs() -> None:
-    """Register every id once (importing ``upright`` twice is harmless)."""
+def register_envs(prior_factory: PriorFactory | None = None) -> None:
+    """Register every id once (importing ``upright`` twice is harmless); ``prior_factory`` builds
+    the controller of ``prior="NAME"`` (without one, only controller objects serve as priors)."""
+    if prior_factory is not None:
+        set_prior_factory(prior_factory)
     for name, entry in ENVIRONMENTS.items():
         if name not in gym.registry:
             gym.register(id=name, entry_point=entry.entry_point, kwargs={"robot": entry.robot})

@@ -15,8 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from upright.envs.base import load_params_file
+from upright.eval.runner import resolve_policy
 from upright.eval.tables import Column, Table, mean_min_max, number, rate, text, vector, wilson_interval
 from upright.policies.base import Policy
+from upright.policies.run import run_env_id, run_env_kwargs
 
 #: The standard setting of each task in the report (the fixed walk command is m/s, m/s, rad/s).
 GETUP_SETTINGS: dict[str, Any] = {"start": "random", "conditions": "lab"}
@@ -27,9 +30,6 @@ def prior_alone(env_kwargs: Mapping[str, Any]) -> tuple[str | Policy, dict[str, 
     """The prior of a residual's environment arguments ``env_kwargs`` as a policy of its own (a
     baseline name, or a controller with the ``prior_params`` overrides) and the arguments without
     the prior, its residual scale and its parameters; ValueError when there is no prior."""
-    from upright.envs.base import load_params_file
-    from upright.eval.runner import resolve_policy
-
     if env_kwargs.get("prior") is None:
         raise ValueError(f"no prior in the environment arguments {dict(env_kwargs)}")
     params = env_kwargs.get("prior_params") or {}
@@ -45,8 +45,6 @@ def comparison_cells(env_ids: Sequence[str], tasks: Mapping[str, str], policies:
     setting, shipped policies only on their own environment; then for each shipped policy, it and
     its prior alone in the conditions it was trained for (walk episodes cut to the standard
     setting's length). Whether a baseline fits a robot is left to the runner (ValueError)."""
-    from upright.policies.run import run_env_id, run_env_kwargs
-
     cells = []
     for env_id in env_ids:
         settings = WALK_SETTINGS if tasks[env_id] == "walk" else GETUP_SETTINGS

@@ -17,6 +17,7 @@ import mujoco
 import numpy as np
 
 
+
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo`` on Linux, else :func:`platform.processor`)."""
     cpuinfo = Path("/proc/cpuinfo")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import imageio.v3 as iio
 
+from upright.envs.conditions import Conditions
 from upright.envs.render import Camera
 from upright.envs.simulation import Simulation
-from upright.envs.conditions import Conditions
 
 
 def render_pose(

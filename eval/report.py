@@ -17,13 +17,18 @@ from pathlib import Path
 import numpy as np
 
 from upright.envs.conditions import Conditions
+from upright.envs.registration import ENVIRONMENTS
 from upright.envs.render import RenderingUnavailable
 from upright.envs.robots import ROBOT_NAMES, get_robot
 from upright.envs.simulation import Simulation
 from upright.eval.bench.speed import format_bench, run_bench, summary
+from upright.eval.comparison import comparison_cells, comparison_table, plot_rates, plot_walk_tracking
+from upright.eval.history import draw_learning_curves
 from upright.eval.pictures import render_pose
+from upright.eval.results import aggregate, write_results
 from upright.eval.robot_info import robot_info
-from upright.envs.registration import ENVIRONMENTS
+from upright.eval.runner import run_episodes
+from upright.policies.registry import policy_names
 
 #: Episodes per cell of the main job's short evaluation (the full numbers: ``upright experiment``).
 REPORT_EPISODES = 8
@@ -38,11 +43,6 @@ def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2,
     :data:`REPORT_SEED` + i; ``episode_seconds``, when given, caps every episode's length in s),
     writing ``out/eval/<nn>-<env>-<policy>/results.json`` each; return the aggregates. A baseline
     that does not fit an environment's robot or task is skipped with a line saying so."""
-    from upright.eval.comparison import comparison_cells
-    from upright.eval.results import aggregate, write_results
-    from upright.eval.runner import run_episodes
-    from upright.policies.registry import policy_names
-
     results = []
     tasks = {env_id: spec.task for env_id, spec in ENVIRONMENTS.items()}
     for i, (env_id, policy, kwargs) in enumerate(comparison_cells(list(ENVIRONMENTS), tasks, policy_names())):
@@ -91,9 +91,6 @@ def write_report(out: Path, bench_steps: int = 400, episodes: int = REPORT_EPISO
     """Evaluate the policies (``episode_seconds``: a cap on every episode's length, s), run the
     checks, render the pictures and the benchmark; write the report files to ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    from upright.eval.comparison import comparison_table, plot_rates, plot_walk_tracking
-    from upright.training.history import draw_learning_curves
-
     results: dict[str, object] = {"robots": {}}
     if episode_seconds is not None and not episode_seconds > 0:
         raise ValueError(f"--episode-seconds must be > 0, got {episode_seconds!r}")

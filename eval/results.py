@@ -17,6 +17,7 @@ from upright.envs.conditions import Conditions, get_conditions
 from upright.eval.machine import machine, machine_line
 from upright.eval.runner import EvalRun
 from upright.eval.tables import Column, Table, jsonable, mean_min_max, print_tables, rate, vector, wilson_interval
+from upright.policies.run_folder import CURVE_COLUMNS
 
 Record = dict[str, Any]
 
@@ -182,5 +183,32 @@ def write_results(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
     return json_path, md_path
 
 
-__all__ = ["aggregate", "fraction", "getup_summary", "markdown_table", "print_table", "result_conditions", "stats",
-           "summary_table", "walk_summary", "write_results"]
+def summary_numbers(result: dict[str, Any]) -> dict[str, float | None]:
+    """The learning-curve numbers of an aggregated evaluation (``upright.eval.results.aggregate``)."""
+    records = result["episodes_data"]
+    numbers: dict[str, float | None] = {c: None for c in CURVE_COLUMNS[2:]}
+    numbers["mean_return"] = float(np.mean([r["return"] for r in records]))
+    if result["task"] == "walk":
+        vx, vy, wz = result["mean_velocity"]
+        numbers.update(vx=vx, vy=vy, wz=wz, linear_tracking_error=result["linear_tracking_error"]["mean"],
+                       yaw_tracking_error=result["yaw_tracking_error"]["mean"], fall_rate=result["falls"]["fall_rate"],
+                       falls=result["falls"]["total"])
+    else:
+        low, high = result["success_ci95"]
+        numbers.update(success_rate=result["success_rate"], success_ci_low=low, success_ci_high=high,
+                       stood_up_rate=result["stood_up_rate"], time_to_stand=result["time_to_stand"]["mean"],
+                       falls=result["falls"])
+    return numbers
+
+
+def score(numbers: dict[str, float | None]) -> tuple[float, ...]:
+    """Higher is better: get-up success rate, then the stood-up rate (Wolfgang under ``thesis``
+    never succeeds strictly: the force keeps its IMU moving), then return; walk no falls, then
+    small tracking error."""
+    if numbers["success_rate"] is not None:
+        return (numbers["success_rate"], numbers["stood_up_rate"] or 0.0, numbers["mean_return"])
+    return (-(numbers["fall_rate"] or 0.0), -(numbers["linear_tracking_error"] or 0.0))
+
+
+__all__ = ["aggregate", "fraction", "getup_summary", "markdown_table", "print_table", "result_conditions", "score",
+           "stats", "summary_numbers", "summary_table", "walk_summary", "write_results"]

@@ -37,6 +37,7 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
+from upright.baselines import controller_names
 from upright.envs.conditions import PRESETS, Conditions
 from upright.policies.base import Policy
 from upright.policies.builtin import ControllerPolicy
@@ -301,8 +302,6 @@ def resolve_policy(name: str, params: Mapping[str, Any] | None = None, label: st
     :class:`~upright.policies.builtin.ControllerPolicy` (named ``label`` in the results, default
     ``name``); without overrides or label any name is returned as it is (loaded by the runner). A
     policy that is no controller takes no overrides (ValueError naming it)."""
-    from upright.baselines import controller_names
-
     if not params and label is None:
         return name
     if name not in controller_names():
@@ -318,8 +317,6 @@ def conditions_label(conditions: Conditions) -> str | dict[str, Any]:
 
 def check_env_id(env_id: str) -> None:
     """Raise a ValueError naming ``env_id`` and listing the upright environments if it is unknown."""
-    import upright  # noqa: F401  (registers the environments)
-
     if env_id not in gym.registry:
         valid = ", ".join(sorted(k for k in gym.registry if k.startswith("upright/")))
         raise ValueError(f"unknown environment {env_id!r}; valid environments: {valid}")

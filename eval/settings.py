@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+
 #: Keys with this prefix are controller parameter overrides (``params.compensation=false``).
 PARAMS_PREFIX = "params."
 

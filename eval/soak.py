@@ -36,8 +36,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from upright.baselines import baseline_entry, controller_names
 from upright.envs.conditions import PRESETS, Conditions, Impulse, RandomWear
+from upright.envs.getup import STARTS
 from upright.envs.registration import ENVIRONMENTS
+from upright.envs.robots import get_robot
 from upright.eval.runner import Observer, run_episodes
 from upright.eval.tables import Column, Table, jsonable, print_tables, write_tables
 from upright.policies.base import Policy
@@ -109,9 +112,6 @@ def cells(envs: Sequence[str] | None = None, conditions: Sequence[str] | None = 
     """Every cell (environment × conditions × start × prior, the priors being ``none`` and every
     baseline for the environment's robot and task), restricted to the names given (ValueError
     naming an unknown one)."""
-    from upright.baselines import baseline_entry, controller_names
-    from upright.envs.getup import STARTS
-
     valid_conditions = all_conditions()
     valid_priors = ("none", *controller_names())
     for given, valid, what in ((envs, ENVIRONMENTS, "environment"), (conditions, valid_conditions, "conditions"),
@@ -322,8 +322,6 @@ def run_cell(cell: Cell, steps: int, *, seed: int = 0, workers: int = 1) -> tupl
 
 def _max_steps(cell: Cell) -> float:
     robot = ENVIRONMENTS[cell.env].robot
-    from upright.envs.robots import get_robot
-
     return 20.0 / get_robot(robot).control_period
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from upright.envs.conditions import Conditions
 from upright.eval.machine import machine, machine_line
 
 #: The text of a missing value.
@@ -164,8 +165,6 @@ def jsonable(value: Any) -> Any:
     """``value`` with numpy scalars and arrays, tuples and dataclass instances (their fields)
     turned into JSON types; a :class:`~upright.envs.conditions.Conditions` as its
     :meth:`~upright.envs.conditions.Conditions.to_dict` (with its class, so it reads back)."""
-    from upright.envs.conditions import Conditions
-
     if isinstance(value, Conditions):
         return value.to_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -5,15 +5,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from upright.baselines import make_controller
+from upright.baselines.common.params import Params
 from upright.policies.base import Policy
-
-if TYPE_CHECKING:
-    from upright.baselines.common.params import Params
 
 
 class ZeroPolicy(Policy):
@@ -97,8 +96,6 @@ class ControllerPolicy(Policy):
         self._started = False
 
     def reset(self, env: gym.Env, seed: int | None) -> None:
-        from upright.baselines import make_controller
-
         base = env.unwrapped
         if getattr(base, "prior", None) is not None:
             raise ValueError(f"policy {self.name!r} commands absolute joint targets; use it on an environment without a prior")

@@ -16,8 +16,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+from upright.baselines import controller_names
 from upright.policies.base import Policy
 from upright.policies.builtin import ControllerPolicy, HoldPolicy, RandomPolicy, ZeroPolicy
+from upright.policies.feedback import (FEEDBACK_PREFIX, FeedbackResidualPolicy, feedback_dir, feedback_names,
+                                       is_feedback_policy, load_feedback_spec)
+from upright.policies.onnx_policy import GRAPH_FILE, SPEC_FILE, OnnxPolicy, export_dir, is_export_policy
+from upright.policies.run import ZOO_PREFIX, is_run_policy, load_run_policy, normalizer_path, run_model, zoo_names
+from upright.policies.sb3 import SB3Policy
 
 PolicyFactory = Callable[[], Policy]
 
@@ -27,34 +33,21 @@ _FACTORIES: dict[str, PolicyFactory] = {}
 def register_policy(name: str, factory: PolicyFactory) -> None:
     """Make ``factory()`` loadable as ``name``; a name may be registered only once, and not as a
     baseline's name."""
-    if name in _FACTORIES or name in _baseline_names():
+    if name in _FACTORIES or name in controller_names():
         raise ValueError(f"policy name {name!r} is already taken")
     _FACTORIES[name] = factory
-
-
-def _baseline_names() -> tuple[str, ...]:
-    from upright.baselines import controller_names
-
-    return controller_names()
 
 
 def policy_names() -> tuple[str, ...]:
     """Every name :func:`load_policy` accepts (besides run folders and ``.zip`` files), sorted;
     shipped policies as ``zoo:NAME``."""
-    from upright.policies.feedback import feedback_names
-    from upright.policies.run import ZOO_PREFIX, zoo_names
-
-    return tuple(sorted({*_FACTORIES, *_baseline_names(), *(ZOO_PREFIX + n for n in zoo_names()), *feedback_names()}))
+    return tuple(sorted({*_FACTORIES, *controller_names(), *(ZOO_PREFIX + n for n in zoo_names()), *feedback_names()}))
 
 
 def load_policy(name_or_path: str) -> Policy:
     """A fresh policy for ``name_or_path``: a registered name, a baseline name, a run folder or
     ``zoo:NAME``, an export ``onnx:DIR``, an SB3 ``.zip``, or a hand-designed residual
     (``feedback:NAME`` or a ``.yml``)."""
-    from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy, load_feedback_spec
-    from upright.policies.onnx_policy import OnnxPolicy, is_export_policy
-    from upright.policies.run import is_run_policy, load_run_policy
-
     if is_export_policy(name_or_path):
         return OnnxPolicy(name_or_path)
     if is_feedback_policy(name_or_path):
@@ -62,12 +55,10 @@ def load_policy(name_or_path: str) -> Policy:
     if is_run_policy(name_or_path):
         return load_run_policy(name_or_path)
     if name_or_path.endswith(".zip"):
-        from upright.policies.sb3 import SB3Policy
-
         return SB3Policy(name_or_path)
     if name_or_path in _FACTORIES:
         return _FACTORIES[name_or_path]()
-    if name_or_path in _baseline_names():
+    if name_or_path in controller_names():
         return ControllerPolicy(name_or_path)
     raise ValueError(f"unknown policy {name_or_path!r}; valid policies: {', '.join(policy_names())} "
                      "(or a run folder, zoo:NAME, onnx:DIR, a hand-designed residual's .yml, or an SB3 model file "
@@ -82,10 +73,6 @@ def policy_digest(name_or_path: str) -> str | None:
     same name gets a new digest, so an evaluation can tell its results from the old one's."""
     import hashlib
     from pathlib import Path
-
-    from upright.policies.feedback import FEEDBACK_PREFIX, feedback_dir, is_feedback_policy
-    from upright.policies.onnx_policy import GRAPH_FILE, SPEC_FILE, export_dir, is_export_policy
-    from upright.policies.run import is_run_policy, normalizer_path, run_model
 
     if is_export_policy(name_or_path):
         files = [export_dir(name_or_path) / GRAPH_FILE, export_dir(name_or_path) / SPEC_FILE]

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from upright.policies.run_folder import algo_class, load_run_config
 from upright.policies.sb3 import ModelPolicy
 
 ZOO_PREFIX = "zoo:"
@@ -177,8 +178,6 @@ def run_model(name: str) -> tuple[Path, Path]:
     """The run folder and model file of a run folder (its newest model, :func:`newest_model`), of
     one of its ``.zip`` files, or of ``zoo:NAME``; ValueError naming what is not a run or has no
     such model."""
-    from upright.training.config import load_run_config
-
     path = resolve_run_path(name)
     run_dir = find_run_dir(path)
     if run_dir is None:
@@ -194,8 +193,6 @@ def load_run_policy(name: str) -> ModelPolicy:
     checkpoint of a run killed before saving it, said on stderr), of one of its ``.zip`` files, or
     ``zoo:NAME``, with the normalisation statistics saved beside the model; ValueError naming the
     statistics file when the run normalised and it is missing, or when it was saved with another model."""
-    from upright.training.config import algo_class, load_run_config
-
     run_dir, model_path = run_model(name)
     config = load_run_config(run_dir)
     if resolve_run_path(name).is_dir() and model_path != run_dir / "model.zip":
@@ -225,8 +222,6 @@ def run_env_kwargs(name: str) -> dict[str, Any]:
     any other policy name."""
     if not is_run_policy(name):
         return {}
-    from upright.training.config import load_run_config
-
     run_dir = find_run_dir(resolve_run_path(name))
     assert run_dir is not None
     return load_run_config(run_dir).eval_kwargs_with_prior
@@ -236,8 +231,6 @@ def run_env_id(name: str) -> str | None:
     """The environment id a run or zoo policy was trained on; None for any other policy name."""
     if not is_run_policy(name):
         return None
-    from upright.training.config import load_run_config
-
     run_dir = find_run_dir(resolve_run_path(name))
     assert run_dir is not None
     return load_run_config(run_dir).env_id

@@ -233,17 +233,12 @@ def test_registrations_carry_robot_and_task():
         env_id("nao", "swim")
 
 
-def test_envs_import_nothing_from_eval():
-    """Statically (every import statement under envs/, also inside functions) and at run time (a
-    fresh interpreter imports every envs module and steps every environment without a prior)."""
-    import ast
-
-    for path in sorted((ROOT / "envs").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            assert not any(n == "upright.eval" or n.startswith("upright.eval.") for n in names), (path, names)
-    code = (  # the package root stands in empty: what it re-exports is not the question here
+def test_envs_run_without_the_layers_above():
+    """At run time (the import statements are checked by tests/test_architecture.py): a fresh
+    interpreter imports every envs module and steps every environment without a prior, with the
+    package root standing in empty, and loads no module of the layers above; a named prior then
+    needs the controller factory that the package root installs."""
+    code = (  # the package root stands in empty: what it re-exports and installs is not the question here
         "import importlib, importlib.util, pkgutil, sys, types, numpy as np, gymnasium as gym\n"
         "root = types.ModuleType('upright')\n"
         "root.__path__ = list(importlib.util.find_spec('upright').submodule_search_locations)\n"
@@ -254,10 +249,17 @@ def test_envs_import_nothing_from_eval():
         f"for name in {IDS!r}:\n"
         "    env = gym.make(name, max_episode_seconds=0.05); env.reset(seed=0)\n"
         "    while not any(env.step(np.zeros(env.action_space.shape, np.float32))[2:4]): pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith('upright.eval')), 'upright.envs.walk' in sys.modules)\n"
+        "try:\n"
+        "    gym.make('upright/NaoGetUp-v0', prior='keyframe')\n"
+        "except ValueError as error:\n"
+        "    print(error)\n"
+        "above = ('baselines', 'policies', 'eval', 'training', 'cli')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[1:2] and m.split('.')[1] in above and m.startswith('upright.')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[] True"
+    error, loaded = out.stdout.strip().splitlines()
+    assert error.startswith("prior='keyframe' names a controller, but no controller factory is installed"), error
+    assert loaded == "[]"
 
 
 @pytest.mark.parametrize("cls_path", ["upright.envs.getup:GetUpEnv", "upright.envs.walk:WalkEnv"])

@@ -15,8 +15,8 @@ import gymnasium as gym
 import pytest
 
 from conftest import no_gl
+from upright import cli
 from upright.cli import main
-from upright.eval import runner
 from upright.eval.results import aggregate
 from upright.eval.runner import EvalRun, Observer, WorkerDied, run_episodes
 from upright.eval.settings import parse_settings, parse_value, split_settings
@@ -237,7 +237,7 @@ def test_a_policy_that_refuses_the_environment_stops_the_run_even_when_keeping_f
 
 
 def test_eval_writes_the_finished_episodes_and_names_the_failed_one(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(runner, "resolve_policy", lambda name, params=None: FailingPolicy(3))
+    monkeypatch.setattr(cli, "resolve_policy", lambda name, params=None: FailingPolicy(3))  # what `upright eval` calls
     out = tmp_path / "failing"
     assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "zero", "--episodes", "3", "--seed", "2",
                  "--set", "max_episode_seconds=0.12", "--out", str(out)]) == 1

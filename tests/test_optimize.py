@@ -169,9 +169,9 @@ def test_prune_reports_the_running_mean_after_each_repetition(tmp_path):
 
 
 def test_ctrl_c_loses_only_the_running_trial_which_is_retried(tmp_path, monkeypatch):
-    import upright.eval.runner as runner
+    import upright.training.optimize.study as study_module  # where the trials run their episodes
 
-    real = runner.run_episodes
+    real = study_module.run_episodes
     calls = {"n": 0}
 
     def interrupting(*args, **kwargs):
@@ -180,7 +180,7 @@ def test_ctrl_c_loses_only_the_running_trial_which_is_retried(tmp_path, monkeypa
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "run_episodes", interrupting)
+    monkeypatch.setattr(study_module, "run_episodes", interrupting)
     with pytest.raises(KeyboardInterrupt):
         optimize(tiny(tmp_path, trials=3))
     study = optuna.load_study(study_name="spline-wolfgang-supine-random-STH", storage=f"sqlite:///{tmp_path}/study.db")
@@ -189,7 +189,7 @@ def test_ctrl_c_loses_only_the_running_trial_which_is_retried(tmp_path, monkeypa
     assert retried_trial(study.trials[2]) == 1
     assert study.trials[2].params == study.trials[1].params
     assert (tmp_path / "summary.md").is_file()  # written for the trials so far
-    monkeypatch.setattr(runner, "run_episodes", real)
+    monkeypatch.setattr(study_module, "run_episodes", real)
     summary = optimize(tiny(tmp_path, trials=3))
     assert summary["states"] == {"running": 0, "complete": 3, "pruned": 0, "fail": 1, "waiting": 0}
 

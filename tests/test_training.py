@@ -28,11 +28,11 @@ from upright.cli import main
 from upright.eval.runner import run_episodes
 from upright.policies.registry import load_policy, policy_names
 from upright.policies.run import is_run_policy, load_normalizer, model_steps, run_env_id, run_env_kwargs
+from upright.policies.run_folder import SELECTION_NUMBERS, TrainConfig, read_manifest
 from upright.policies.sb3 import ModelPolicy, SB3Policy
-from upright.training.config import TrainConfig
 from upright.training.envs import make_train_env
-from upright.training.ship import SELECTION_NUMBERS, read_manifest, ship
-from upright.training.train import TrainingInterrupted, _new_model, init_files, resolve, train
+from upright.training.ship import ship
+from upright.training.train import TrainingInterrupted, new_model, init_files, resolve, train
 
 ENV = "upright/WolfgangGetUp-v0"
 SHORT = {"max_episode_seconds": 1.5}
@@ -60,7 +60,7 @@ def _records(run) -> list[dict]:
 def test_zero_initialised_residual_is_exactly_the_prior(tmp_path, algo, hp):
     config = resolve(_config(tmp_path, algo=algo, hp_overrides=hp))
     venv = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=True, on_policy=algo == "ppo")
-    model = _new_model(config, venv, tmp_path / "tb")
+    model = new_model(config, venv, tmp_path / "tb")
     policy = ModelPolicy(model, venv, name="step0")
     residual = run_episodes(ENV, policy, 2, env_kwargs=config.env_kwargs_with_prior, seed=7, progress=False)
     prior = run_episodes(ENV, "zero", 2, env_kwargs=config.env_kwargs_with_prior, seed=7, progress=False)
@@ -76,7 +76,7 @@ def test_initial_residual_starts_the_policy_at_a_given_correction(tmp_path):
     bend = {"LKnee": 0.2, "RKnee": -0.2, "LAnklePitch": -0.1}
     config = resolve(_config(tmp_path, hp_overrides={**TINY_PPO, "initial_residual": bend}))
     venv = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=True, on_policy=True)
-    model = _new_model(config, venv, tmp_path / "tb")
+    model = new_model(config, venv, tmp_path / "tb")
     action = model.predict(venv.reset(), deterministic=True)[0][0]
     env = venv.envs[0].unwrapped
     names = env.robot.actuator_names
@@ -109,7 +109,7 @@ def test_imitation_fits_the_actor_to_a_hand_designed_residual(tmp_path):
     config = resolve(_config(tmp_path, hp_overrides=hp))
     assert config.hyperparams["imitate_learning_rate"] == 1e-3  # the defaults fill what is not set
     venv = make_train_env(ENV, config.env_kwargs_with_prior, 2, 0, normalize=True, on_policy=True)
-    model = _new_model(config, venv, tmp_path / "tb")
+    model = new_model(config, venv, tmp_path / "tb")
     teacher = FeedbackResidualPolicy(load_feedback_spec(teacher_name))
     record = imitate(model, venv, teacher, steps=600, epochs=30, batch_size=64, learning_rate=1e-3, seed=0,
                      out=tmp_path / "imitation.json")
@@ -229,7 +229,7 @@ def test_init_starts_a_new_run_from_a_trained_policy(run_dir, tmp_path):
     _, normalizer = init_files(init, "ppo", True)
     venv = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=True, on_policy=True,
                           normalizer=normalizer)
-    model = _new_model(config, venv, tmp_path / "tb")
+    model = new_model(config, venv, tmp_path / "tb")
     assert model.learning_rate == 1e-5
     fine_tuned = run_episodes(ENV, ModelPolicy(model, venv, name="init"), 2, env_kwargs=config.env_kwargs_with_prior,
                               seed=11, progress=False)
@@ -664,8 +664,6 @@ def test_trained_residuals_protocol_runs_residual_and_prior_on_held_out_seeds(ru
     [0, 2^31) and selection's 1000000+); the prior rows are exactly the spline's own episodes; a
     second run with --resume reads every cell back instead of running it, unless the policy shipped
     under that name has changed."""
-    import json
-
     zoo = tmp_path / "zoo"
     name = "wolfgang-getup-residual-spline"
     assert main(["ship", str(run_dir), "--name", name, "--zoo", str(zoo)]) == 0
@@ -700,10 +698,9 @@ def test_checkpoint_selection_picks_by_score_on_selection_seeds_and_ships_it(run
     """``upright experiment checkpoint-selection`` evaluates a run's checkpoints on the same seeds
     (from 2500000000: disjoint from training and from the held-out 3000000000+), writes the best by
     the training's own score to ``selection.json``, and ``upright ship --model selected`` takes it."""
-    import json
     import shutil
 
-    from upright.training.callbacks import score, summary_numbers
+    from upright.eval.results import score, summary_numbers
 
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
@@ -789,7 +786,7 @@ def test_a_fine_tuning_curve_continues_where_its_initial_run_stood():
     """A ``curves.yaml`` entry ``{run, after, at_steps}`` is drawn shifted by the steps and
     wall-clock of the run it was fine-tuned from, read at that evaluation; a missing evaluation and
     an unrecorded run are named."""
-    from upright.training.history import _curve
+    from upright.eval.history import _curve
 
     first = [{"steps": 100.0, "wall_seconds": 10.5}, {"steps": 200.0, "wall_seconds": 21.0}]
     runs = {name: {"name": name, "eval_episodes": "30", "prior_success_rate": "0.5", "prior_episodes": "30"}
@@ -810,7 +807,7 @@ def test_history_records_a_run_folder_and_writes_its_page_and_curves(run_dir, tm
     prior's evaluation) and its evaluations to the record, refuses a second run of the same name,
     and ``write_docs`` writes the run into the page and its curve into a picture."""
     pytest.importorskip("matplotlib")
-    from upright.training.history import add_run, read_curves, read_runs, write_docs
+    from upright.eval.history import add_run, read_curves, read_runs, write_docs
     from upright.training.callbacks import read_learning_curve
 
     row = add_run(run_dir, tmp_path, verdict="not shipped: a test", round_=1)
@@ -834,7 +831,7 @@ def test_history_records_a_run_folder_and_writes_its_page_and_curves(run_dir, tm
 def test_the_committed_training_history_is_whole_and_its_page_current(tmp_path, capsys, monkeypatch):
     """Every recorded run has its evaluations and every pictured run is recorded; the committed
     page is what ``upright history --docs`` writes from the record."""
-    from upright.training.history import HISTORY, PAGE, curve_groups, read_curves, read_runs, write_docs
+    from upright.eval.history import HISTORY, PAGE, curve_groups, read_curves, read_runs, write_docs
 
     runs = read_runs()
     curves = read_curves()
@@ -888,7 +885,7 @@ def test_walk_curves_plot_the_fall_rate_against_the_prior(tmp_path):
     """``metric: fall_rate`` draws a walk's share of episodes with a fall, its Wilson band from the
     run's evaluation episodes, and the prior's fall rate; get-up curves have none."""
     pytest.importorskip("matplotlib")
-    from upright.training.plots import Curve, plot_curve_comparison
+    from upright.eval.learning_curves import Curve, plot_curve_comparison
 
     rows = [{"steps": 100.0, "wall_seconds": 10.0, "success_rate": None, "fall_rate": 0.1},
             {"steps": 200.0, "wall_seconds": 20.0, "success_rate": None, "fall_rate": 0.05}]

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from upright.training.config import TrainConfig
+from upright.policies.run_folder import TrainConfig
 from upright.training.envs import make_train_env
-from upright.training.train import ON_POLICY, _new_model, resolve
+from upright.training.train import ON_POLICY, new_model, resolve
 
 #: (environment id, prior) of the residual configurations in training/hyperparams/*.yml.
 CONFIGS = (("upright/NaoGetUp-v0", "keyframe"), ("upright/WolfgangGetUp-v0", "spline"),
@@ -100,7 +100,7 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
         venv = make_train_env(env_id, config.env_kwargs_with_prior, n_envs, config.seed,
                               normalize=bool(config.hyperparams.get("normalize")), on_policy=algo in ON_POLICY)
         env_rate = _env_rate(venv, steps)
-        model = _new_model(config, venv, Path(tmp) / "tb")
+        model = new_model(config, venv, Path(tmp) / "tb")
         start = time.process_time()
         model.learn(steps)
         train_rate = model.num_timesteps / (time.process_time() - start)

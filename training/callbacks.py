@@ -7,7 +7,7 @@
 - :class:`Checkpoints`: the model with its normalisation and replay buffer every N steps;
 - :class:`ActorWarmup`: the actor frozen for the first environment steps (critic warm-up).
 
-Every file they write goes through :func:`write_atomically`, models with their companions through
+Every file they write goes through :func:`~upright.policies.run_folder.write_atomically`, models with their companions through
 :func:`save_model_files` (the invariant a run folder keeps is in :mod:`upright.policies.run`).
 """
 
@@ -15,68 +15,23 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import pickle
-import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
+from upright.eval.results import aggregate, score, summary_numbers, write_results
+from upright.eval.runner import run_episodes
 from upright.policies.run import STEPS_STAMP, normalizer_path, replay_buffer_path
+from upright.policies.run_folder import CURVE_COLUMNS, read_learning_curve, write_atomically, write_text_atomically
 from upright.policies.sb3 import ModelPolicy
-
-#: learning_curve.csv columns: environment steps, wall-clock seconds since the run started (resumes
-#: included), then the get-up or walk numbers (empty when they do not apply).
-CURVE_COLUMNS = ("steps", "wall_seconds", "success_rate", "success_ci_low", "success_ci_high", "stood_up_rate",
-                 "time_to_stand", "falls", "fall_rate", "vx", "vy", "wz", "linear_tracking_error",
-                 "yaw_tracking_error", "mean_return")
-
 
 class Diverged(RuntimeError):
     """The model's weights are no longer finite: saving it would replace a good model with a
     diverged one."""
-
-
-def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """Make ``path`` by ``write(temporary)``, a temporary file in the same folder, then
-    ``os.replace``: a process killed meanwhile leaves the old ``path`` (or none) and at most a
-    hidden ``.NAME.PID.tmp``, never a half-written ``path``. The data is flushed to disk before
-    the rename."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(temporary)
-        descriptor = os.open(temporary, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` as :func:`write_atomically` does."""
-    write_atomically(path, lambda temporary: temporary.write_text(text))
-
-
-def link_atomically(source: Path, path: Path) -> None:
-    """``path`` becomes the content of ``source`` (a hard link, a copy where links fail), as
-    :func:`write_atomically` does."""
-    def link(temporary: Path) -> None:
-        try:
-            os.link(source, temporary)
-        except OSError:
-            shutil.copyfile(source, temporary)
-
-    write_atomically(path, link)
 
 
 def weights_finite(model: Any) -> bool:
@@ -124,41 +79,6 @@ class RewardTerms(BaseCallback):
         return True
 
 
-def summary_numbers(result: dict[str, Any]) -> dict[str, float | None]:
-    """The learning-curve numbers of an aggregated evaluation (``upright.eval.results.aggregate``)."""
-    records = result["episodes_data"]
-    numbers: dict[str, float | None] = {c: None for c in CURVE_COLUMNS[2:]}
-    numbers["mean_return"] = float(np.mean([r["return"] for r in records]))
-    if result["task"] == "walk":
-        vx, vy, wz = result["mean_velocity"]
-        numbers.update(vx=vx, vy=vy, wz=wz, linear_tracking_error=result["linear_tracking_error"]["mean"],
-                       yaw_tracking_error=result["yaw_tracking_error"]["mean"], fall_rate=result["falls"]["fall_rate"],
-                       falls=result["falls"]["total"])
-    else:
-        low, high = result["success_ci95"]
-        numbers.update(success_rate=result["success_rate"], success_ci_low=low, success_ci_high=high,
-                       stood_up_rate=result["stood_up_rate"], time_to_stand=result["time_to_stand"]["mean"],
-                       falls=result["falls"])
-    return numbers
-
-
-def read_learning_curve(path: Path) -> list[dict[str, float | None]]:
-    """The rows of a ``learning_curve.csv`` as numbers (None for empty cells); [] without the file."""
-    if not path.is_file():
-        return []
-    with path.open(newline="") as file:
-        return [{k: float(v) if v != "" else None for k, v in row.items()} for row in csv.DictReader(file)]
-
-
-def score(numbers: dict[str, float | None]) -> tuple[float, ...]:
-    """Higher is better: get-up success rate, then the stood-up rate (Wolfgang under ``thesis``
-    never succeeds strictly: the force keeps its IMU moving), then return; walk no falls, then
-    small tracking error."""
-    if numbers["success_rate"] is not None:
-        return (numbers["success_rate"], numbers["stood_up_rate"] or 0.0, numbers["mean_return"])
-    return (-(numbers["fall_rate"] or 0.0), -(numbers["linear_tracking_error"] or 0.0))
-
-
 class Evaluation(BaseCallback):
     """Every ``every`` environment steps (and at the end of training, :meth:`evaluate`): ``episodes``
     episodes from seed ``seed`` of the deterministic policy through
@@ -196,9 +116,6 @@ class Evaluation(BaseCallback):
         return True
 
     def _run(self, policy: Any, out: Path) -> dict[str, float | None]:
-        from upright.eval.results import aggregate, write_results
-        from upright.eval.runner import run_episodes
-
         run = run_episodes(self.env_id, policy, self.episodes, env_kwargs=self.env_kwargs, seed=self.seed,
                            progress=False)
         result = aggregate(run)
@@ -309,6 +226,5 @@ class ActorWarmup(BaseCallback):
         return True
 
 
-__all__ = ["ActorWarmup", "CURVE_COLUMNS", "Checkpoints", "Diverged", "Evaluation", "RewardTerms", "actor_parameters",
-           "link_atomically", "read_learning_curve", "save_model_files", "score", "summary_numbers", "weights_finite",
-           "write_atomically", "write_text_atomically"]
+__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "RewardTerms", "actor_parameters", "save_model_files",
+           "weights_finite"]

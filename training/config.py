@@ -1,5 +1,5 @@
-"""What a training run is: :class:`TrainConfig` (everything needed to rebuild its environment and
-model, saved as the run folder's ``config.yml``), the hyperparameter files and their overrides.
+"""How a training run is configured: the hyperparameter files and their overrides, and the checks
+of a :class:`~upright.policies.run_folder.TrainConfig` (the run folder's ``config.yml``).
 
 ``--set`` keys of ``upright train``:
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -25,10 +24,10 @@ from typing import Any, NamedTuple
 import yaml
 
 from upright.eval.settings import nested, split_settings
+from upright.policies.run_folder import TrainConfig, algo_class
 
 #: ``--set`` keys with this prefix are hyperparameters.
 HP_PREFIX = "hp."
-ALGOS = ("ppo", "sac", "td3")
 #: Hyperparameters of ours, not SB3's: ``normalize`` (VecNormalize on observations, and on rewards
 #: for on-policy algorithms), ``warmup_steps`` (environment steps during which the actor is frozen
 #: and only the critic learns; 0 = off), ``zero_init`` (zero the actor's last layer; default: with a
@@ -108,85 +107,6 @@ VALUE_RULES: dict[str, Rule] = {
 NET_ARCH_KEYS = {"ppo": ("pi", "vf"), "sac": ("pi", "qf"), "td3": ("pi", "qf")}
 
 
-@dataclass
-class TrainConfig:
-    """One training run. ``env_kwargs`` excludes the prior (``prior``); ``hyperparams`` are the
-    resolved ones (file + overrides) once :func:`resolve` has run."""
-
-    env_id: str
-    prior: str | None = None
-    algo: str = "ppo"
-    steps: int = 100_000
-    #: DummyVecEnv copies: 4 batch the policy's forward pass, so the network costs less per
-    #: environment step than with fewer (``upright bench --training`` measures the ratio).
-    n_envs: int = 4
-    seed: int = 0
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    hyperparams: dict[str, Any] = field(default_factory=dict)
-    #: Hyperparameter file (default: the shipped ``training/hyperparams/<algo>.yml``).
-    hyperparams_file: str | None = None
-    #: Overrides (dotted keys without ``hp.``) applied over the file.
-    hp_overrides: dict[str, Any] = field(default_factory=dict)
-    out: str = "runs"
-    name: str | None = None
-    #: Start from this trained policy's weights and normalisation statistics (a run folder, one of
-    #: its ``.zip`` files or ``zoo:NAME``; the same algorithm and spaces) instead of a fresh,
-    #: zero-initialised actor: fine-tuning, as rl-baselines3-zoo's ``--trained-agent``. None: fresh.
-    #: The run copies that policy into its ``init/`` folder when it starts and uses the copy.
-    init: str | None = None
-    #: Evaluate every this many environment steps (0 = never) on ``eval_episodes`` held-out seeds.
-    eval_every: int = 10_000
-    eval_episodes: int = 10
-    #: First seed of the evaluation episodes (held out: training seeds start at ``seed``).
-    eval_seed: int = 1_000_000
-    #: Environment keyword arguments that replace ``env_kwargs`` in the periodic evaluation (as
-    #: rl-baselines3-zoo's ``eval_env_kwargs``): the task the policy is for, when training sees a
-    #: wider distribution (e.g. ``start`` with extra standing starts). Loading and shipping the run
-    #: use the evaluation environment too. Empty: evaluate on the training environment.
-    eval_env_kwargs: dict[str, Any] = field(default_factory=dict)
-    checkpoint_every: int = 50_000
-    progress: bool = True
-    command: str = ""
-    version: str = ""
-    #: The git commit of the source tree that trained (``-dirty`` with uncommitted changes to
-    #: tracked files); "" outside a git checkout. The package version alone does not say which
-    #: code ran: a baseline's targets can change between commits of one version.
-    code: str = ""
-
-    @property
-    def env_kwargs_with_prior(self) -> dict[str, Any]:
-        """The keyword arguments of ``gym.make`` (``prior`` included when there is one)."""
-        return {**self.env_kwargs, **({"prior": self.prior} if self.prior else {})}
-
-    @property
-    def eval_kwargs_with_prior(self) -> dict[str, Any]:
-        """The keyword arguments of the evaluation environment: :attr:`env_kwargs_with_prior` with
-        :attr:`eval_env_kwargs` replaced (what evaluation, loading and shipping the run use)."""
-        return {**self.env_kwargs_with_prior, **self.eval_env_kwargs}
-
-    def to_yaml(self) -> dict[str, Any]:
-        return plain(asdict(self))
-
-    @classmethod
-    def from_yaml(cls, data: Mapping[str, Any]) -> TrainConfig:
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"unknown config.yml keys: {', '.join(unknown)}")
-        return cls(**data)
-
-
-def plain(value: Any) -> Any:
-    """``value`` with tuples as lists and numpy scalars as Python numbers (for YAML)."""
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):
-        return value.item()
-    return value
-
-
 def split_train_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(env_kwargs, hp_overrides)`` from parsed ``--set`` items: ``hp.`` keys (prefix removed)
     are hyperparameters, ``params.`` keys become ``env_kwargs["prior_params"]``, the rest env kwargs."""
@@ -225,15 +145,6 @@ def load_hyperparams(algo: str, env_id: str, prior: str | None, path: str | Path
     hp = _merge(hp, nested(overrides or {}))
     check_hyperparams(algo, hp)
     return hp
-
-
-def algo_class(algo: str) -> type:
-    """The SB3 class of ``algo`` (ValueError naming an unknown one)."""
-    import stable_baselines3
-
-    if algo not in ALGOS:
-        raise ValueError(f"unknown algorithm {algo!r}; valid algorithms: {', '.join(ALGOS)}")
-    return getattr(stable_baselines3, algo.upper())
 
 
 def check_hyperparams(algo: str, hp: Mapping[str, Any]) -> None:
@@ -344,14 +255,5 @@ def next_run_dir(out: str | Path, env_id: str, algo: str, prior: str | None, nam
     return base / f"{stem}-{max(taken, default=0) + 1}"
 
 
-def load_run_config(run_dir: str | Path) -> TrainConfig:
-    """The :class:`TrainConfig` of a run folder (ValueError when ``run_dir`` is no run folder)."""
-    path = Path(run_dir) / "config.yml"
-    if not path.is_file():
-        raise ValueError(f"{str(run_dir)!r} is not a run folder (no config.yml)")
-    return TrainConfig.from_yaml(yaml.safe_load(path.read_text()))
-
-
-__all__ = ["ALGOS", "COUNTS", "HP_PREFIX", "IMITATE_DEFAULTS", "NET_ARCH_KEYS", "OWN_KEYS", "Rule", "VALUE_RULES",
-           "TrainConfig", "algo_class", "check_counts", "check_hyperparams", "check_values", "load_hyperparams",
-           "load_run_config", "model_kwargs", "next_run_dir", "plain", "split_train_settings"]
+__all__ = ["COUNTS", "HP_PREFIX", "IMITATE_DEFAULTS", "NET_ARCH_KEYS", "OWN_KEYS", "Rule", "VALUE_RULES", "check_counts",
+           "check_hyperparams", "check_values", "load_hyperparams", "model_kwargs", "next_run_dir", "split_train_settings"]

@@ -11,6 +11,8 @@ import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
 
+from upright.eval.runner import check_env_id
+
 
 def make_train_env(env_id: str, env_kwargs: dict[str, Any], n_envs: int, seed: int, *, normalize: bool,
                    on_policy: bool, monitor_dir: Path | None = None, normalizer: Path | None = None) -> VecEnv:
@@ -18,8 +20,6 @@ def make_train_env(env_id: str, env_kwargs: dict[str, Any], n_envs: int, seed: i
     With ``normalize`` the observations are normalised (and the rewards too for on-policy
     algorithms, as rl-baselines3-zoo does); ``normalizer`` reloads saved statistics (resume, or
     fine-tuning a trained policy)."""
-    import upright  # noqa: F401  (registers the environments)
-
     venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=DummyVecEnv,
                         monitor_dir=None if monitor_dir is None else str(monitor_dir),
                         monitor_kwargs={"info_keywords": ("is_success",)})
@@ -34,8 +34,6 @@ def make_train_env(env_id: str, env_kwargs: dict[str, Any], n_envs: int, seed: i
 
 def check_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
     """Build one environment (ValueError naming a bad id, keyword argument or prior) and return it."""
-    from upright.eval.runner import check_env_id
-
     check_env_id(env_id)
     try:
         return gym.make(env_id, **env_kwargs)

@@ -42,17 +42,20 @@ import gymnasium as gym
 import numpy as np
 import yaml
 
+import upright
 from upright.envs.base import UprightEnv
 from upright.eval.runner import run_episodes
 from upright.eval.tables import jsonable
 from upright.policies.base import Policy
-from upright.policies.onnx_policy import (EXAMPLES_FILE, GRAPH_FILE, INPUT_NAME, OUTPUT_NAME, SPEC_FILE,
-                                          sha256_bytes)
+from upright.policies.onnx_policy import EXAMPLES_FILE, GRAPH_FILE, INPUT_NAME, OUTPUT_NAME, SPEC_FILE, sha256_bytes
+from upright.policies.registry import policy_names
+from upright.policies.run import (ZOO_PREFIX, is_run_policy, load_run_policy, run_env_kwargs, run_model, zoo_dir,
+                                  zoo_names)
+from upright.policies.run_folder import load_run_config
+from upright.policies.sb3 import ModelPolicy
 
 if TYPE_CHECKING:
     import onnx
-
-    from upright.policies.sb3 import ModelPolicy
 
 #: The ONNX operator set version and IR version written (see the module docstring).
 OPSET = 13
@@ -143,8 +146,6 @@ def build_graph(layers: list[Dense], normalizer: Any, action_space: gym.spaces.B
     ``ops`` (:data:`OPS`), checked by ``onnx.checker``."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
-
-    import upright
 
     check_operators(layers, ops)
     low, high = np.unique(action_space.low), np.unique(action_space.high)
@@ -289,11 +290,6 @@ def build_export(name: str, ops: str = "default") -> Export:
     """The export of the trained policy ``name`` (a run folder, one of its ``.zip`` files or
     ``zoo:NAME``) with the operators of ``ops``; ValueError naming what cannot be exported (a
     built-in or classical policy, a run without its normaliser, an activation ``ops`` lacks)."""
-    import upright
-    from upright.policies.registry import policy_names
-    from upright.policies.run import ZOO_PREFIX, is_run_policy, load_run_policy, run_env_kwargs, run_model
-    from upright.training.config import load_run_config
-
     if not is_run_policy(name):
         if name in policy_names():
             raise ValueError(f"{name!r} is a built-in, classical or hand-designed policy: there is no trained network "
@@ -478,15 +474,11 @@ def export(name: str, out: str | Path, ops: str = "default") -> Path:
 
 def zoo_export_dir(name: str) -> Path:
     """The folder of the shipped export of zoo policy ``name``: ``policies/zoo/NAME/onnx/``."""
-    from upright.policies.run import zoo_dir
-
     return zoo_dir() / name / "onnx"
 
 
 def export_zoo(ops: str = "default") -> list[Path]:
     """Export every shipped policy into :func:`zoo_export_dir` with the operators of ``ops``."""
-    from upright.policies.run import ZOO_PREFIX, zoo_names
-
     return [export(ZOO_PREFIX + name, zoo_export_dir(name), ops) for name in zoo_names()]
 
 

@@ -25,9 +25,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from upright.eval.results import aggregate
 from upright.eval.runner import Observer, run_episodes
 from upright.eval.tables import Column, Table, number, write_tables
 from upright.policies.base import Policy
+from upright.policies.onnx_policy import ONNX_PREFIX, ExportedActor, export_env
+from upright.policies.registry import load_policy
+from upright.policies.run import ZOO_PREFIX, load_run_policy, zoo_names
 from upright.training.export import HELD_OUT_SEED, Recorder, zoo_export_dir
 
 #: Calls left out of the timings at the start of each measurement (the first calls allocate).
@@ -44,8 +48,6 @@ class Nudged(Policy):
         self.policy: Policy | None = None
 
     def reset(self, env: gym.Env, seed: int | None) -> None:
-        from upright.policies.registry import load_policy
-
         if self.policy is None:
             self.policy = load_policy(self.policy_name)
         self.policy.reset(env, seed)
@@ -99,10 +101,6 @@ def measure_policy(name: str, *, episodes: int, observations: int, workers: int)
     """The parity, episode and timing numbers of zoo policy ``name`` (see the module docstring)."""
     import torch
 
-    from upright.eval.results import aggregate
-    from upright.policies.onnx_policy import ONNX_PREFIX, ExportedActor, export_env
-    from upright.policies.run import ZOO_PREFIX, load_run_policy
-
     directory = zoo_export_dir(name)
     onnx_name = ONNX_PREFIX + str(directory)
     env_id, env_kwargs = export_env(onnx_name)
@@ -152,8 +150,6 @@ def measure(out: Path, *, episodes: int, observations: int, workers: int = 1, do
             command: str | None = None, names: tuple[str, ...] | None = None) -> list[Path]:
     """Measure every shipped export (or those of ``names``) and write the tables; returns the
     paths written."""
-    from upright.policies.run import zoo_names
-
     rows = [measure_policy(name, episodes=episodes, observations=observations, workers=workers)
             for name in (names or zoo_names())]
     episode_rows = [{"policy": row["policy"], "runtime": label, "episodes": row["episodes"], **counts,

@@ -18,7 +18,6 @@ renamed into place, so a killed ``ship`` leaves the old entry or the new one, ne
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -26,17 +25,14 @@ from typing import Any
 
 import yaml
 
-from upright.policies.run import normalizer_path, zoo_dir
-from upright.training.callbacks import read_learning_curve, score, write_text_atomically
-from upright.training.config import load_run_config
+from upright.eval.results import score
+from upright.policies.run import find_run_dir, normalizer_path, resolve_run_path, zoo_dir
+from upright.policies.run_folder import (SELECTION_NUMBERS, load_run_config, read_learning_curve, read_manifest,
+                                         read_selection)
 
 #: A fine-tuning run's record of the policy it started from (written by ``upright train``).
 INIT_RECORD = Path("init", "record.yml")
 
-#: The file in a run folder that names its selected checkpoint (``upright experiment checkpoint-selection``).
-SELECTION_FILE = "selection.json"
-#: The chosen checkpoint's numbers in ``selection.json`` (get-up: rates; walk: falls and tracking).
-SELECTION_NUMBERS = ("success_rate", "stood_up_rate", "fall_rate", "linear_tracking_error", "yaw_tracking_error")
 #: Largest model file that ships (bytes).
 MAX_MODEL_BYTES = 5 * 1024 * 1024
 MODELS = ("best", "final", "selected")
@@ -135,8 +131,6 @@ def init_record(init: str) -> dict[str, Any]:
     """What a fine-tuned run started from (``upright train --init``): the policy, its training
     commands, model steps and wall-clock, and its own ``init`` — read from its zoo manifest or its
     run folder, so the chain that trained a shipped policy stays in its manifest."""
-    from upright.policies.run import find_run_dir, resolve_run_path
-
     path = resolve_run_path(init)
     if (path / "manifest.yml").is_file():
         manifest = read_manifest(path)
@@ -152,32 +146,4 @@ def init_record(init: str) -> dict[str, Any]:
             "init": load_run_config(run_dir).init}
 
 
-def write_selection(run_dir: str | Path, selection: dict[str, Any]) -> None:
-    """Name the run's selected checkpoint: ``selection`` holds ``model`` (its path in the run
-    folder), ``steps``, the selection ``seed`` and ``episodes`` and its rates."""
-    write_text_atomically(Path(run_dir) / SELECTION_FILE, json.dumps(selection, indent=1))
-
-
-def read_selection(run_dir: str | Path) -> dict[str, Any]:
-    """The run's :data:`SELECTION_FILE`; ValueError without it."""
-    path = Path(run_dir) / SELECTION_FILE
-    if not path.is_file():
-        raise ValueError(f"run {str(run_dir)!r} has no {SELECTION_FILE}: run `upright experiment "
-                         f"checkpoint-selection --set runs={run_dir}` first")
-    return json.loads(path.read_text())
-
-
-def read_manifest(entry: str | Path) -> dict[str, Any]:
-    """The ``manifest.yml`` of a zoo entry folder."""
-    return yaml.safe_load((Path(entry) / "manifest.yml").read_text())
-
-
-def write_evaluation(entry: str | Path, evaluation: dict[str, Any]) -> None:
-    """Store ``evaluation`` (held-out numbers) in the entry's manifest."""
-    manifest = read_manifest(entry)
-    manifest["evaluation"] = evaluation
-    write_text_atomically(Path(entry) / "manifest.yml", yaml.safe_dump(manifest, sort_keys=False))
-
-
-__all__ = ["INIT_RECORD", "MAX_MODEL_BYTES", "MODELS", "SELECTION_FILE", "SELECTION_NUMBERS", "init_record",
-           "read_manifest", "read_selection", "ship", "write_evaluation", "write_selection"]
+__all__ = ["INIT_RECORD", "MAX_MODEL_BYTES", "MODELS", "init_record", "ship"]

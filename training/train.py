@@ -32,14 +32,18 @@ from typing import Any
 import numpy as np
 import yaml
 
+from upright.eval.learning_curves import plot_learning_curve
+from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy, load_feedback_spec
 from upright.policies.run import (check_pair, load_normalizer, model_steps, newest_model, normalizer_path,
-                                  replay_buffer_path)
-from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, RewardTerms, link_atomically,
-                                        save_model_files, weights_finite, write_atomically, write_text_atomically)
-from upright.training.config import (IMITATE_DEFAULTS, TrainConfig, algo_class, check_counts, load_hyperparams,
-                                     load_run_config, model_kwargs, next_run_dir, plain)
+                                  replay_buffer_path, run_model)
+from upright.policies.run_folder import (TrainConfig, algo_class, link_atomically, load_run_config, plain,
+                                         write_atomically, write_text_atomically)
+from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, RewardTerms, save_model_files,
+                                        weights_finite)
+from upright.training.config import IMITATE_DEFAULTS, check_counts, load_hyperparams, model_kwargs, next_run_dir
 from upright.training.envs import check_env, make_train_env
-from upright.training.plots import plot_learning_curve
+from upright.training.imitation import imitate
+from upright.training.ship import init_record
 
 ON_POLICY = ("ppo",)
 #: What a resume may change: none of them changes the model, its environment or what its
@@ -125,7 +129,7 @@ def _check_model(config: TrainConfig, env: Any) -> None:
 
     hp = config.hyperparams if config.algo in ON_POLICY else {**config.hyperparams, "buffer_size": 1}
     try:
-        _new_model(replace(config, hyperparams=hp), DummyVecEnv([lambda: env]), None)
+        new_model(replace(config, hyperparams=hp), DummyVecEnv([lambda: env]), None)
     except (TypeError, ValueError, AssertionError, RuntimeError) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ValueError(f"the hyperparameters do not make a {config.algo} model: {first}") from None
@@ -135,8 +139,6 @@ def check_teacher(teacher: str, config: TrainConfig, env: Any) -> None:
     """Check that the hand-designed residual ``teacher`` fits the run: ValueError naming it when it
     is unknown or malformed, made for another environment or prior, or names an actuator that
     ``env`` lacks."""
-    from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy, load_feedback_spec
-
     if not is_feedback_policy(str(teacher)):
         raise ValueError(f"imitate: {teacher!r} is not a hand-designed residual (feedback:NAME or a .yml file)")
     spec = load_feedback_spec(str(teacher))
@@ -153,8 +155,6 @@ def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[
     algorithm, normalises when the run does not (or the other way round) or, given the run's
     environment ``env`` (or vector environment), has other observation or action spaces."""
     from stable_baselines3.common.save_util import load_from_zip_file
-
-    from upright.policies.run import normalizer_path, run_model
 
     try:
         run_dir, model_path = run_model(init)
@@ -216,7 +216,7 @@ def zero_actor_output(model: Any, log_std_init: float | None = None, action: np.
         policy.actor_target.load_state_dict(policy.actor.state_dict())
 
 
-def _new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path | None = None) -> Any:
+def new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path | None = None) -> Any:
     """The fresh model of ``config`` on ``venv`` (TensorBoard events into ``tb_dir``; None: none):
     zero-initialised actor with a prior, or the weights of ``start`` (default: ``config.init``'s
     model file) when fine-tuning."""
@@ -245,9 +245,6 @@ def _imitate(model: Any, venv: Any, config: TrainConfig, run_dir: Path) -> float
     ``imitation.json`` and a checkpoint of the imitated policy (SB3's checkpoint names, so that
     ``checkpoint-selection`` can choose it too); return the seconds it took (they count in the
     run's wall-clock)."""
-    from upright.policies.feedback import FeedbackResidualPolicy, load_feedback_spec
-    from upright.training.imitation import imitate
-
     hp = config.hyperparams
     record = imitate(model, venv, FeedbackResidualPolicy(load_feedback_spec(str(hp["imitate"]))),
                      steps=int(hp["imitate_steps"]), epochs=int(hp["imitate_epochs"]),
@@ -284,8 +281,6 @@ def _carry_init(config: TrainConfig, run_dir: Path) -> tuple[Path, Path | None]:
     :func:`~upright.training.ship.init_record`); return the copied model and statistics. The run
     starts from the copies and ``upright ship`` reads the record, so the run needs nothing of the
     other policy once it has started."""
-    from upright.training.ship import init_record
-
     assert config.init is not None
     model, normalizer = init_files(config.init, config.algo, bool(config.hyperparams.get("normalize")))
     folder = run_dir / "init"
@@ -323,7 +318,7 @@ def train(config: TrainConfig, callbacks: Sequence[Any] = ()) -> Path:
     venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
                           normalize=bool(config.hyperparams.get("normalize")), on_policy=config.algo in ON_POLICY,
                           normalizer=normalizer)
-    model = _new_model(config, venv, run_dir / "tb", start)
+    model = new_model(config, venv, run_dir / "tb", start)
     return _session(config, run_dir, model, fresh=True, extra=callbacks)
 
 
@@ -481,4 +476,4 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
 
 
 __all__ = ["ON_POLICY", "OPTIONS", "RESUMABLE", "TrainingFailed", "TrainingInterrupted", "check_teacher", "init_files",
-           "resolve", "resume", "resume_config", "train", "zero_actor_output"]
+           "new_model", "resolve", "resume", "resume_config", "train", "zero_actor_output"]

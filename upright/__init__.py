@@ -19,8 +19,11 @@ from upright.envs.robots import RobotSpec, get_robot  # noqa: E402
 from upright.envs.sensors import Sensors, fused_angles  # noqa: E402
 from upright.envs.simulation import Simulation  # noqa: E402
 from upright.envs.registration import ENVIRONMENTS, register_envs  # noqa: E402
+from upright.baselines import make_controller  # noqa: E402
 
-register_envs()
+# The package root is the one place that knows both layers: the environments (below) build a named
+# prior through the baselines' registry (above them), which is handed in here.
+register_envs(make_controller)
 
 __version__ = "0.1.0"
 

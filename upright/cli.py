@@ -11,28 +11,41 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import upright  # noqa: F401  (selects the GL backend before mujoco renders)
+from upright.envs.base import load_params_file
 from upright.envs.conditions import TERRAINS
+from upright.envs.render import RenderingUnavailable
 from upright.envs.robots import ROBOT_NAMES
+from upright.eval.bench.speed import format_bench, run_bench
+from upright.eval.comparison import prior_alone
+from upright.eval.experiments import experiments, run_experiment
+from upright.eval.pictures import render_pose
+from upright.eval.report import write_report
+from upright.eval.results import aggregate, print_table, write_results
+from upright.eval.robot_info import robot_info
+from upright.eval.runner import resolve_policy, run_episodes
+from upright.eval.same_machine import CASES, check_same
 from upright.eval.settings import parse_settings, split_settings
-
-if TYPE_CHECKING:
-    from upright.policies.base import Policy
+from upright.eval.soak import print_result, soak, write
+from upright.eval.video import join_videos, record_video
+from upright.policies.base import Policy
+from upright.policies.onnx_policy import export_env, is_export_policy
+from upright.policies.run import is_run_policy, run_env_kwargs
+from upright.policies.run_folder import TrainConfig
+from upright.training.config import split_train_settings
+from upright.training.export import OPS, export, export_zoo
+from upright.training.export_measure import measure as measure_export
+from upright.training.ship import ship
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from upright.eval.robot_info import robot_info
-
     print(robot_info(args.robot))
     return 0
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
-    from upright.eval.pictures import render_pose
-    from upright.envs.render import RenderingUnavailable
-
     try:
         path = render_pose(args.robot, args.pose, args.scene, Path(args.out), settle=args.settle,
                            width=args.width, height=args.height)
@@ -45,19 +58,15 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     if args.training:
-        from upright.training.bench import format_training_bench, run_training_bench
+        from upright.training.bench import format_training_bench, run_training_bench  # torch, SB3: only this command
 
         print(format_training_bench(run_training_bench(args.steps)))
         return 0
-    from upright.eval.bench.speed import format_bench, run_bench
-
     print(format_bench(run_bench(args.steps)))
     return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from upright.eval.report import write_report
-
     path = write_report(Path(args.out), bench_steps=args.bench_steps, episodes=args.episodes,
                         episode_seconds=args.episode_seconds)
     print(f"wrote {path}")
@@ -70,11 +79,6 @@ def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | P
     controller overrides of the ``--params`` file and the ``--set params.KEY=VALUE`` items over them;
     for a policy trained on a prior they override that prior's ``prior_params`` instead). A trained
     policy keeps the prior it was trained with: ``--set prior=`` naming another is a ValueError."""
-    from upright.envs.base import load_params_file
-    from upright.eval.runner import resolve_policy
-    from upright.policies.onnx_policy import export_env, is_export_policy
-    from upright.policies.run import is_run_policy, run_env_kwargs
-
     kwargs, params = split_settings(parse_settings(args.set))
     if args.params is not None:
         params = {**load_params_file(args.params), **params}
@@ -102,9 +106,6 @@ def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | P
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from upright.eval.results import aggregate, print_table, write_results
-    from upright.eval.runner import run_episodes
-
     env_kwargs, policy = _episode_settings(args)
     run = run_episodes(args.env, policy, args.episodes, env_kwargs=env_kwargs, seed=args.seed, workers=args.workers,
                        keep_failed=True)
@@ -126,9 +127,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _cmd_video(args: argparse.Namespace) -> int:
-    from upright.envs.render import RenderingUnavailable
-    from upright.eval.video import record_video
-
     env_kwargs, policy = _episode_settings(args)
     out = Path(args.out)
     try:
@@ -136,8 +134,6 @@ def _cmd_video(args: argparse.Namespace) -> int:
             path, record = record_video(args.env, policy, out, env_kwargs=env_kwargs, seed=args.seed)
             print(f"wrote {path} ({record['steps']} steps, return {record['return']:.2f})")
             return 0
-        from upright.eval.comparison import prior_alone
-
         if env_kwargs.get("prior") is None:
             raise ValueError(f"--beside-prior needs a policy trained on a prior; {args.policy!r} has none")
         prior, prior_kwargs = prior_alone(env_kwargs)
@@ -152,8 +148,6 @@ def _cmd_video(args: argparse.Namespace) -> int:
     except RenderingUnavailable as error:
         print(f"upright video: {error}", file=sys.stderr)
         return 3
-    from upright.eval.video import join_videos
-
     print(f"wrote {join_videos(parts, out)} (left: {parts[0][1]}; right: {parts[1][1]})")
     return 0
 
@@ -166,8 +160,6 @@ def _setting_text(value: Any) -> str:
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
-    from upright.eval.experiments import experiments, run_experiment
-
     if args.list:
         for name, experiment in experiments().items():
             options = " ".join(f"{k}={_setting_text(v)}" for k, v in experiment.options.items())
@@ -183,7 +175,7 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
-    from upright.training.optimize import OptimizeConfig, optimize
+    from upright.training.optimize import OptimizeConfig, optimize  # optuna: only this command
 
     if args.measure:
         return _cmd_optimize_measure(args)
@@ -206,6 +198,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def _cmd_optimize_measure(args: argparse.Namespace) -> int:
+    # optuna: only this command
     from upright.training.optimize import OptimizeConfig
     from upright.training.optimize.measure import OPTIONS, measure
 
@@ -221,7 +214,7 @@ def _cmd_optimize_measure(args: argparse.Namespace) -> int:
     return 0
 
 
-#: ``upright train`` options and the :class:`~upright.training.config.TrainConfig` fields they set.
+#: ``upright train`` options and the :class:`~upright.policies.run_folder.TrainConfig` fields they set.
 _TRAIN_FIELDS = {"env": "env_id", "prior": "prior", "algo": "algo", "steps": "steps", "n_envs": "n_envs",
                  "seed": "seed", "hyperparams": "hyperparams_file", "out": "out", "name": "name", "init": "init",
                  "eval_every": "eval_every", "eval_episodes": "eval_episodes",
@@ -234,8 +227,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     against the run's own settings."""
     import traceback
 
-    from upright.training.config import TrainConfig, split_train_settings
-    from upright.training.train import TrainingFailed, TrainingInterrupted, resume, train
+    from upright.training.train import TrainingFailed, TrainingInterrupted, resume, train  # torch, SB3: only this command
 
     if args.sweep is not None or args.summary:
         return _cmd_train_sweep(args)
@@ -300,8 +292,6 @@ def _cmd_train_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_soak(args: argparse.Namespace) -> int:
-    from upright.eval.soak import print_result, soak, write
-
     out = Path(args.out) if args.out else Path("results", "soak")
     out.mkdir(parents=True, exist_ok=True)
     (out / "cells.jsonl").unlink(missing_ok=True)
@@ -316,8 +306,6 @@ def _cmd_soak(args: argparse.Namespace) -> int:
 
 
 def _cmd_check_same(args: argparse.Namespace) -> int:
-    from upright.eval.same_machine import CASES, check_same
-
     if args.list:
         for name, (env_id, kwargs, scale) in CASES.items():
             print(f"{name:<42} {env_id} {kwargs} actions ±{scale}")
@@ -335,8 +323,6 @@ def _cmd_check_same(args: argparse.Namespace) -> int:
 
 
 def _cmd_ship(args: argparse.Namespace) -> int:
-    from upright.training.ship import ship
-
     entry = ship(args.run, args.name, model=args.model, zoo=args.zoo, overwrite=args.overwrite)
     print(f"wrote {entry} (load it as --policy zoo:{args.name})")
     return 0
@@ -346,7 +332,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from upright.eval.tables import print_tables
-    from upright.training.history import HISTORY, add_run, read_curves, read_runs, runs_tables, write_docs
+    from upright.eval.history import HISTORY, add_run, read_curves, read_runs, runs_tables, write_docs
 
     for run in args.add:
         row = add_run(run, verdict=args.verdict, shipped=args.shipped, changed=args.changed, round_=args.round)
@@ -363,15 +349,11 @@ def _cmd_history(args: argparse.Namespace) -> int:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     if args.measure:
-        from upright.training.export_measure import measure
-
         out = Path(args.out) if args.out else Path("results", "export")
-        paths = measure(out, episodes=args.episodes, observations=args.observations, workers=args.workers,
-                        docs=args.docs, command=args.command_line)
+        paths = measure_export(out, episodes=args.episodes, observations=args.observations, workers=args.workers,
+                               docs=args.docs, command=args.command_line)
         print("wrote " + " and ".join(map(str, paths)))
         return 0
-    from upright.training.export import export, export_zoo
-
     if args.zoo:
         if args.policy is not None or args.out is not None:
             raise ValueError("--zoo writes every shipped policy's export beside it (policies/zoo/NAME/onnx/): "
@@ -497,8 +479,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", action="store_true", help="--measure: also write docs/results/optimize.md")
     p.set_defaults(func=_cmd_optimize)
 
-    from upright.training.config import TrainConfig  # light: no SB3 or torch
-
     p = sub.add_parser("train", help="train a residual (--prior) or from-scratch policy with stable-baselines3",
                        description="Options left out take the defaults below for a new run; --resume keeps the "
                                    "run's own settings, refuses options that differ from them and changes only "
@@ -602,8 +582,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", action="store_true",
                    help="write docs/results/training-runs.md and the learning-curve PNGs of curves.yaml")
     p.set_defaults(func=_cmd_history)
-
-    from upright.training.export import OPS  # light: onnx and torch load when a command runs
 
     p = sub.add_parser("export", help="write a trained policy as ONNX (observation in, action out) with the spec "
                                       "a robot-side implementer follows and example inputs and outputs "

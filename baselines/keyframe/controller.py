@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from upright.baselines import register_controller
 from upright.baselines.common.params import Params
 from upright.baselines.keyframe.compensation import JointErrorEstimator, compensation
 from upright.baselines.keyframe.library import (
@@ -635,11 +636,4 @@ class KeyframeController:
             self._stuck_since, self._stuck_ref = t, self.meas.copy()
 
 
-def _register() -> None:
-    from upright.baselines import register_controller
-
-    register_controller("keyframe", KeyframeController, KeyframeParams.load, robots=("nao", "wolfgang"),
-                        task="getup")
-
-
-_register()
+register_controller("keyframe", KeyframeController, KeyframeParams.load, robots=("nao", "wolfgang"), task="getup")

@@ -49,6 +49,7 @@ import bisect
 
 import numpy as np
 
+from upright.baselines import register_controller
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.forward import pose_error, solve_spd
 from upright.baselines.spline.motion import (EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector,
@@ -518,12 +519,5 @@ def _unstabilized_params(robot: str) -> SplineParams:
     return SplineParams.load(robot).with_overrides({"stabilizing": False})
 
 
-def _register() -> None:
-    from upright.baselines import register_controller
-
-    register_controller("spline", SplineStandUp, SplineParams.load, robots=("wolfgang", "nao"), task="getup")
-    register_controller("spline_nostab", SplineStandUp, _unstabilized_params, robots=("wolfgang", "nao"),
-                        task="getup")
-
-
-_register()
+register_controller("spline", SplineStandUp, SplineParams.load, robots=("wolfgang", "nao"), task="getup")
+register_controller("spline_nostab", SplineStandUp, _unstabilized_params, robots=("wolfgang", "nao"), task="getup")

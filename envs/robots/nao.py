@@ -5,7 +5,7 @@ cycle and 3-frame (36 ms) actuation delay, 0.333 m torso height with straight le
 (0.085 + 0.100 + 0.1029 + 0.04519), 5.359 kg summed link masses.
 """
 
-from upright.envs.robots import RobotSpec
+from upright.envs.robots.spec import RobotSpec
 
 _HEAD = ("HeadYaw", "HeadPitch")
 _ARM = ("ShoulderPitch", "ShoulderRoll", "ElbowYaw", "ElbowRoll", "WristYaw")

@@ -6,7 +6,7 @@ Numbers (their sources: ``docs/environments.md``, last section): 10 ms control p
 cycle is an estimate (Dynamixel bus round trip plus one servo-loop period); no source measures it.
 """
 
-from upright.envs.robots import RobotSpec
+from upright.envs.robots.spec import RobotSpec
 
 _ARM = ("ShoulderPitch", "ShoulderRoll", "Elbow")
 _LEG = ("HipYaw", "HipRoll", "HipPitch", "Knee", "AnklePitch", "AnkleRoll")

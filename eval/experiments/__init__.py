@@ -28,6 +28,8 @@ from typing import Any
 
 import yaml
 
+from upright.baselines import controller_names
+from upright.eval import bench
 from upright.eval.results import aggregate, write_results
 from upright.eval.runner import EvalRun, Observer, Wrap, resolve_policy, run_episodes
 from upright.eval.settings import split_settings
@@ -92,8 +94,6 @@ class ExperimentContext:
         over them (see :func:`~upright.eval.runner.resolve_policy`; named ``label`` in the
         results). The ``--set params.*`` overrides reach controllers only; other policies (e.g.
         ``hold``) are returned by name."""
-        from upright.baselines import controller_names
-
         overrides = {**(params or {}), **split_settings(self.settings)[1]}
         return resolve_policy(name, overrides if name in controller_names() else params, label)
 
@@ -181,8 +181,6 @@ def register_experiment(name: str, summary: str, options: Mapping[str, Any] | No
 def experiments() -> dict[str, Experiment]:
     """Every registered protocol by name (importing the modules of this package and of
     :mod:`upright.eval.bench`, whose compute benchmarks register too), sorted."""
-    from upright.eval import bench
-
     for package in (__name__, bench.__name__):
         for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
             importlib.import_module(f"{package}.{module.name}")

@@ -71,6 +71,12 @@ class WornHipConditions(Conditions):
         return replace(base, wear=tuple(wear[j] for j in joint_names))
 
 
+def worn_hip(start: str) -> WornHipConditions:
+    """The ablation's worn hip-yaw-pitch for ``start`` (``prone`` or ``supine``): the stuck window
+    opens while that start's get-up closes the hips (``closing`` in ``keyframe.yaml``, s)."""
+    return WornHipConditions(closing=_pair(ABLATION["closing"][start]))
+
+
 class PeakJointError(Observer):
     """Peak |error| of ``joint`` as the keyframe controller measures it (its raw joint error,
     request ``delay`` cycles ago − measured, deg) while the controller's clock is within
@@ -108,12 +114,11 @@ def keyframe_ablation(ctx: ExperimentContext) -> list[Table]:
     joint = ABLATION["worn_joint"]
     rows, checks = [], []
     for start in ctx.option_names("starts", ABLATION["closing"]):
-        closing = _pair(ABLATION["closing"][start])
-        conditions = WornHipConditions(closing=closing)
+        conditions = worn_hip(start)
         for arm in ctx.option_names("arms", ("on", "off")):
             policy = ctx.policy("keyframe", params={"compensation": arm == "on"}, label=f"keyframe-compensation-{arm}")
             checked = arm == "off" and check > 0
-            window = (closing[0], closing[1] + ABLATION["check_after_closing"])
+            window = (conditions.closing[0], conditions.closing[1] + ABLATION["check_after_closing"])
             result = ctx.run_cell(f"{start}_{arm}", env, policy, {"start": start, "conditions": conditions}, episodes,
                                   observers=[PeakJointError(joint, window, check)] if checked else ())
             rows.append({"start": start, "compensation": arm, "success": (result["successes"], result["episodes"]),

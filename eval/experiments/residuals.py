@@ -19,9 +19,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
+from upright.envs.registration import ENVIRONMENTS
 from upright.eval.comparison import FALLS_COLUMN, GETUP_COLUMNS, WALK_COLUMNS, comparison_row, prior_alone
+from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
+from upright.eval.experiments.keyframe import worn_hip
 from upright.eval.tables import Column, Table
+from upright.policies.run import run_env_id, run_env_kwargs, zoo_dir, zoo_names
+from upright.policies.run_folder import write_evaluation
 
 DATA = protocol_data(__name__)
 
@@ -30,9 +34,7 @@ def _conditions(name: str, start: str | None) -> Any:
     """A preset name, or ``worn_hip``: the keyframe ablation's worn hip-yaw-pitch for ``start``."""
     if name != "worn_hip":
         return name
-    from upright.eval.experiments.keyframe import ABLATION, WornHipConditions, _pair
-
-    return WornHipConditions(closing=_pair(ABLATION["closing"][start]))
+    return worn_hip(start)
 
 
 @register_experiment("trained-residuals", "the shipped residual policies against their priors (held-out seeds)",
@@ -40,10 +42,6 @@ def _conditions(name: str, start: str | None) -> Any:
 def trained_residuals(ctx: ExperimentContext) -> list[Table]:
     """Every cell of every shipped policy of ``only``, residual and prior alone on the same seeds.
     One results folder per run (``NAME/CELL-residual``, ``NAME/CELL-prior``)."""
-    from upright.envs.registration import ENVIRONMENTS
-    from upright.policies.run import run_env_id, run_env_kwargs, zoo_dir, zoo_names
-    from upright.training.ship import write_evaluation
-
     episodes = ctx.episodes_or(DATA["episodes"])
     held_out = replace(ctx, seed=int(DATA["seed"]) + ctx.seed)
     shipped = set(zoo_names())

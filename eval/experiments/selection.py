@@ -23,9 +23,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from upright.envs.registration import ENVIRONMENTS
 from upright.eval.comparison import FALLS_COLUMN, GETUP_COLUMNS, WALK_COLUMNS, comparison_row
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
+from upright.eval.results import score, summary_numbers
 from upright.eval.tables import Column, Table, text
+from upright.policies.run import run_env_id, run_env_kwargs
+from upright.policies.run_folder import SELECTION_NUMBERS, write_selection
 
 DATA = protocol_data(__name__)
 _CHECKPOINT = re.compile(r"model_(\d+)_steps\.zip")
@@ -59,11 +63,6 @@ def run_checkpoints(run_dir: Path, from_steps: int = 0, every: int = 0,
 def checkpoint_selection(ctx: ExperimentContext) -> list[Table]:
     """Every chosen checkpoint of every run on the same selection seeds; one results folder per
     checkpoint (``RUN/STEPS``), the choice in each run's ``selection.json``."""
-    from upright.envs.registration import ENVIRONMENTS
-    from upright.policies.run import run_env_id, run_env_kwargs
-    from upright.training.callbacks import score, summary_numbers
-    from upright.training.ship import SELECTION_NUMBERS, write_selection
-
     runs = ctx.option_names("runs")
     if not runs:
         raise ValueError("checkpoint-selection needs --set runs=RUN_DIR[,RUN_DIR ...] (run folders of upright train)")

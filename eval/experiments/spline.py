@@ -35,6 +35,7 @@ import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
+from upright.baselines import default_params
 from upright.envs.metrics import HOLD_SECONDS
 from upright.envs.registration import env_id
 from upright.envs.robots import ROBOT_NAMES
@@ -132,8 +133,6 @@ def spline_tune(ctx: ExperimentContext) -> list[Table]:
     """The (1+1)-ES of the module docstring for ``robot`` and ``direction`` (front, back); the
     best parameters as a table (to copy into the robot's parameter file), the whole search in
     ``results.json``'s ``data``."""
-    from upright.baselines import default_params
-
     o = ctx.options
     robot, direction = o["robot"], o["direction"]
     if robot not in ROBOT_NAMES or direction not in TUNE["search"]:

@@ -31,8 +31,12 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
+from upright.envs.base import load_params_file
+from upright.envs.registration import env_id
+from upright.eval.runner import run_episodes
 from upright.eval.tables import Column, Table, count, jsonable, mean_min_max, number, rate, text, write_tables
-from upright.training.optimize.study import OptimizeConfig, optimize
+from upright.policies.builtin import ControllerPolicy
+from upright.training.optimize.study import OptimizeConfig, open_study, optimize, resolve
 
 #: ``--set`` options per measurement, with defaults.
 OPTIONS: dict[str, dict[str, Any]] = {
@@ -129,8 +133,6 @@ def figure4(out: Path, base: OptimizeConfig, options: dict[str, Any], workers: i
 
 def _evaluate(env_id: str, policy: Any, env_kwargs: dict[str, Any], episodes: int, seed: int,
               workers: int) -> dict[str, Any]:
-    from upright.eval.runner import run_episodes
-
     run = run_episodes(env_id, policy, episodes, env_kwargs=env_kwargs, seed=seed, workers=workers, progress=False)
     if run.interrupted:
         raise KeyboardInterrupt
@@ -152,10 +154,6 @@ def _evaluate(env_id: str, policy: Any, env_kwargs: dict[str, Any], episodes: in
 def _tuned_vs_hand(out: Path, base: OptimizeConfig, controller: str, robot: str, starts: tuple[str, ...],
                    optimise_conditions: str | None, eval_conditions: str, options: dict[str, Any],
                    episodes: int, workers: int, title: str) -> tuple[list[Table], Any]:
-    from upright.envs.base import load_params_file
-    from upright.envs.registration import env_id
-    from upright.policies.builtin import ControllerPolicy
-
     configs = [replace(base, controller=controller, robot=robot, start=start, sampler=options["sampler"],
                        objective=options["objective"], conditions=optimise_conditions, hand_tuned=True,
                        progress=False, out=out / f"study-{start}") for start in starts]
@@ -196,8 +194,6 @@ def workers_speed(out: Path, base: OptimizeConfig, options: dict[str, Any]) -> t
     """Trials per minute of 1 and 2 local workers on one study in ``base.storage``."""
     if not base.storage or base.storage.startswith(("sqlite", "journal")):
         raise ValueError("--measure workers needs --storage with a server URL, e.g. postgresql://user@host/db")
-    from upright.training.optimize.study import open_study, resolve
-
     rows = []
     for count_ in options["worker_counts"]:
         config = replace(base, controller="spline", robot="wolfgang", start=base.start or "back", sampler="random",

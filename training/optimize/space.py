@@ -30,6 +30,7 @@ from typing import Any, Mapping
 
 import yaml
 
+
 #: Units a space may give; ``deg`` is the only one converted (to rad) for the controller.
 UNITS = ("s", "m", "deg", "rad", "1", "rad/s", "m/s")
 

@@ -37,6 +37,7 @@ from optuna.trial import TrialState
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
+
 #: Default seconds between heartbeats and after which a silent trial counts as dead.
 HEARTBEAT_INTERVAL = 10
 GRACE_PERIOD = 30
@@ -138,14 +139,15 @@ def worker_id(pid: int | None = None) -> str:
 
 def fail_and_retry(study: optuna.Study, trial: Any, max_retry: int = MAX_RETRY) -> None:
     """Mark a running ``trial`` (FrozenTrial) failed and enqueue its retry (same parameters), as
-    Optuna's heartbeat does for a stale trial."""
-    storage = study._storage
+    Optuna's heartbeat does for a stale trial (failed through ``Study.tell``, as Optuna fails a
+    trial whose objective raised)."""
     try:
-        storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-    except (RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
+        study.tell(trial.number, state=TrialState.FAIL)
+    except (ValueError, RuntimeError, optuna.exceptions.UpdateFinishedTrialError):
         return  # finished meanwhile
+    failed = study.get_trials(deepcopy=False)[trial.number]  # a study's trials are numbered 0, 1, ... in order
     try:
-        retry_callback(max_retry)(study, storage.get_trial(trial._trial_id))
+        retry_callback(max_retry)(study, failed)
     except ValueError as error:  # a value outside the space (a hand-edited space or enqueued trial)
         logging.getLogger(__name__).warning("trial %d failed and cannot be retried: %s", trial.number, error)
 

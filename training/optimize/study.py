@@ -20,13 +20,18 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
+from upright.baselines import baseline_entry, default_params
 from upright.envs.registration import env_id
+from upright.eval.runner import run_episodes
+from upright.eval.settings import split_settings
+from upright.policies.builtin import ControllerPolicy
 from upright.training.optimize.objectives import (DEFAULT_OBJECTIVE, GetUpRules, GetUpScore, episode_succeeded,
                                                   mean_components, parse_objective)
 from upright.training.optimize.space import SearchSpace, load_space
-from upright.training.optimize.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR,
-                                               check_storage, default_storage, fail_and_retry, fail_orphans,
-                                               open_storage, retry_callback, worker_id)
+from upright.training.optimize.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR, check_storage,
+                                               default_storage, fail_and_retry, fail_orphans, open_storage,
+                                               retry_callback, worker_id)
+from upright.training.optimize.summary import write_summary
 
 SAMPLERS = ("tpe", "motpe", "cmaes", "random")
 #: ``--start`` aliases of the paper's directions.
@@ -86,9 +91,6 @@ class Plan:
 def resolve(config: OptimizeConfig) -> Plan:
     """Check ``config`` and resolve the space, environment, objective and storage (ValueError
     naming a bad value)."""
-    from upright.baselines import baseline_entry
-    from upright.eval.settings import split_settings
-
     if config.sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {config.sampler!r}; valid samplers: {', '.join(SAMPLERS)}")
     if config.trials < 1 or config.repetitions < 1 or config.workers < 1:
@@ -183,9 +185,6 @@ class TrialObjective:
         self.rules = GetUpRules.from_mapping(plan.space.trial) if self.task == "getup" else None
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
-        from upright.eval.runner import run_episodes
-        from upright.policies.builtin import ControllerPolicy
-
         plan, config = self.plan, self.plan.config
         trial.set_user_attr(WORKER_ATTR, worker_id())
         with warnings.catch_warnings():
@@ -285,9 +284,6 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
     of the trials so far is written, then KeyboardInterrupt goes on. Returns the summary (see
     :func:`upright.training.optimize.summary.summarize`).
     """
-    from upright.baselines import default_params
-    from upright.training.optimize.summary import write_summary
-
     plan = resolve(config)
     if config.progress:
         optuna.logging.set_verbosity(optuna.logging.INFO)
@@ -309,7 +305,7 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
             run_workers(study, partial(_worker, plan), config.workers, config.max_retry, "optimize")
     except KeyboardInterrupt:
         interrupted = True
-    summary = write_summary(optuna.load_study(study_name=plan.study_name, storage=study._storage), plan,
+    summary = write_summary(optuna.load_study(study_name=plan.study_name, storage=open_storage(plan.storage)), plan,
                             interrupted=interrupted)
     if interrupted:
         raise KeyboardInterrupt

@@ -10,8 +10,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from upright.eval.results import summary_numbers
 from upright.eval.tables import wilson_interval
-from upright.training.callbacks import read_learning_curve, summary_numbers
+from upright.policies.run_folder import read_learning_curve
 
 
 def plot_learning_curve(run_dir: str | Path) -> Path:

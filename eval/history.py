@@ -19,11 +19,10 @@ from typing import Any
 
 import yaml
 
+from upright.eval.learning_curves import Curve, plot_curve_comparison
+from upright.eval.results import summary_numbers
 from upright.eval.tables import Column, Table, number, text
-from upright.training.callbacks import CURVE_COLUMNS, read_learning_curve, summary_numbers
-from upright.training.config import load_run_config
-from upright.training.plots import Curve, plot_curve_comparison
-from upright.training.ship import SELECTION_FILE
+from upright.policies.run_folder import CURVE_COLUMNS, SELECTION_FILE, load_run_config, read_learning_curve
 
 #: The source tree's root: the record lives in its ``docs/`` (an installed package has none, and
 #: then no record to draw from).

@@ -1,0 +1,215 @@
+"""The files of a run folder of ``upright train`` and of a zoo entry, below both the policies that
+read them and the training that writes them:
+
+- ``config.yml``: :class:`TrainConfig`, everything that rebuilds the run's environment and model
+  (:func:`load_run_config`; :func:`algo_class` gives its SB3 class);
+- ``learning_curve.csv``: the held-out evaluations during training (:data:`CURVE_COLUMNS`,
+  :func:`read_learning_curve`);
+- ``selection.json``: the checkpoint that ``upright experiment checkpoint-selection`` chose
+  (:func:`write_selection`, :func:`read_selection`);
+- a zoo entry's ``manifest.yml`` (:func:`read_manifest`, :func:`write_evaluation`).
+
+Every file is written through :func:`write_atomically`: a temporary file in the same folder, then
+``os.replace``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ALGOS = ("ppo", "sac", "td3")
+
+
+@dataclass
+class TrainConfig:
+    """One training run. ``env_kwargs`` excludes the prior (``prior``); ``hyperparams`` are the
+    resolved ones (file + overrides) once :func:`resolve` has run."""
+
+    env_id: str
+    prior: str | None = None
+    algo: str = "ppo"
+    steps: int = 100_000
+    #: DummyVecEnv copies: 4 batch the policy's forward pass, so the network costs less per
+    #: environment step than with fewer (``upright bench --training`` measures the ratio).
+    n_envs: int = 4
+    seed: int = 0
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    hyperparams: dict[str, Any] = field(default_factory=dict)
+    #: Hyperparameter file (default: the shipped ``training/hyperparams/<algo>.yml``).
+    hyperparams_file: str | None = None
+    #: Overrides (dotted keys without ``hp.``) applied over the file.
+    hp_overrides: dict[str, Any] = field(default_factory=dict)
+    out: str = "runs"
+    name: str | None = None
+    #: Start from this trained policy's weights and normalisation statistics (a run folder, one of
+    #: its ``.zip`` files or ``zoo:NAME``; the same algorithm and spaces) instead of a fresh,
+    #: zero-initialised actor: fine-tuning, as rl-baselines3-zoo's ``--trained-agent``. None: fresh.
+    #: The run copies that policy into its ``init/`` folder when it starts and uses the copy.
+    init: str | None = None
+    #: Evaluate every this many environment steps (0 = never) on ``eval_episodes`` held-out seeds.
+    eval_every: int = 10_000
+    eval_episodes: int = 10
+    #: First seed of the evaluation episodes (held out: training seeds start at ``seed``).
+    eval_seed: int = 1_000_000
+    #: Environment keyword arguments that replace ``env_kwargs`` in the periodic evaluation (as
+    #: rl-baselines3-zoo's ``eval_env_kwargs``): the task the policy is for, when training sees a
+    #: wider distribution (e.g. ``start`` with extra standing starts). Loading and shipping the run
+    #: use the evaluation environment too. Empty: evaluate on the training environment.
+    eval_env_kwargs: dict[str, Any] = field(default_factory=dict)
+    checkpoint_every: int = 50_000
+    progress: bool = True
+    command: str = ""
+    version: str = ""
+    #: The git commit of the source tree that trained (``-dirty`` with uncommitted changes to
+    #: tracked files); "" outside a git checkout. The package version alone does not say which
+    #: code ran: a baseline's targets can change between commits of one version.
+    code: str = ""
+
+    @property
+    def env_kwargs_with_prior(self) -> dict[str, Any]:
+        """The keyword arguments of ``gym.make`` (``prior`` included when there is one)."""
+        return {**self.env_kwargs, **({"prior": self.prior} if self.prior else {})}
+
+    @property
+    def eval_kwargs_with_prior(self) -> dict[str, Any]:
+        """The keyword arguments of the evaluation environment: :attr:`env_kwargs_with_prior` with
+        :attr:`eval_env_kwargs` replaced (what evaluation, loading and shipping the run use)."""
+        return {**self.env_kwargs_with_prior, **self.eval_env_kwargs}
+
+    def to_yaml(self) -> dict[str, Any]:
+        return plain(asdict(self))
+
+    @classmethod
+    def from_yaml(cls, data: Mapping[str, Any]) -> TrainConfig:
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"unknown config.yml keys: {', '.join(unknown)}")
+        return cls(**data)
+
+
+def plain(value: Any) -> Any:
+    """``value`` with tuples as lists and numpy scalars as Python numbers (for YAML)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    return value
+
+
+def algo_class(algo: str) -> type:
+    """The SB3 class of ``algo`` (ValueError naming an unknown one)."""
+    import stable_baselines3  # SB3 (and torch) load only when a model does: config.yml alone stays light
+
+    if algo not in ALGOS:
+        raise ValueError(f"unknown algorithm {algo!r}; valid algorithms: {', '.join(ALGOS)}")
+    return getattr(stable_baselines3, algo.upper())
+
+
+def load_run_config(run_dir: str | Path) -> TrainConfig:
+    """The :class:`TrainConfig` of a run folder (ValueError when ``run_dir`` is no run folder)."""
+    path = Path(run_dir) / "config.yml"
+    if not path.is_file():
+        raise ValueError(f"{str(run_dir)!r} is not a run folder (no config.yml)")
+    return TrainConfig.from_yaml(yaml.safe_load(path.read_text()))
+
+
+#: learning_curve.csv columns: environment steps, wall-clock seconds since the run started (resumes
+#: included), then the get-up or walk numbers (empty when they do not apply).
+CURVE_COLUMNS = ("steps", "wall_seconds", "success_rate", "success_ci_low", "success_ci_high", "stood_up_rate",
+                 "time_to_stand", "falls", "fall_rate", "vx", "vy", "wz", "linear_tracking_error",
+                 "yaw_tracking_error", "mean_return")
+
+
+def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """Make ``path`` by ``write(temporary)``, a temporary file in the same folder, then
+    ``os.replace``: a process killed meanwhile leaves the old ``path`` (or none) and at most a
+    hidden ``.NAME.PID.tmp``, never a half-written ``path``. The data is flushed to disk before
+    the rename."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(temporary)
+        descriptor = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as :func:`write_atomically` does."""
+    write_atomically(path, lambda temporary: temporary.write_text(text))
+
+
+def link_atomically(source: Path, path: Path) -> None:
+    """``path`` becomes the content of ``source`` (a hard link, a copy where links fail), as
+    :func:`write_atomically` does."""
+    def link(temporary: Path) -> None:
+        try:
+            os.link(source, temporary)
+        except OSError:
+            shutil.copyfile(source, temporary)
+
+    write_atomically(path, link)
+
+
+def read_learning_curve(path: Path) -> list[dict[str, float | None]]:
+    """The rows of a ``learning_curve.csv`` as numbers (None for empty cells); [] without the file."""
+    if not path.is_file():
+        return []
+    with path.open(newline="") as file:
+        return [{k: float(v) if v != "" else None for k, v in row.items()} for row in csv.DictReader(file)]
+
+
+#: The file in a run folder that names its selected checkpoint (``upright experiment checkpoint-selection``).
+SELECTION_FILE = "selection.json"
+
+
+#: The chosen checkpoint's numbers in ``selection.json`` (get-up: rates; walk: falls and tracking).
+SELECTION_NUMBERS = ("success_rate", "stood_up_rate", "fall_rate", "linear_tracking_error", "yaw_tracking_error")
+
+
+def write_selection(run_dir: str | Path, selection: dict[str, Any]) -> None:
+    """Name the run's selected checkpoint: ``selection`` holds ``model`` (its path in the run
+    folder), ``steps``, the selection ``seed`` and ``episodes`` and its rates."""
+    write_text_atomically(Path(run_dir) / SELECTION_FILE, json.dumps(selection, indent=1))
+
+
+def read_selection(run_dir: str | Path) -> dict[str, Any]:
+    """The run's :data:`SELECTION_FILE`; ValueError without it."""
+    path = Path(run_dir) / SELECTION_FILE
+    if not path.is_file():
+        raise ValueError(f"run {str(run_dir)!r} has no {SELECTION_FILE}: run `upright experiment "
+                         f"checkpoint-selection --set runs={run_dir}` first")
+    return json.loads(path.read_text())
+
+
+def read_manifest(entry: str | Path) -> dict[str, Any]:
+    """The ``manifest.yml`` of a zoo entry folder."""
+    return yaml.safe_load((Path(entry) / "manifest.yml").read_text())
+
+
+def write_evaluation(entry: str | Path, evaluation: dict[str, Any]) -> None:
+    """Store ``evaluation`` (held-out numbers) in the entry's manifest."""
+    manifest = read_manifest(entry)
+    manifest["evaluation"] = evaluation
+    write_text_atomically(Path(entry) / "manifest.yml", yaml.safe_dump(manifest, sort_keys=False))
+
+
+__all__ = ["ALGOS", "CURVE_COLUMNS", "SELECTION_FILE", "SELECTION_NUMBERS", "TrainConfig", "algo_class", "link_atomically", "load_run_config", "plain", "read_learning_curve", "read_manifest", "read_selection", "write_atomically", "write_evaluation", "write_selection", "write_text_atomically"]
