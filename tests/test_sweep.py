@@ -16,8 +16,7 @@ import yaml
 from optuna.trial import TrialState
 
 from upright.cli import main
-from upright.training.callbacks import read_learning_curve
-from upright.training.config import load_run_config
+from upright.policies.run_folder import load_run_config, read_learning_curve
 from upright.training.optimize.storage import retried_trial
 from upright.training.optimize.sweep import SweepConfig, best_evaluation, resolve, trial_config
 

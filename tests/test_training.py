@@ -808,7 +808,7 @@ def test_history_records_a_run_folder_and_writes_its_page_and_curves(run_dir, tm
     and ``write_docs`` writes the run into the page and its curve into a picture."""
     pytest.importorskip("matplotlib")
     from upright.eval.history import add_run, read_curves, read_runs, write_docs
-    from upright.training.callbacks import read_learning_curve
+    from upright.policies.run_folder import read_learning_curve
 
     row = add_run(run_dir, tmp_path, verdict="not shipped: a test", round_=1)
     curve = read_learning_curve(run_dir / "learning_curve.csv")

@@ -51,9 +51,10 @@ from optuna.trial import FrozenTrial, TrialState
 from stable_baselines3.common.callbacks import BaseCallback
 
 from upright.envs.registration import ENVIRONMENTS
+from upright.eval.results import score
 from upright.eval.tables import Column, Table, jsonable, number, text
-from upright.training.callbacks import read_learning_curve, score
-from upright.training.config import TrainConfig, next_run_dir, split_train_settings
+from upright.policies.run_folder import TrainConfig, read_learning_curve
+from upright.training.config import next_run_dir, split_train_settings
 from upright.training.optimize.space import ParamSpec, parse_params
 from upright.training.optimize.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR,
                                                check_storage, default_storage, fail_orphans, open_storage,
