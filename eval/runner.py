@@ -393,12 +393,14 @@ def run_episodes(
             outcomes = _in_workers(setup, workers, episodes, seed)
         with contextlib.closing(outcomes):
             for index, record, error in outcomes:
-                bar.update()
+                # Kept before the bar counts it: a Ctrl-C right after the bar shows an episode
+                # (the terminal's user saw it finish) must not lose it.
                 if error is None:
                     records.append(record)
-                    continue
-                failures.append((index, error))
-                if not keep_failed:
+                else:
+                    failures.append((index, error))
+                bar.update()
+                if error is not None and not keep_failed:
                     break
     except KeyboardInterrupt:
         interrupted = True
