@@ -30,6 +30,7 @@ from upright.eval.same_machine import CASES, check_same
 from upright.eval.settings import parse_settings, split_settings
 from upright.eval.soak import print_result, soak, write
 from upright.eval.video import join_videos, record_video
+from upright.policies.algorithms import ALGOS
 from upright.policies.base import Policy
 from upright.policies.onnx_policy import export_env, is_export_policy
 from upright.policies.run import is_run_policy, run_env_kwargs
@@ -485,7 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "--steps (more than done), --eval-every, --checkpoint-every and --progress.")
     p.add_argument("--env", default=None, help="environment id, e.g. upright/WolfgangGetUp-v0")
     p.add_argument("--prior", default=None, help="baseline the policy is a residual on (default: from scratch)")
-    p.add_argument("--algo", default=None, help=f"ppo, sac or td3 (default: {TrainConfig.algo})")
+    p.add_argument("--algo", default=None, help=f"{', '.join(ALGOS)} (default: {TrainConfig.algo})")
     p.add_argument("--steps", type=int, default=None,
                    help=f"total environment steps (default: {TrainConfig.steps}; resumed: the run's own)")
     p.add_argument("--n-envs", type=int, default=None,
