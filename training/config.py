@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from upright.eval.settings import nested, split_settings
+from upright.eval.settings import env_settings, nested, split_settings
 from upright.policies.algorithms import algo_class, algorithm
 from upright.policies.run_folder import TrainConfig
 
@@ -111,9 +111,7 @@ def split_train_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], d
     are hyperparameters, ``params.`` keys become ``env_kwargs["prior_params"]``, the rest env kwargs."""
     hp = {k[len(HP_PREFIX):]: v for k, v in settings.items() if k.startswith(HP_PREFIX)}
     env_kwargs, params = split_settings({k: v for k, v in settings.items() if not k.startswith(HP_PREFIX)})
-    if params:
-        env_kwargs["prior_params"] = params
-    return env_kwargs, hp
+    return env_settings(env_kwargs, params), hp
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

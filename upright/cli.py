@@ -27,7 +27,7 @@ from upright.eval.results import aggregate, print_table, write_results
 from upright.eval.robot_info import robot_info
 from upright.eval.runner import resolve_policy, run_episodes
 from upright.eval.same_machine import CASES, check_same
-from upright.eval.settings import parse_settings, split_settings
+from upright.eval.settings import env_settings, parse_settings, split_settings
 from upright.eval.soak import print_result, soak, write
 from upright.eval.video import join_videos, record_video
 from upright.policies.algorithms import ALGOS
@@ -98,12 +98,8 @@ def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | P
     if trained and params:  # a trained residual: the overrides apply to its prior
         if "prior" not in trained:
             raise ValueError(f"policy {args.policy!r} was trained without a prior and takes no params, got {params}")
-        saved = trained.get("prior_params") or {}
-        params = {**(load_params_file(saved) if isinstance(saved, str) else saved), **params}
-        kwargs = {"prior_params": params, **kwargs}
-        params = {}
-    kwargs = {**trained, **kwargs}  # a trained policy's own environment, unless overridden
-    return kwargs, resolve_policy(args.policy, params)
+        return env_settings(kwargs, params, trained), resolve_policy(args.policy, {})
+    return env_settings(kwargs, {}, trained), resolve_policy(args.policy, params)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
