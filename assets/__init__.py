@@ -10,14 +10,13 @@ from pathlib import Path
 
 ASSETS_DIR = Path(__file__).resolve().parent
 
-ROBOT_FILES = {
-    "nao": ASSETS_DIR / "nao" / "nao.xml",
-    "wolfgang": ASSETS_DIR / "wolfgang" / "wolfgang.xml",
-}
+#: robot name → its MJCF file: every folder here holding ``<folder>/<folder>.xml`` is one robot.
+ROBOT_FILES = {folder.name: folder / f"{folder.name}.xml" for folder in sorted(ASSETS_DIR.iterdir())
+               if (folder / f"{folder.name}.xml").is_file()}
 
 
 def model_path(robot: str) -> Path:
-    """Return the path of the MJCF file of ``robot`` (``"nao"`` or ``"wolfgang"``)."""
+    """Return the path of the MJCF file of ``robot`` (a key of :data:`ROBOT_FILES`)."""
     try:
         return ROBOT_FILES[robot]
     except KeyError:

@@ -27,8 +27,7 @@ from typing import Any
 from upright.baselines.common.controller import Controller
 from upright.baselines.common.params import Params
 from upright.envs.robots import RobotSpec, get_robot
-
-TASKS = ("getup", "walk")
+from upright.envs.tasks import TASKS
 
 
 @dataclass(frozen=True)

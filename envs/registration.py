@@ -8,9 +8,8 @@ from dataclasses import dataclass
 import gymnasium as gym
 
 from upright.envs.base import PriorFactory, set_prior_factory
-
-#: The tasks an environment can have.
-TASKS = ("getup", "walk")
+from upright.envs.robots import ROBOT_NAMES
+from upright.envs.tasks import TASK_ENTRIES
 
 
 @dataclass(frozen=True)
@@ -18,21 +17,19 @@ class EnvEntry:
     """One registered environment: its entry point, the robot it is made for and its task."""
 
     entry_point: str  # "module:Class"
-    robot: str  # "nao" or "wolfgang"
-    task: str  # one of TASKS
+    robot: str  # one of ROBOT_NAMES
+    task: str  # one of upright.envs.tasks.TASKS
 
 
-#: id → entry
+#: id → entry: every task for every robot, ``upright/<Robot><Task>-v0``.
 ENVIRONMENTS: dict[str, EnvEntry] = {
-    "upright/NaoGetUp-v0": EnvEntry("upright.envs.getup:GetUpEnv", "nao", "getup"),
-    "upright/WolfgangGetUp-v0": EnvEntry("upright.envs.getup:GetUpEnv", "wolfgang", "getup"),
-    "upright/NaoWalk-v0": EnvEntry("upright.envs.walk:WalkEnv", "nao", "walk"),
-    "upright/WolfgangWalk-v0": EnvEntry("upright.envs.walk:WalkEnv", "wolfgang", "walk"),
+    f"upright/{robot.capitalize()}{word}-v0": EnvEntry(entry_point, robot, task)
+    for task, (entry_point, word) in TASK_ENTRIES.items() for robot in ROBOT_NAMES
 }
 
 
 def env_id(robot: str, task: str) -> str:
-    """The id of ``robot``'s environment for ``task`` (one of :data:`TASKS`); ValueError naming a
+    """The id of ``robot``'s environment for ``task`` (one of :data:`~upright.envs.tasks.TASKS`); ValueError naming a
     bad value."""
     for name, entry in ENVIRONMENTS.items():
         if entry.robot == robot and entry.task == task:

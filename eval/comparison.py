@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from upright.envs.base import load_params_file
 from upright.eval.runner import resolve_policy
+from upright.eval.settings import env_settings, saved_prior_params
 from upright.eval.tables import Column, Table, mean_min_max, number, rate, text, vector, wilson_interval
 from upright.policies.base import Policy
 from upright.policies.run import run_env_id, run_env_kwargs
@@ -32,10 +32,8 @@ def prior_alone(env_kwargs: Mapping[str, Any]) -> tuple[str | Policy, dict[str, 
     the prior, its residual scale and its parameters; ValueError when there is no prior."""
     if env_kwargs.get("prior") is None:
         raise ValueError(f"no prior in the environment arguments {dict(env_kwargs)}")
-    params = env_kwargs.get("prior_params") or {}
-    params = load_params_file(params) if isinstance(params, str) else dict(params)
     kwargs = {k: v for k, v in env_kwargs.items() if k not in ("prior", "residual_scale", "prior_params")}
-    return resolve_policy(str(env_kwargs["prior"]), params), kwargs
+    return resolve_policy(str(env_kwargs["prior"]), saved_prior_params(env_kwargs)), kwargs
 
 
 def comparison_cells(env_ids: Sequence[str], tasks: Mapping[str, str], policies: Sequence[str]
@@ -50,7 +48,7 @@ def comparison_cells(env_ids: Sequence[str], tasks: Mapping[str, str], policies:
         settings = WALK_SETTINGS if tasks[env_id] == "walk" else GETUP_SETTINGS
         for policy in policies:
             if run_env_id(policy) in (None, env_id):
-                cells.append((env_id, policy, {**run_env_kwargs(policy), **settings}))
+                cells.append((env_id, policy, env_settings(settings, {}, run_env_kwargs(policy))))
     for policy in policies:
         env_id = run_env_id(policy)
         if env_id is None or env_id not in env_ids:

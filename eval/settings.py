@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from upright.envs.base import load_params_file
+
 
 #: Keys with this prefix are controller parameter overrides (``params.compensation=false``).
 PARAMS_PREFIX = "params."
@@ -92,4 +94,24 @@ def nested(settings: Mapping[str, Any]) -> dict[str, Any]:
     return tree
 
 
-__all__ = ["PARAMS_PREFIX", "nested", "parse_settings", "parse_value", "split_settings"]
+def saved_prior_params(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The prior's parameter overrides of environment arguments ``env_kwargs``: its
+    ``prior_params``, a mapping or the path of a YAML file of them (read); none: empty."""
+    saved = env_kwargs.get("prior_params") or {}
+    return load_params_file(saved) if isinstance(saved, str) else dict(saved)
+
+
+def env_settings(kwargs: Mapping[str, Any], params: Mapping[str, Any],
+                 trained: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The environment keyword arguments of a run: a trained policy's saved ones ``trained`` (none:
+    empty) under ``kwargs`` (the ``--set`` environment keys), and, when there are ``params`` (the
+    ``--set params.*`` keys), ``prior_params`` as the saved ones (:func:`saved_prior_params`) with
+    ``params`` over them. Without ``params`` the saved ``prior_params`` stay as they were."""
+    merged = {**(trained or {}), **kwargs}
+    if params:
+        merged["prior_params"] = {**saved_prior_params(trained or {}), **params}
+    return merged
+
+
+__all__ = ["PARAMS_PREFIX", "env_settings", "nested", "parse_settings", "parse_value", "saved_prior_params",
+           "split_settings"]

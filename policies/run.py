@@ -27,7 +27,8 @@ from typing import Any
 
 import yaml
 
-from upright.policies.run_folder import algo_class, load_run_config
+from upright.policies.algorithms import algo_class
+from upright.policies.run_folder import load_run_config
 from upright.policies.sb3 import ModelPolicy
 
 ZOO_PREFIX = "zoo:"

@@ -2,7 +2,8 @@
 read them and the training that writes them:
 
 - ``config.yml``: :class:`TrainConfig`, everything that rebuilds the run's environment and model
-  (:func:`load_run_config`; :func:`algo_class` gives its SB3 class);
+  (:func:`load_run_config`; :func:`~upright.policies.algorithms.algo_class` gives its SB3
+  class);
 - ``learning_curve.csv``: the held-out evaluations during training (:data:`CURVE_COLUMNS`,
   :func:`read_learning_curve`);
 - ``selection.json``: the checkpoint that ``upright experiment checkpoint-selection`` chose
@@ -25,9 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-ALGOS = ("ppo", "sac", "td3")
-
 
 @dataclass
 class TrainConfig:
@@ -106,15 +104,6 @@ def plain(value: Any) -> Any:
     if hasattr(value, "item") and callable(value.item):
         return value.item()
     return value
-
-
-def algo_class(algo: str) -> type:
-    """The SB3 class of ``algo`` (ValueError naming an unknown one)."""
-    import stable_baselines3  # SB3 (and torch) load only when a model does: config.yml alone stays light
-
-    if algo not in ALGOS:
-        raise ValueError(f"unknown algorithm {algo!r}; valid algorithms: {', '.join(ALGOS)}")
-    return getattr(stable_baselines3, algo.upper())
 
 
 def load_run_config(run_dir: str | Path) -> TrainConfig:
@@ -212,4 +201,4 @@ def write_evaluation(entry: str | Path, evaluation: dict[str, Any]) -> None:
     write_text_atomically(Path(entry) / "manifest.yml", yaml.safe_dump(manifest, sort_keys=False))
 
 
-__all__ = ["ALGOS", "CURVE_COLUMNS", "SELECTION_FILE", "SELECTION_NUMBERS", "TrainConfig", "algo_class", "link_atomically", "load_run_config", "plain", "read_learning_curve", "read_manifest", "read_selection", "write_atomically", "write_evaluation", "write_selection", "write_text_atomically"]
+__all__ = ["CURVE_COLUMNS", "SELECTION_FILE", "SELECTION_NUMBERS", "TrainConfig", "link_atomically", "load_run_config", "plain", "read_learning_curve", "read_manifest", "read_selection", "write_atomically", "write_evaluation", "write_selection", "write_text_atomically"]

@@ -14,9 +14,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from upright.policies.algorithms import ALGORITHMS as _ROWS
 from upright.policies.base import Policy
 
-ALGORITHMS = ("PPO", "A2C", "SAC", "TD3", "DDPG")
+#: The SB3 class names of every algorithm a model file may come from.
+ALGORITHMS = tuple(a.sb3_name for a in _ROWS.values())
 
 
 def detect_algorithm(path: str | Path) -> str:

@@ -222,7 +222,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_registrations_carry_robot_and_task():
-    from upright.envs.registration import ENVIRONMENTS, TASKS, env_id
+    from upright.envs.registration import ENVIRONMENTS, env_id
+    from upright.envs.tasks import TASKS
 
     assert set(ENVIRONMENTS) == set(IDS)
     for name, entry in ENVIRONMENTS.items():
@@ -231,6 +232,17 @@ def test_registrations_carry_robot_and_task():
         assert env_id(entry.robot, entry.task) == name
     with pytest.raises(ValueError, match="no environment for robot 'nao' and task 'swim'"):
         env_id("nao", "swim")
+
+
+def test_every_robot_has_its_model_file_and_every_model_file_a_robot():
+    from upright.assets import ROBOT_FILES, model_path
+    from upright.envs.robots import ROBOT_NAMES, get_robot
+
+    assert sorted(ROBOT_FILES) == sorted(ROBOT_NAMES)
+    for name in ROBOT_NAMES:
+        assert get_robot(name).name == name and model_path(name).name == f"{name}.xml"
+    with pytest.raises(ValueError, match="unknown robot 'atlas'; valid robots: nao, wolfgang"):
+        model_path("atlas")
 
 
 def test_envs_run_without_the_layers_above():

@@ -89,3 +89,30 @@ def test_the_shipped_residual_walks_the_course_against_new(tmp_path):
     page = (tmp_path / "results.md").read_text()
     assert "Table 1: against New" in page and "| nao-walk-residual-step_adjust 250 mm/s |" in page
     assert "Table 1: against Old" not in page  # no Old column ran
+
+
+def test_a_residual_whose_saved_prior_params_are_a_yaml_path_gets_them_read(tmp_path, monkeypatch):
+    """A trained residual may save ``prior_params`` as the path of a parameter file: the course's
+    overrides go over that file's values, not over the path string."""
+    from types import SimpleNamespace
+
+    from upright.eval.experiments import ExperimentContext
+    from upright.eval.experiments import obstacle_course
+    from upright.policies.run import run_env_kwargs
+
+    saved = tmp_path / "best.yaml"
+    saved.write_text("player.max_step_forward: 0.07\n")
+    name = "nao-walk-residual-step_adjust"
+    trained = {**run_env_kwargs(f"zoo:{name}"), "prior_params": str(saved)}
+    monkeypatch.setattr(obstacle_course, "run_env_kwargs", lambda policy: trained)
+    seen = {}
+
+    def run(env_id, policy, env_kwargs, runs, **_):
+        seen.update(env_kwargs)
+        return SimpleNamespace(records=[])
+
+    ctx = ExperimentContext(out=tmp_path, progress=False)
+    monkeypatch.setattr(ctx, "run", run)
+    obstacle_course.run_column(ctx, name, 0.25, 1)
+    assert seen["prior_params"]["player.max_step_forward"] == 0.07
+    assert seen["prior_params"]["step_adjustment"] is True and seen["prior"] == trained["prior"]

@@ -9,6 +9,8 @@ import pytest
 import upright  # noqa: F401  (registers the ids)
 import upright.baselines
 from upright.baselines import Params
+from upright.policies.algorithms import ALGORITHMS as ALGORITHM_ROWS
+from upright.policies.algorithms import algo_class
 from upright.policies.builtin import ControllerPolicy
 from upright.policies.registry import load_policy, policy_names, register_policy
 from upright.policies.sb3 import ALGORITHMS, SB3Policy, detect_algorithm
@@ -253,3 +255,33 @@ def test_the_wide_stance_puts_the_walking_feet_about_3_cm_further_apart():
 
     prior, wide = soles_apart("zero"), soles_apart("feedback:nao-walk-wide-stance")
     assert 0.025 < wide.mean() - prior.mean() < 0.04
+
+
+@pytest.mark.parametrize("row", ALGORITHM_ROWS.values(), ids=lambda row: row.name)
+def test_algorithm_table_rows_match_sb3(row, tmp_path):
+    """Each row's facts hold for the real SB3 class: on-policy exactly for OnPolicyAlgorithm
+    subclasses, the actor head and the net_arch names exist on a built model, a trainable one has
+    its hyperparameter file."""
+    from importlib import resources
+    from operator import attrgetter
+
+    import stable_baselines3
+    import torch
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+
+    cls = getattr(stable_baselines3, row.sb3_name)
+    assert issubclass(cls, OnPolicyAlgorithm) == row.on_policy
+    kwargs = {"n_steps": 8, "batch_size": 8} if row.batch_advantages else {"n_steps": 8} if row.on_policy \
+        else {"buffer_size": 100}
+    arch = dict(zip(row.net_arch_keys, ([8], [9])))
+    model = cls("MlpPolicy", "Pendulum-v1", device="cpu", policy_kwargs={"net_arch": arch}, **kwargs)
+    head = attrgetter(row.actor_head)(model.policy)
+    assert [m for m in head.modules() if isinstance(m, torch.nn.Linear)][-1].in_features == 8
+    assert hasattr(model.policy.actor if hasattr(model.policy, "actor") else model.policy, "log_std") \
+        == (row.learned_entropy or row.on_policy)
+    if row.trainable:
+        assert algo_class(row.name) is cls
+        assert resources.files("upright.training").joinpath("hyperparams", f"{row.name}.yml").is_file()
+    else:
+        with pytest.raises(ValueError, match=row.name):
+            algo_class(row.name)

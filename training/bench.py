@@ -30,14 +30,16 @@ from typing import Any
 
 import numpy as np
 
+from upright.policies.algorithms import ALGORITHMS, algorithm
 from upright.policies.run_folder import TrainConfig
 from upright.training.envs import make_train_env
-from upright.training.train import ON_POLICY, new_model, resolve
+from upright.training.train import new_model, resolve
 
 #: (environment id, prior) of the residual configurations in training/hyperparams/*.yml.
 CONFIGS = (("upright/NaoGetUp-v0", "keyframe"), ("upright/WolfgangGetUp-v0", "spline"),
            ("upright/NaoWalk-v0", "step_adjust"))
-ALGOS = ("ppo", "sac")
+#: The algorithms benchmarked (their ``benched`` rows).
+ALGOS = tuple(name for name, a in ALGORITHMS.items() if a.benched)
 #: Targets: training / environment alone, and training steps per second.
 TARGET_RATIO = 0.6
 TARGET_RATE = 1000.0
@@ -93,19 +95,20 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
     import torch
 
     torch.set_num_threads(1)
-    overrides = {**({"learning_starts": 0} if algo not in ON_POLICY else {}), **(hp_overrides or {})}
+    on_policy = algorithm(algo).on_policy
+    overrides = {**({"learning_starts": 0} if not on_policy else {}), **(hp_overrides or {})}
     with TemporaryDirectory() as tmp:
         config = resolve(TrainConfig(env_id=env_id, prior=prior, algo=algo, steps=steps, n_envs=n_envs,
                                      hp_overrides=overrides, out=tmp, progress=False))
         venv = make_train_env(env_id, config.env_kwargs_with_prior, n_envs, config.seed,
-                              normalize=bool(config.hyperparams.get("normalize")), on_policy=algo in ON_POLICY)
+                              normalize=bool(config.hyperparams.get("normalize")), on_policy=on_policy)
         env_rate = _env_rate(venv, steps)
         model = new_model(config, venv, Path(tmp) / "tb")
         start = time.process_time()
         model.learn(steps)
         train_rate = model.num_timesteps / (time.process_time() - start)
         steps_per_update = update_s = None
-        if algo not in ON_POLICY:
+        if not on_policy:
             steps_per_update = model.num_timesteps / model._n_updates if model._n_updates else float("inf")
             start = time.process_time()
             model.train(gradient_steps=UPDATE_REPEATS, batch_size=model.batch_size)

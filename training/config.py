@@ -23,8 +23,9 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from upright.eval.settings import nested, split_settings
-from upright.policies.run_folder import TrainConfig, algo_class
+from upright.eval.settings import env_settings, nested, split_settings
+from upright.policies.algorithms import algo_class, algorithm
+from upright.policies.run_folder import TrainConfig
 
 #: ``--set`` keys with this prefix are hyperparameters.
 HP_PREFIX = "hp."
@@ -103,8 +104,6 @@ VALUE_RULES: dict[str, Rule] = {
     "imitate_batch_size": _count(1), "imitate_learning_rate": _above(0),
     "policy_kwargs.log_std_init": _FINITE, "policy_kwargs.ortho_init": _BOOLEAN,
 }
-#: ``policy_kwargs.net_arch`` as a mapping: the networks each algorithm names.
-NET_ARCH_KEYS = {"ppo": ("pi", "vf"), "sac": ("pi", "qf"), "td3": ("pi", "qf")}
 
 
 def split_train_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -112,9 +111,7 @@ def split_train_settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], d
     are hyperparameters, ``params.`` keys become ``env_kwargs["prior_params"]``, the rest env kwargs."""
     hp = {k[len(HP_PREFIX):]: v for k, v in settings.items() if k.startswith(HP_PREFIX)}
     env_kwargs, params = split_settings({k: v for k, v in settings.items() if not k.startswith(HP_PREFIX)})
-    if params:
-        env_kwargs["prior_params"] = params
-    return env_kwargs, hp
+    return env_settings(env_kwargs, params), hp
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -178,8 +175,8 @@ def check_values(algo: str, hp: Mapping[str, Any]) -> None:
     for key, rule in VALUE_RULES.items():
         if key in values and not rule.valid(values[key]):
             raise ValueError(f"hp.{key} must be {rule.text}, got {values[key]!r}")
-    if algo == "ppo" and "batch_size" in hp and hp["batch_size"] < 2:
-        raise ValueError(f"hp.batch_size must be >= 2 for ppo (advantages are normalised per batch), "
+    if algorithm(algo).batch_advantages and "batch_size" in hp and hp["batch_size"] < 2:
+        raise ValueError(f"hp.batch_size must be >= 2 for {algo} (advantages are normalised per batch), "
                          f"got {hp['batch_size']!r}")
     if "train_freq" in hp:
         freq = hp["train_freq"]
@@ -188,9 +185,10 @@ def check_values(algo: str, hp: Mapping[str, Any]) -> None:
             raise ValueError(f"hp.train_freq must be an integer >= 1 or [N, step|episode], got {freq!r}")
     if "ent_coef" in hp:
         coef = hp["ent_coef"]
-        learned = algo == "sac" and isinstance(coef, str) and (coef == "auto" or coef.startswith("auto_"))
+        learnable = algorithm(algo).learned_entropy
+        learned = learnable and isinstance(coef, str) and (coef == "auto" or coef.startswith("auto_"))
         if not learned and not (_number(coef) and coef >= 0):
-            raise ValueError(f"hp.ent_coef must be a number >= 0{' or auto[_INITIAL]' if algo == 'sac' else ''}, "
+            raise ValueError(f"hp.ent_coef must be a number >= 0{' or auto[_INITIAL]' if learnable else ''}, "
                              f"got {coef!r}")
     if "net_arch" in policy_kwargs:
         _check_net_arch(algo, policy_kwargs["net_arch"])
@@ -200,7 +198,7 @@ def _check_net_arch(algo: str, arch: Any) -> None:
     def layers(value: Any) -> bool:
         return isinstance(value, (list, tuple)) and all(_integral(n) and n >= 1 for n in value)
 
-    names = NET_ARCH_KEYS[algo]
+    names = algorithm(algo).net_arch_keys
     if isinstance(arch, Mapping):
         if set(arch) - set(names) or not all(layers(v) for v in arch.values()):
             raise ValueError(f"hp.policy_kwargs.net_arch must map {' and '.join(names)} to lists of layer sizes, "
@@ -255,5 +253,5 @@ def next_run_dir(out: str | Path, env_id: str, algo: str, prior: str | None, nam
     return base / f"{stem}-{max(taken, default=0) + 1}"
 
 
-__all__ = ["COUNTS", "HP_PREFIX", "IMITATE_DEFAULTS", "NET_ARCH_KEYS", "OWN_KEYS", "Rule", "VALUE_RULES", "check_counts",
+__all__ = ["COUNTS", "HP_PREFIX", "IMITATE_DEFAULTS", "OWN_KEYS", "Rule", "VALUE_RULES", "check_counts",
            "check_hyperparams", "check_values", "load_hyperparams", "model_kwargs", "next_run_dir", "split_train_settings"]

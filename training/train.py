@@ -26,6 +26,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ from upright.eval.learning_curves import plot_learning_curve
 from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy, load_feedback_spec
 from upright.policies.run import (check_pair, load_normalizer, model_steps, newest_model, normalizer_path,
                                   replay_buffer_path, run_model)
-from upright.policies.run_folder import (TrainConfig, algo_class, link_atomically, load_run_config, plain,
+from upright.policies.algorithms import Algorithm, algo_class, algorithm
+from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_config, plain,
                                          write_atomically, write_text_atomically)
 from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, RewardTerms, save_model_files,
                                         weights_finite)
@@ -45,7 +47,6 @@ from upright.training.envs import check_env, make_train_env
 from upright.training.imitation import imitate
 from upright.training.ship import init_record
 
-ON_POLICY = ("ppo",)
 #: What a resume may change: none of them changes the model, its environment or what its
 #: evaluations measure (``steps`` must exceed the steps done).
 RESUMABLE = ("steps", "progress", "eval_every", "checkpoint_every")
@@ -90,7 +91,7 @@ def resolve(config: TrainConfig) -> TrainConfig:
     keyword argument or a prior that does not fit the robot or task, or hyperparameters SB3 cannot
     build the model from (the model is built once on the checked environment, with the ``init``
     policy's weights), before anything is started."""
-    algo_class(config.algo)
+    algo = algorithm(config.algo)
     check_counts(config)
     hp = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file, config.hp_overrides)
     env = check_env(config.env_id, config.env_kwargs_with_prior)
@@ -101,12 +102,13 @@ def resolve(config: TrainConfig) -> TrainConfig:
                                  f"{config.prior!r}")
             check_env(config.env_id, config.eval_kwargs_with_prior).close()
         if hp.get("initial_residual"):
-            if config.algo != "ppo" or config.prior is None or not hp.get("zero_init", True) or config.init is not None:
+            if (not algo.residual_start or config.prior is None or not hp.get("zero_init", True)
+                    or config.init is not None):
                 raise ValueError("initial_residual needs PPO, a prior and a fresh, zero-initialised actor "
                                  f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
             env.unwrapped.residual_action(hp["initial_residual"])  # ValueError naming a bad actuator or offset
         if hp.get("imitate"):
-            if (config.algo != "ppo" or config.prior is None or config.init is not None
+            if (not algo.residual_start or config.prior is None or config.init is not None
                     or hp.get("initial_residual")):
                 raise ValueError("imitate needs PPO, a prior and a fresh actor without initial_residual "
                                  f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
@@ -127,7 +129,7 @@ def _check_model(config: TrainConfig, env: Any) -> None:
     what SB3 or torch refuse (the replay buffer is left small: its size is checked by value)."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    hp = config.hyperparams if config.algo in ON_POLICY else {**config.hyperparams, "buffer_size": 1}
+    hp = config.hyperparams if algorithm(config.algo).on_policy else {**config.hyperparams, "buffer_size": 1}
     try:
         new_model(replace(config, hyperparams=hp), DummyVecEnv([lambda: env]), None)
     except (TypeError, ValueError, AssertionError, RuntimeError) as error:
@@ -192,17 +194,18 @@ def source_commit() -> str:
     return commit + ("-dirty" if dirty else "")
 
 
-def zero_actor_output(model: Any, log_std_init: float | None = None, action: np.ndarray | None = None) -> None:
-    """Zero the actor's last layer (after SB3's orthogonal initialisation) so that the
-    deterministic action is exactly 0 (the residual reproduces the prior): PPO's ``action_net``;
-    SAC's ``mu`` (and its ``log_std`` layer: weight 0, bias ``log_std_init``); the last layer of
-    TD3's ``mu``. With ``action`` (PPO: the mean is the layer's output itself) its bias is that
-    action instead, the residual the policy starts from."""
+def zero_actor_output(model: Any, algo: Algorithm, log_std_init: float | None = None,
+                      action: np.ndarray | None = None) -> None:
+    """Zero the last linear layer of the actor's head (``algo.actor_head``, after SB3's orthogonal
+    initialisation) so that the deterministic action is exactly 0 (the residual reproduces the
+    prior): PPO's ``action_net``; SAC's ``mu`` (and its ``log_std`` layer: weight 0, bias
+    ``log_std_init``); the last layer of TD3's ``mu``. With ``action`` (PPO: the mean is the
+    layer's output itself) its bias is that action instead, the residual the policy starts from."""
     import torch
 
     policy = model.policy
     with torch.no_grad():
-        head = policy.action_net if hasattr(policy, "action_net") else policy.actor.mu
+        head = attrgetter(algo.actor_head)(policy)
         layer = [m for m in head.modules() if isinstance(m, torch.nn.Linear)][-1]  # TD3's mu is the whole MLP
         layer.weight.zero_()
         layer.bias.zero_()
@@ -222,7 +225,8 @@ def new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path |
     model file) when fine-tuning."""
     hp = config.hyperparams
     kwargs = model_kwargs(hp)
-    if config.algo == "td3":
+    algo = algorithm(config.algo)
+    if algo.action_noise:
         from stable_baselines3.common.noise import NormalActionNoise
 
         size = venv.action_space.shape[0]
@@ -231,7 +235,7 @@ def new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path |
                                     tensorboard_log=None if tb_dir is None else str(tb_dir), **kwargs)
     if hp.get("zero_init", config.prior is not None):
         initial = hp.get("initial_residual")
-        zero_actor_output(model, hp.get("log_std_init", -2.0) if config.algo == "sac" else None,
+        zero_actor_output(model, algo, hp.get("log_std_init", -2.0) if algo.learned_entropy else None,
                           venv.env_method("residual_action", initial, indices=0)[0] if initial else None)
     if config.init is not None:  # fine-tuning: the trained weights (and optimiser state) replace the fresh ones
         if start is None:
@@ -316,7 +320,7 @@ def train(config: TrainConfig, callbacks: Sequence[Any] = ()) -> Path:
     _write_config(run_dir, config)
     start, normalizer = _carry_init(config, run_dir) if config.init is not None else (None, None)
     venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
-                          normalize=bool(config.hyperparams.get("normalize")), on_policy=config.algo in ON_POLICY,
+                          normalize=bool(config.hyperparams.get("normalize")), on_policy=algorithm(config.algo).on_policy,
                           normalizer=normalizer)
     model = new_model(config, venv, run_dir / "tb", start)
     return _session(config, run_dir, model, fresh=True, extra=callbacks)
@@ -395,7 +399,7 @@ def resume(run_dir: str | Path, changes: Mapping[str, Any] | None = None, *, com
     run_dir = Path(run_dir)
     saved = load_run_config(run_dir)
     config, changed = resume_config(saved, changes or {})
-    on_policy = config.algo in ON_POLICY
+    on_policy = algorithm(config.algo).on_policy
     normalize = bool(config.hyperparams.get("normalize"))
     state = newest_model(run_dir, normalize=normalize, replay_buffer=not on_policy)
     done = model_steps(state)
@@ -430,7 +434,7 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
     from stable_baselines3.common.callbacks import CallbackList
 
     hp = config.hyperparams
-    on_policy = config.algo in ON_POLICY
+    on_policy = algorithm(config.algo).on_policy
     imitating = fresh and bool(hp.get("imitate"))
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     interrupted = False
@@ -475,5 +479,5 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
     return run_dir
 
 
-__all__ = ["ON_POLICY", "OPTIONS", "RESUMABLE", "TrainingFailed", "TrainingInterrupted", "check_teacher", "init_files",
+__all__ = ["OPTIONS", "RESUMABLE", "TrainingFailed", "TrainingInterrupted", "check_teacher", "init_files",
            "new_model", "resolve", "resume", "resume_config", "train", "zero_actor_output"]

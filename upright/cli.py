@@ -27,9 +27,10 @@ from upright.eval.results import aggregate, print_table, write_results
 from upright.eval.robot_info import robot_info
 from upright.eval.runner import resolve_policy, run_episodes
 from upright.eval.same_machine import CASES, check_same
-from upright.eval.settings import parse_settings, split_settings
+from upright.eval.settings import env_settings, parse_settings, split_settings
 from upright.eval.soak import print_result, soak, write
 from upright.eval.video import join_videos, record_video
+from upright.policies.algorithms import ALGOS
 from upright.policies.base import Policy
 from upright.policies.onnx_policy import export_env, is_export_policy
 from upright.policies.run import is_run_policy, run_env_kwargs
@@ -97,12 +98,8 @@ def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | P
     if trained and params:  # a trained residual: the overrides apply to its prior
         if "prior" not in trained:
             raise ValueError(f"policy {args.policy!r} was trained without a prior and takes no params, got {params}")
-        saved = trained.get("prior_params") or {}
-        params = {**(load_params_file(saved) if isinstance(saved, str) else saved), **params}
-        kwargs = {"prior_params": params, **kwargs}
-        params = {}
-    kwargs = {**trained, **kwargs}  # a trained policy's own environment, unless overridden
-    return kwargs, resolve_policy(args.policy, params)
+        return env_settings(kwargs, params, trained), resolve_policy(args.policy, {})
+    return env_settings(kwargs, {}, trained), resolve_policy(args.policy, params)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -485,7 +482,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "--steps (more than done), --eval-every, --checkpoint-every and --progress.")
     p.add_argument("--env", default=None, help="environment id, e.g. upright/WolfgangGetUp-v0")
     p.add_argument("--prior", default=None, help="baseline the policy is a residual on (default: from scratch)")
-    p.add_argument("--algo", default=None, help=f"ppo, sac or td3 (default: {TrainConfig.algo})")
+    p.add_argument("--algo", default=None, help=f"{', '.join(ALGOS)} (default: {TrainConfig.algo})")
     p.add_argument("--steps", type=int, default=None,
                    help=f"total environment steps (default: {TrainConfig.steps}; resumed: the run's own)")
     p.add_argument("--n-envs", type=int, default=None,

@@ -12,17 +12,19 @@ from upright.envs.robots.spec import RobotSpec
 from upright.envs.robots.wolfgang import WOLFGANG
 
 
+#: robot name → description: the one list of the robots this package models (each also needs its
+#: MJCF file ``assets/<name>/<name>.xml``).
+ROBOTS: dict[str, RobotSpec] = {r.name: r for r in (NAO, WOLFGANG)}
+#: The robots' names.
+ROBOT_NAMES = tuple(ROBOTS)
+
+
 def get_robot(name: str) -> RobotSpec:
-    """Return the description of robot ``name`` (``"nao"`` or ``"wolfgang"``)."""
-    robots = {r.name: r for r in (NAO, WOLFGANG)}
+    """Return the description of robot ``name`` (one of :data:`ROBOT_NAMES`)."""
     try:
-        return robots[name]
+        return ROBOTS[name]
     except KeyError:
         raise ValueError(f"unknown robot {name!r}; valid robots: {', '.join(ROBOT_NAMES)}") from None
 
 
-#: The robots this package models.
-ROBOT_NAMES = ("nao", "wolfgang")
-
-
-__all__ = ["NAO", "ROBOT_NAMES", "WOLFGANG", "RobotSpec", "get_robot"]
+__all__ = ["NAO", "ROBOTS", "ROBOT_NAMES", "WOLFGANG", "RobotSpec", "get_robot"]

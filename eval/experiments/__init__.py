@@ -84,6 +84,11 @@ class ExperimentContext:
                 raise ValueError(f"unknown {key} {', '.join(map(str, unknown))}; valid: {', '.join(valid)}")
         return names
 
+    @property
+    def params(self) -> dict[str, Any]:
+        """The ``--set params.*`` controller parameter overrides (prefix removed)."""
+        return split_settings(self.settings)[1]
+
     def env_kwargs(self, base: Mapping[str, Any]) -> dict[str, Any]:
         """A cell's environment keyword arguments ``base`` with the ``--set`` environment settings
         over them."""
@@ -94,7 +99,7 @@ class ExperimentContext:
         over them (see :func:`~upright.eval.runner.resolve_policy`; named ``label`` in the
         results). The ``--set params.*`` overrides reach controllers only; other policies (e.g.
         ``hold``) are returned by name."""
-        overrides = {**(params or {}), **split_settings(self.settings)[1]}
+        overrides = {**(params or {}), **self.params}
         return resolve_policy(name, overrides if name in controller_names() else params, label)
 
     def run(self, env_id: str, policy: str | Policy, env_kwargs: Mapping[str, Any], episodes: int, *,

@@ -52,7 +52,7 @@ from upright.envs.registration import env_id
 from upright.envs.terrain import OBSTACLE_COURSE, obstacle_at
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.runner import Observer
-from upright.eval.settings import split_settings
+from upright.eval.settings import env_settings
 from upright.eval.tables import Column, Table, number, text
 from upright.policies.base import Policy
 from upright.policies.builtin import ControllerPolicy
@@ -229,7 +229,7 @@ def run_column(ctx: ExperimentContext, configuration: str, speed: float, runs: i
     if configuration not in CONFIGURATIONS and configuration not in residuals:
         raise ValueError(f"unknown configuration {configuration!r}; valid: {', '.join([*CONFIGURATIONS, *residuals])}")
     wsa, sfl = CONFIGURATIONS.get(configuration, CONFIGURATIONS["New"])
-    overrides = split_settings(ctx.settings)[1]
+    overrides = ctx.params
     params = {**DATA.get("params", {}), **overrides, "step_adjustment": wsa, "swing_leveling": sfl}
     env_kwargs = {"command": (speed, 0.0, 0.0), "conditions": course_conditions(), "max_episode_seconds": math.inf}
     policy: Policy | str
@@ -238,7 +238,7 @@ def run_column(ctx: ExperimentContext, configuration: str, speed: float, runs: i
         trained = run_env_kwargs(policy)
         if trained.get("prior") != DATA["controller"]:
             raise ValueError(f"{policy} is a residual on {trained.get('prior')!r}, the course walks {DATA['controller']!r}")
-        env_kwargs = {**trained, **env_kwargs, "prior_params": {**(trained.get("prior_params") or {}), **params}}
+        env_kwargs = env_settings(env_kwargs, params, trained)
     else:
         policy = CourseWalker(DATA["controller"], params=params, label=f"{DATA['controller']} {configuration}")
     run = ctx.run(env_id(DATA["robot"], "walk"), policy, env_kwargs, runs, observers=[FallsPerObstacle()],
@@ -405,7 +405,7 @@ def obstacle_course(ctx: ExperimentContext) -> list[Table]:
     for configuration, speed in jobs:
         runs += run_column(ctx, configuration, speed, episodes)
     ran = {(r["configuration"], r["speed"]) for r in runs}
-    params = split_settings(ctx.settings)[1]
+    params = ctx.params
     tables: list[Table] = []
     for n in numbers:
         columns = [c for c in _columns(n) if c in ran] if only or merge else _columns(n)

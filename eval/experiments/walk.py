@@ -57,7 +57,6 @@ from upright.envs.conditions import Impulse, get_conditions
 from upright.envs.registration import env_id
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.runner import Observer
-from upright.eval.settings import split_settings
 from upright.eval.tables import Column, Table, count, number
 from upright.policies.base import Policy
 
@@ -226,7 +225,7 @@ def _paper_cell(value: list[Any] | None) -> str:
 
 
 def _params_text(ctx: ExperimentContext) -> str:
-    params = split_settings(ctx.settings)[1]
+    params = ctx.params
     return " ".join(f"{k}={v}" for k, v in params.items()) or "default params"
 
 
@@ -266,7 +265,7 @@ def _ladders_protocol(ctx: ExperimentContext, conditions: str) -> list[Table]:
     known = ladders(robot)
     directions = ctx.option_names("directions", known) or tuple(known)
     results = {d: run_ladder(ctx, policy, robot, known[d], conditions, seconds, episodes) for d in directions}
-    ctx.data.update({"policy": policy, "params": split_settings(ctx.settings)[1], "robot": robot,
+    ctx.data.update({"policy": policy, "params": ctx.params, "robot": robot,
                      "conditions": conditions, "seconds": seconds, "episodes": episodes, "ladders": results})
     return [speeds_table(ctx, results, policy, robot, conditions, seconds, episodes)]
 
@@ -299,7 +298,7 @@ def walk_observer(ctx: ExperimentContext) -> list[Table]:
     o = ctx.options
     policy, robot, seconds, conditions = str(o["policy"]), str(o["robot"]), float(o["seconds"]), str(o["conditions"])
     speed = o["speed"]
-    ctx.data.update({"policy": policy, "params": split_settings(ctx.settings)[1], "robot": robot,
+    ctx.data.update({"policy": policy, "params": ctx.params, "robot": robot,
                      "conditions": conditions, "seconds": seconds})
     if speed is None:  # full speed: the highest forward command sustained
         forward = run_ladder(ctx, policy, robot, ladders(robot)["forward"], conditions, seconds, 1)
@@ -383,7 +382,7 @@ def walk_push(ctx: ExperimentContext) -> list[Table]:
     smallest = None if o["min_impulse"] is None else float(o["min_impulse"])
     p = push_limit(ctx, policy, robot, conditions, float(o["seconds"]), float(o["impulse_step"]),
                    float(o["max_impulse"]), smallest)
-    ctx.data.update({"policy": policy, "params": split_settings(ctx.settings)[1], "robot": robot,
+    ctx.data.update({"policy": policy, "params": ctx.params, "robot": robot,
                      "conditions": conditions, "seconds": float(o["seconds"]), "push": p})
     row = {"survived": p["largest_survived_Ns"], "first_fall": p["first_fall_Ns"]}
     below = f"below {p['first_tried_Ns']:g} N·s"
@@ -453,7 +452,7 @@ def walk_tracking(ctx: ExperimentContext) -> list[Table]:
                                  "axes_ok": axes, "ok": all(axes)})
                 summary.append({"policy": policy, "robot": robot, "conditions": conditions,
                                 "passed": [passed, len(commands)]})
-    ctx.data.update({"policies": list(ctx.option_names("policies")), "params": split_settings(ctx.settings)[1],
+    ctx.data.update({"policies": list(ctx.option_names("policies")), "params": ctx.params,
                      "seconds": seconds, "episodes": episodes, "relative": relative, "floor": floor, "drift": drift,
                      "rows": rows, "summary": summary})
     rule = (f"A commanded axis passes within max({relative:.0%} of the command, {floor[0]:g} m/s | {floor[2]:g} rad/s); "
@@ -506,7 +505,7 @@ def walk_speed_table(ctx: ExperimentContext) -> list[Table]:
                              "paper": _speed(reference, ladder.turning),
                              "fell_at": [_speed(v, ladder.turning) for v in r["fell_at"]]})
     ctx.data.update({"conditions": conditions, "seconds": seconds, "episodes": episodes, "ladders": results,
-                     "params": split_settings(ctx.settings)[1]})
+                     "params": ctx.params})
     caps_text = "; ".join(f"{p} {r}: " + " ".join(f"{k}={v}" for k, v in caps.get(p, {}).get(r, {}).items())
                           for p in ctx.option_names("policies") for r in ctx.option_names("robots"))
     return [Table(f"Speed ladders on {conditions}, {seconds:g} s episodes, {episodes} per command",
