@@ -89,8 +89,8 @@ class GetUpEnv(UprightEnv):
     Truncated after ``max_episode_seconds`` (default 20 s, the RoboCup limit); terminated only
     when the physics blows up (``info["sim_unstable"]``). A fall does not end a get-up episode.
     At the end ``info["episode_metrics"]`` holds ``success``, ``time_to_stand``, ``stood_up``,
-    ``time_upright``, ``start``, ``falls``, ``sim_unstable`` and ``episode_seconds`` (defined in
-    :mod:`upright.envs.metrics`), and ``info["is_success"]`` the success (upright, head high and
+    ``time_upright``, ``start``, ``falls``, ``tries``, ``tries_succeeded``, ``tries_unfinished``,
+    ``sim_unstable`` and ``episode_seconds`` (defined in :mod:`upright.envs.metrics`), and ``info["is_success"]`` the success (upright, head high and
     still for 1 s, no fall afterwards). Every step's ``info`` also has ``success``, ``fallen``,
     ``upright`` and ``start``.
 

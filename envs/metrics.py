@@ -13,6 +13,16 @@ high for :data:`HOLD_SECONDS`, no fall afterwards, no stillness requirement) wit
 ``time_upright``: under the thesis's continuous random torso force a robot that merely stands
 rarely keeps its IMU below 0.15 rad/s for a second, so the thesis counted upright robots.
 
+Per-try success (``tries``, ``tries_succeeded``, ``tries_unfinished``), the measure of B-Human's
+competition statistics, counted from simulator truth the same way for every policy: a try is one
+rise from lying to standing or to a new fall. It begins on the step the robot leaves the fallen
+state (after being fallen: a standing start opens none) and ends as a success once the robot has
+been upright and head high for :data:`HOLD_SECONDS` (the ``stood_up`` condition, no stillness
+requirement), as a failure when it is fallen again before that. ``tries`` counts the finished
+ones; a try still open when the episode ends is ``tries_unfinished`` (0 or 1) and counts neither
+way. A routine that gives up before the robot ever leaves the fallen state (e.g. breaks up while
+pushing on its arms) is not a try here: only what the simulator sees as a rise counts.
+
 Walk (:class:`WalkTracker`): mean velocity, the linear (m/s) and yaw (rad/s) tracking errors on
 velocities averaged over a sliding window of :data:`TRACKING_WINDOW_SECONDS`, falls and the distance
 walked before the first fall. ``docs/environments.md`` lists every metric.
@@ -78,7 +88,8 @@ def is_fallen(p: Posture, ref: StandingReference) -> bool:
 
 @dataclass
 class GetUpTracker:
-    """Follows one get-up episode step by step and decides success and ``time_to_stand``."""
+    """Follows one get-up episode step by step and decides success, ``time_to_stand``, ``stood_up``,
+    the falls and the tries (see the module docstring)."""
 
     ref: StandingReference
     start: str
@@ -88,6 +99,9 @@ class GetUpTracker:
     upright_time: float | None = None
     fallen: bool = True
     falls: int = 0
+    tries: int = 0  # finished tries (see the module docstring)
+    tries_succeeded: int = 0
+    try_open: bool = False  # a rise from lying that has neither stood up nor fallen yet
     _initialised: bool = field(default=False, repr=False)
 
     def update(self, p: Posture) -> None:
@@ -96,6 +110,10 @@ class GetUpTracker:
             self.fallen, self._initialised = fallen, True
         elif fallen and not self.fallen:
             self.falls += 1
+            if self.try_open:
+                self.tries, self.try_open = self.tries + 1, False
+        elif self.fallen and not fallen:
+            self.try_open = True
         self.fallen = fallen
         if fallen:
             self.success_time = None  # a fall after standing cancels the success
@@ -103,8 +121,11 @@ class GetUpTracker:
         if is_upright(p, self.ref):
             if self.upright_since is None:
                 self.upright_since = p.time
-            if self.upright_time is None and p.time - self.upright_since >= HOLD_SECONDS - 1e-9:
-                self.upright_time = self.upright_since
+            if p.time - self.upright_since >= HOLD_SECONDS - 1e-9:
+                if self.upright_time is None:
+                    self.upright_time = self.upright_since
+                if self.try_open:
+                    self.tries, self.tries_succeeded, self.try_open = self.tries + 1, self.tries_succeeded + 1, False
         else:
             self.upright_since = None
         if is_standing_still(p, self.ref):
@@ -131,6 +152,9 @@ class GetUpTracker:
             "time_upright": self.upright_time if stood_up else None,
             "start": self.start,
             "falls": self.falls,
+            "tries": self.tries,
+            "tries_succeeded": self.tries_succeeded,
+            "tries_unfinished": int(self.try_open),
             "sim_unstable": bool(sim_unstable),
             "episode_seconds": float(episode_seconds),
         }

@@ -75,6 +75,7 @@ def _setting(result: Mapping[str, Any]) -> str:
 
 #: Columns of a get-up and of a walk result row (:func:`comparison_row`).
 GETUP_COLUMNS = (Column("success", "success", rate), Column("stood up", "stood_up", rate),
+                 Column("tries succeeded", "tries", rate),
                  Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max()))
 WALK_COLUMNS = (Column("velocity vx, vy, wz", "velocity", vector(3)),
                 Column("linear tracking error (m/s)", "linear_tracking_error", number(3)),
@@ -88,7 +89,9 @@ def comparison_row(result: Mapping[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"policy": result["policy"], "env": result["env"].split("/")[-1],
                            "setting": _setting(result), "task": result["task"]}
     if result["task"] == "getup":
-        row.update(success=(result["successes"], n), stood_up=(result["stood_up"], n),
+        # results written before the per-try metric existed (read back by --resume) have no tries
+        tries = (result["tries_succeeded"], result["tries"]) if "tries" in result else None
+        row.update(success=(result["successes"], n), stood_up=(result["stood_up"], n), tries=tries,
                    time_to_stand=result["time_to_stand"], falls_per_episode=result["falls"] / max(n, 1))
     else:
         row.update(velocity=result["mean_velocity"], linear_tracking_error=result["linear_tracking_error"]["mean"],
@@ -98,8 +101,8 @@ def comparison_row(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def comparison_table(results: Sequence[Mapping[str, Any]], notes: str = "") -> Table:
-    """Policy × environment: success and stood-up rates with 95 % Wilson intervals and the time to
-    stand (get-up); velocity and tracking errors (walk); falls per episode (both)."""
+    """Policy × environment: success, stood-up and per-try success rates with 95 % Wilson intervals
+    and the time to stand (get-up); velocity and tracking errors (walk); falls per episode (both)."""
     return Table("Policies × environments", [
         Column("policy", "policy"), Column("environment", "env"), Column("setting", "setting", text),
         *GETUP_COLUMNS, *WALK_COLUMNS, FALLS_COLUMN], [comparison_row(r) for r in results], notes)

@@ -36,11 +36,17 @@ def fraction(hits: int, total: int) -> tuple[float, list[float]]:
 
 def getup_summary(records: Sequence[Record]) -> dict[str, Any]:
     """Success rate (+ 95 % interval), time to stand over the successful episodes, the thesis's
-    ``stood_up`` rate (upright without the stillness requirement) and its times, falls."""
+    ``stood_up`` rate (upright without the stillness requirement) and its times, falls, and the
+    per-try success: ``try_success_rate`` = tries succeeded / tries finished over all episodes
+    (None without a finished try; its Wilson interval treats the tries as independent, which
+    tries of one episode are not), with the tries still open at the episodes' ends beside it."""
     successes = sum(bool(r["success"]) for r in records)
     success_rate, ci = fraction(successes, len(records))
     stood = [r for r in records if r.get("stood_up")]
     stood_rate, stood_ci = fraction(len(stood), len(records))
+    tries = sum(int(r["tries"]) for r in records)
+    tries_succeeded = sum(int(r["tries_succeeded"]) for r in records)
+    try_rate, try_ci = fraction(tries_succeeded, tries) if tries else (None, None)
     return {
         "episodes": len(records),
         "successes": successes,
@@ -52,6 +58,11 @@ def getup_summary(records: Sequence[Record]) -> dict[str, Any]:
         "stood_up_ci95": stood_ci,
         "time_upright": stats([r["time_upright"] for r in stood]),
         "falls": sum(int(r["falls"]) for r in records),
+        "tries": tries,
+        "tries_succeeded": tries_succeeded,
+        "try_success_rate": try_rate,
+        "try_success_ci95": try_ci,
+        "tries_unfinished": sum(int(r["tries_unfinished"]) for r in records),
         "sim_unstable": sum(bool(r["sim_unstable"]) for r in records),
     }
 
@@ -145,9 +156,10 @@ def summary_table(result: dict[str, Any]) -> Table:
         columns = [Column("start", "group"), Column("episodes", "episodes"), Column("success", "success", rate),
                    Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max()),
                    Column("stood up (no stillness)", "stood", rate),
-                   Column("time upright (s) mean / min / max", "time_upright", mean_min_max())]
+                   Column("time upright (s) mean / min / max", "time_upright", mean_min_max()),
+                   Column("tries succeeded", "try", rate), Column("tries unfinished", "tries_unfinished")]
         rows = [{"group": name, "success": (g["successes"], g["episodes"]), "stood": (g["stood_up"], g["episodes"]),
-                 **g} for name, g in groups.items()]
+                 "try": (g["tries_succeeded"], g["tries"]), **g} for name, g in groups.items()]
     return Table(_title(result), columns, rows)
 
 

@@ -98,8 +98,35 @@ def test_pushed_over_while_standing_is_a_fall(env_id):
     info = _run(env, lambda obs: _hold(env), seed=0)
     assert info["fallen"] is True
     assert info["episode_metrics"]["falls"] == 1
+    # knocked down from standing and lying since: no rise, so no try
+    assert (info["episode_metrics"]["tries"], info["episode_metrics"]["tries_unfinished"]) == (0, 0)
     assert info["episode_metrics"]["success"] is False
     assert info["is_success"] is False
+
+
+@pytest.mark.parametrize("env_id", GETUP_IDS)
+def test_standing_still_is_no_try(env_id):
+    env = gym.make(env_id, start="standing", max_episode_seconds=1.5)
+    metrics = _run(env, lambda obs: _hold(env), seed=0)["episode_metrics"]
+    assert metrics["stood_up"] is True
+    assert (metrics["tries"], metrics["tries_succeeded"], metrics["tries_unfinished"]) == (0, 0, 0)
+
+
+def test_the_keyframe_retries_are_tries():
+    """NAO, worn joints (``competition``), from prone, 14 s: the keyframe stands up at the first try
+    on seeds 0-2; on seed 3 it rises, falls and retries (its rises at about 6.6 and 10.9 s each
+    fall again within 0.3 s), each rise a failed try."""
+    from upright.eval.results import aggregate
+    from upright.eval.runner import run_episodes
+
+    run = run_episodes("upright/NaoGetUp-v0", "keyframe", 4, env_kwargs={
+        "start": "prone", "conditions": "competition", "max_episode_seconds": 14.0}, seed=0, progress=False)
+    first, retried = run.records[:3], run.records[3]
+    assert all((r["tries"], r["tries_succeeded"], r["stood_up"]) == (1, 1, True) for r in first)
+    assert retried["tries"] >= 2 and retried["tries_succeeded"] == 0 and retried["falls"] >= retried["tries"]
+    result = aggregate(run)
+    assert 0.0 < result["try_success_rate"] <= 1.0
+    assert result["try_success_rate"] == 3 / (3 + retried["tries"])
 
 
 class _TestController:

@@ -79,8 +79,8 @@ def test_dotted_env_settings_nest_and_reach_the_reward():
 
 def _getup_record(episode: int, start: str, success: bool, tts: float | None) -> dict:
     return {"episode": episode, "seed": episode, "task": "getup", "steps": 10, "return": 1.0, "success": success,
-            "time_to_stand": tts, "start": start, "falls": int(not success), "sim_unstable": False,
-            "episode_seconds": 5.0}
+            "time_to_stand": tts, "start": start, "falls": int(not success), "tries": 1 + int(not success),
+            "tries_succeeded": 1, "tries_unfinished": 0, "sim_unstable": False, "episode_seconds": 5.0}
 
 
 def test_aggregate_getup_records():
@@ -94,6 +94,10 @@ def test_aggregate_getup_records():
     assert result["by_start"]["prone"]["time_to_stand"] == {"mean": 2.0, "min": 2.0, "max": 2.0}
     assert result["by_start"]["supine"]["time_to_stand"]["mean"] == 3.5
     assert result["falls"] == 1 and result["episodes_data"] == records
+    # per try: every episode one try that stood up, the failed one a fall and a failed try before it
+    assert (result["tries"], result["tries_succeeded"]) == (5, 4) and result["try_success_rate"] == 0.8
+    assert result["try_success_ci95"] == pytest.approx(wilson_interval(4, 5))
+    assert (result["by_start"]["prone"]["tries"], result["by_start"]["supine"]["try_success_rate"]) == (3, 1.0)
     json.dumps(result)
 
 
@@ -336,6 +340,31 @@ def test_stood_up_counts_an_upright_robot_that_is_not_still():
         fell.update(_posture(i * 0.01, 0.3, upright=i < 150))
     m = fell.episode_metrics(3.0, sim_unstable=False)
     assert m["stood_up"] is False and m["falls"] == 1
+
+
+@pytest.mark.parametrize("upright_at, expected", [
+    # (times the robot is upright: the rest of each 0.01 s step is lying) -> (tries, succeeded, unfinished)
+    ([], (0, 0, 0)),  # never rises: no try
+    ([(0.5, 0.9)], (1, 0, 0)),  # up for 0.4 s, fallen again: one failed try
+    ([(0.5, 0.9), (1.2, 2.5)], (2, 1, 0)),  # a failed try, then one held for 1 s
+    ([(0.5, 0.9), (1.2, 2.5), (2.6, 2.8)], (3, 1, 0)),  # stood, fell, rose and fell: a new, failed try
+    ([(0.5, 0.9), (2.6, 3.0)], (1, 0, 1)),  # the second rise is under way at the end (3 s)
+])
+def test_a_try_is_a_rise_that_ends_standing_or_fallen(upright_at, expected):
+    from upright.envs.metrics import GetUpTracker, StandingReference
+
+    ref = StandingReference(fused_pitch=0.0, fused_roll=0.0, head_height=0.5)
+    tracker = GetUpTracker(ref, "prone")
+    for i in range(300):
+        t = i * 0.01
+        tracker.update(_posture(t, 0.3, upright=any(a <= t < b for a, b in upright_at)))
+    m = tracker.episode_metrics(3.0, sim_unstable=False)
+    assert (m["tries"], m["tries_succeeded"], m["tries_unfinished"]) == expected
+    assert m["tries"] - m["tries_succeeded"] <= m["falls"]  # every failed try ended in a fall
+    standing = GetUpTracker(ref, "standing")  # upright from the start: standing is no try
+    for i in range(300):
+        standing.update(_posture(i * 0.01, 0.3, upright=True))
+    assert standing.episode_metrics(3.0, sim_unstable=False)["tries"] == 0
 
 
 def test_table_cells_share_one_format():

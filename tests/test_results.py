@@ -77,11 +77,14 @@ RUN_KEYS = {"env": str, "task": str, "policy": str, "conditions": str, "env_kwar
             "machine": {"cpu": str, "cores": int, "architecture": str, "python": str, "mujoco": str, "numpy": str}}
 GETUP_GROUP = {"episodes": int, "successes": int, "success_rate": NUMBER, "success_ci95": [NUMBER],
                "time_to_stand": STATS, "stood_up": int, "stood_up_rate": NUMBER, "stood_up_ci95": [NUMBER],
-               "time_upright": STATS, "falls": int, "sim_unstable": int}
+               "time_upright": STATS, "falls": int, "tries": int, "tries_succeeded": int,
+               # the pinned run starts standing: no try, so no per-try rate
+               "try_success_rate": type(None), "try_success_ci95": type(None), "tries_unfinished": int,
+               "sim_unstable": int}
 GETUP = {**RUN_KEYS, **GETUP_GROUP, "by_start": {"standing": GETUP_GROUP}, "episodes_data": [{
     "episode": int, "seed": int, "task": str, "steps": int, "return": NUMBER, "success": bool,
     "time_to_stand": NUMBER, "stood_up": bool, "time_upright": NUMBER, "start": str, "falls": int,
-    "sim_unstable": bool, "episode_seconds": NUMBER}]}
+    "tries": int, "tries_succeeded": int, "tries_unfinished": int, "sim_unstable": bool, "episode_seconds": NUMBER}]}
 WALK_GROUP = {"episodes": int, "mean_velocity": [NUMBER], "linear_tracking_error": STATS,
               "yaw_tracking_error": STATS,
               "falls": {"total": int, "episodes_with_fall": int, "fall_rate": NUMBER, "fall_ci95": [NUMBER]},
