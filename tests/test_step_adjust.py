@@ -9,7 +9,7 @@ import functools
 import numpy as np
 import pytest
 from upright.baselines.walk.pendulum import GRAVITY
-from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
+from upright.baselines.walk.foot_placement import adjust_step, predict_com, tolerance_range
 from upright.baselines.walk.step_adjust import StepAdjustParams
 from upright.baselines.walk.swing_leveling import SwingFootLeveling
 

@@ -30,7 +30,7 @@ from upright.policies.registry import load_policy, policy_names
 from upright.policies.run import is_run_policy, load_normalizer, model_steps, run_env_id, run_env_kwargs
 from upright.policies.run_folder import SELECTION_NUMBERS, TrainConfig, read_manifest
 from upright.policies.sb3 import ModelPolicy, SB3Policy
-from upright.training.envs import make_train_env
+from upright.training.vec_env import make_train_env
 from upright.training.ship import ship
 from upright.training.train import TrainingInterrupted, new_model, init_files, resolve, train
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from upright.policies.algorithms import ALGORITHMS, algorithm
 from upright.policies.run_folder import TrainConfig
-from upright.training.envs import make_train_env
+from upright.training.vec_env import make_train_env
 from upright.training.train import new_model, resolve
 
 #: (environment id, prior) of the residual configurations in training/hyperparams/*.yml.

@@ -43,7 +43,7 @@ from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_
 from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, RewardTerms, save_model_files,
                                         weights_finite)
 from upright.training.config import IMITATE_DEFAULTS, check_counts, load_hyperparams, model_kwargs, next_run_dir
-from upright.training.envs import check_env, make_train_env
+from upright.training.vec_env import check_env, make_train_env
 from upright.training.imitation import imitate
 from upright.training.ship import init_record
 

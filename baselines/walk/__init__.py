@@ -2,5 +2,5 @@
 player (:mod:`~upright.baselines.walk.lipm_player`, :mod:`~upright.baselines.walk.pendulum`) and
 CoM observer (:mod:`~upright.baselines.walk.com_observer`). ``step_adjust`` (Reichenberg & Röfer
 2021 on the rUNSWift walk): :mod:`~upright.baselines.walk.step_adjust` with the step adjustment
-(:mod:`~upright.baselines.walk.step_adjustment`) and swing-foot leveling
+(:mod:`~upright.baselines.walk.foot_placement`) and swing-foot leveling
 (:mod:`~upright.baselines.walk.swing_leveling`)."""

@@ -22,7 +22,7 @@ leg IK.
 Stabilisations, each switchable (the paper's configurations Old / WSA / SFL / New, see
 :data:`CONFIGURATIONS`):
 
-* step adjustment (:mod:`~upright.baselines.walk.step_adjustment`, Algorithm 1): the CoM, measured from
+* step adjustment (:mod:`~upright.baselines.walk.foot_placement`, Algorithm 1): the CoM, measured from
   the joint angles and the IMU orientation relative to the support sole and predicted over the
   actuation delay with an inverted pendulum, must stay in a tolerance range spanned by both feet;
   if it leaves it the swing foot follows it and the support foot moves by half the amount the other
@@ -48,7 +48,7 @@ from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import clip, quat_matrix
 from upright.baselines.walk.ik_samples import SampledJoints
 from upright.baselines.walk.odometry import FeedbackParams, FootSampler, SpeedFeedback
-from upright.baselines.walk.step_adjustment import adjust_step, predict_com, tolerance_range
+from upright.baselines.walk.foot_placement import adjust_step, predict_com, tolerance_range
 from upright.baselines.walk.swing_leveling import LevelingParams, SwingFootLeveling
 from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors

@@ -1,5 +1,5 @@
-"""Step adjustment (Reichenberg & Röfer, "Step Adjustment for a Robust Humanoid Walk", Algorithm 1)
-and the CoM prediction it uses over the actuation delay (the closed-form LIPM of
+"""Foot placement by step adjustment (Reichenberg & Röfer, "Step Adjustment for a Robust Humanoid
+Walk", Algorithm 1) and the CoM prediction it uses over the actuation delay (the closed-form LIPM of
 :mod:`upright.baselines.walk.pendulum`).
 
 All positions are forward (x) components in the robot's torso frame, in metres. ``w`` is the swing
