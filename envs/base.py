@@ -35,6 +35,7 @@ import gymnasium as gym
 import numpy as np
 import yaml
 
+from upright.envs import kernels
 from upright.envs.conditions import Conditions
 from upright.envs.render import Camera, RenderingUnavailable
 from upright.envs.robots import RobotSpec, get_robot
@@ -122,6 +123,7 @@ class UprightEnv(gym.Env):
         m = self.sim.model
         self._low, self._high = m.actuator_ctrlrange[:, 0].copy(), m.actuator_ctrlrange[:, 1].copy()
         self._mid, self._half = (self._low + self._high) / 2, (self._high - self._low) / 2
+        self._residual_half = self.residual_scale * self._half  # rad per unit of residual action
         self.standing_targets = m.key(self.robot.standing_pose).ctrl.copy()
         self.standing = self._standing_reference()
         nu = m.nu
@@ -162,7 +164,7 @@ class UprightEnv(gym.Env):
     def residual_limits(self) -> np.ndarray:
         """The largest residual per actuator (rad, actuator order): a residual action of ±1 moves
         that actuator's target this far from the prior's (``residual_scale`` · half range)."""
-        return self.residual_scale * self._half
+        return self._residual_half.copy()
 
     def residual_action(self, offsets: Mapping[str, float]) -> np.ndarray:
         """The action (float32) whose residual moves the named actuators' targets by ``offsets``
@@ -190,32 +192,25 @@ class UprightEnv(gym.Env):
     def _clipped(self, action: np.ndarray) -> np.ndarray:
         """``action`` as float64 clipped to [-1, 1]; ValueError for a wrong shape or a non-finite
         value."""
-        a = np.asarray(action, dtype=float)
+        a = np.asarray(action)
+        if a.dtype != np.float32:  # what policies send passes as it is; anything else as float64
+            a = a.astype(float)
         if a.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got {a.shape}")
-        if not np.isfinite(a).all():
+        clipped, finite = kernels.clip_unit(a)
+        if not finite:
             raise ValueError(f"action contains non-finite values: {a}")
-        return np.minimum(np.maximum(a, -1.0), 1.0)  # np.clip's result for finite values
+        return clipped
 
     def _targets(self, clipped: np.ndarray) -> np.ndarray:
         """Joint targets (rad) of a ``clipped`` action, given the current prior targets."""
         if self.prior is None:
-            return self._mid + clipped * self._half
-        return self._prior_targets + self.residual_scale * clipped * self._half
+            return kernels.affine(self._mid, self._half, clipped)
+        return kernels.affine(self._prior_targets, self._residual_half, clipped)
 
     def posture(self) -> Posture:
         """Simulator truth about the posture, for the metrics."""
-        sim = self.sim
-        pitch, roll, hemisphere = sim.torso_fused_tilt()
-        return Posture(
-            time=sim.time,
-            fused_pitch=pitch,
-            fused_roll=roll,
-            hemisphere=hemisphere,
-            tilt=sim.torso_tilt(),
-            head_height=sim.head_height(),
-            angular_speed=sim.angular_speed(),
-        )
+        return self.sim.posture()
 
     # ---------------------------------------------------------------- episode plumbing
     def _start_prior(self, sensors: Sensors) -> None:
