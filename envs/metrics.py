@@ -31,6 +31,7 @@ walked before the first fall. ``docs/environments.md`` lists every metric.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -44,9 +45,9 @@ FALLEN_HEAD_FRACTION = 0.5  # of the standing head height
 TRACKING_WINDOW_SECONDS = 1.0  # s, window the walk velocities are averaged over before comparing
 
 
-@dataclass(frozen=True)
-class Posture:
-    """Simulator truth about the robot's posture at one instant (for metrics only)."""
+class Posture(NamedTuple):
+    """Simulator truth about the robot's posture at one instant (for metrics only); a named tuple,
+    immutable and built once per control step at a tuple's cost."""
 
     time: float  # s since the episode start
     fused_pitch: float  # rad

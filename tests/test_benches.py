@@ -102,3 +102,29 @@ def test_speed_bench_replays_every_episode_of_the_environment_to_the_bit():
     one_field = dataclasses.replace(trajectory, models={i: trajectory.models[last] for i in trajectory.models})
     assert not _raw_rate(copy.copy(sim.data), sim.n_substeps, one_field)[1]
     env.close()
+
+
+def test_parts_profile_times_every_part_of_a_real_step_and_puts_the_classes_back():
+    """`upright bench --parts`: every part of PARTS that the environment has is timed on every step
+    (walk: the heading motion too, get-up: not), the parts and the physics fit inside the step, and
+    the timing wrappers are gone afterwards (a later environment steps through the class's methods)."""
+    import gymnasium as gym
+
+    from upright.envs.base import UprightEnv
+    from upright.eval.bench.speed import PARTS, format_parts, time_parts
+
+    rows = [time_parts("upright/NaoWalk-v0", "lab", 120), time_parts("upright/WolfgangGetUp-v0", "lab", 60)]
+    walk, getup = rows
+    labels = {label.strip() for label in PARTS}
+    assert set(walk.parts) == labels  # the zero action falls, so the walk resets too
+    assert set(getup.parts) == labels - {"heading motion", "resets"}  # a get-up episode lasts 20 s
+    for row in rows:
+        assert all(value > 0 for value in row.parts.values()) and row.physics > 0
+        assert row.step == pytest.approx(row.physics + sum(row.parts.values()) + row.glue)
+        assert sum(row.parts.values()) < row.step
+    table = format_parts(rows)
+    assert "NaoWalk lab" in table and "heading motion" in table and "glue" in table
+    env = gym.make("upright/NaoWalk-v0")
+    assert "_reward_terms" not in vars(env.unwrapped) and "step" not in vars(env.unwrapped.sim)
+    assert type(env.unwrapped)._observe is UprightEnv._observe
+    env.close()

@@ -218,6 +218,114 @@ def format_bench(rows: list[BenchRow]) -> str:
     return "\n".join(lines)
 
 
+#: The parts of an environment step that :func:`time_parts` times: label → (owner, method name), the
+#: owner ``"env"`` (the unwrapped environment), ``"sim"`` (its Simulation) or ``"servos"``. They do
+#: not nest: ``sensors`` and the blow-up check run inside ``Simulation.step`` around the physics,
+#: the observation and ``info`` inside the step's end.
+PARTS: dict[str, tuple[str, str]] = {
+    "action → targets": ("env", "_clipped"),
+    "action → targets ": ("env", "_targets"),
+    "servo model": ("servos", "command"),
+    "blow-up check": ("sim", "_check_stability"),
+    "sensors": ("sim", "sensors"),
+    "posture": ("env", "posture"),
+    "heading motion": ("sim", "heading_motion"),
+    "reward terms": ("env", "_reward_terms"),
+    "observation": ("env", "_observe"),
+    "info": ("env", "_base_info"),
+    "resets": ("env", "reset"),
+}
+
+
+@dataclass(frozen=True)
+class PartsRow:
+    """Where one environment's step time goes, µs per control step: ``step`` the whole ``env.step``
+    (resets included, as the bench counts them) and ``physics`` the raw replay of the same
+    trajectory, both in CPU time as the bench's rates; ``parts`` the parts of :data:`PARTS`
+    (labels merged) in wall-clock time (so measure on an idle machine, where the two agree);
+    ``glue`` the rest of the environment's own work (``step − physics − parts``: the step
+    methods' own lines, the metrics trackers, the Gymnasium wrappers, the timing wrappers' own
+    cost)."""
+
+    env_id: str
+    conditions: str
+    step: float
+    physics: float
+    parts: dict[str, float]
+    glue: float
+
+
+def time_parts(env_id: str, conditions: str, steps: int) -> PartsRow:
+    """Time the parts of :data:`PARTS` of ``env_id`` under ``conditions`` over ``steps`` control
+    steps with the zero action (the bench's trajectory), each call wrapped with a wall-clock
+    accumulator (``time.perf_counter``: a fraction of a microsecond per reading, where the CPU-time
+    clock is a system call), and the raw physics of the same trajectory."""
+    env = gym.make(env_id, conditions=conditions)
+    action = np.zeros(env.action_space.shape, dtype=np.float32)
+    _, trajectory = _run_env(env, action, steps, record=True)  # also the warm-up
+    u = env.unwrapped
+    owners = {"env": u, "sim": u.sim, "servos": u.sim.servos}
+    spent: dict[str, float] = {}
+    clock = time.perf_counter
+    first_reset = [True]  # the run's own first reset, before its timed loop, is not counted
+
+    def timed(label: str, method):
+        def call(*args, **kwargs):
+            start = clock()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                if label == "resets" and first_reset[0]:
+                    first_reset[0] = False
+                else:
+                    spent[label] = spent.get(label, 0.0) + clock() - start
+        return call
+
+    for label, (owner, name) in PARTS.items():
+        if hasattr(owners[owner], name):
+            setattr(owners[owner], name, timed(label.strip(), getattr(owners[owner], name)))
+    env_rate, _ = _run_env(env, action, steps)
+    for owner in owners.values():  # back to the class's methods
+        for _, name in PARTS.values():
+            owner.__dict__.pop(name, None)
+    sim = u.sim
+    raw_rate, _ = _raw_rate(copy.copy(sim.data), sim.n_substeps, trajectory)
+    env.close()
+    parts = {label: value * 1e6 / steps for label, value in spent.items()}
+    physics = 1e6 / raw_rate
+    step = 1e6 / env_rate
+    return PartsRow(env_id, conditions, step, physics, parts, step - physics - sum(parts.values()))
+
+
+def run_parts(steps: int = 400, presets: tuple[str, ...] = ("lab", "turf")) -> list[PartsRow]:
+    """:func:`time_parts` of every registered environment under each of ``presets``."""
+    register_envs()
+    return [time_parts(env_id, preset, steps) for env_id in ENVIRONMENTS for preset in presets]
+
+
+def format_parts(rows: list[PartsRow]) -> str:
+    """A plain-text table: µs per control step of each part, one column per environment."""
+    labels = list(dict.fromkeys(label.strip() for label in PARTS))
+    heads = [f"{r.env_id.removeprefix('upright/').removesuffix('-v0')} {r.conditions}" for r in rows]
+    width = max(14, *(len(h) for h in heads))
+    lines = [f"{'µs per control step':<22}" + "".join(f" {h:>{width}}" for h in heads)]
+
+    def line(name: str, values: list[float | None]) -> str:
+        return f"{name:<22}" + "".join(f" {'-' if v is None else f'{v:.1f}':>{width}}" for v in values)
+
+    lines.append(line("env.step", [r.step for r in rows]))
+    lines.append(line("physics (raw replay)", [r.physics for r in rows]))
+    lines.append(line("environment's own", [r.step - r.physics for r in rows]))
+    for label in labels:
+        lines.append(line("  " + label, [r.parts.get(label) for r in rows]))
+    lines.append(line("  glue", [r.glue for r in rows]))
+    lines.append("Own work = env.step - physics; the parts are timed inside the steps (each call wrapped with a "
+                 "wall-clock accumulator, whose own cost lands in the parts and the glue); glue = the step methods' own lines, "
+                 "the metrics trackers and the Gymnasium wrappers; resets as often as the zero action's episodes end.")
+    lines.append(machine_line())
+    return "\n".join(lines)
+
+
 def summary(rows: list[BenchRow]) -> dict[str, float]:
     """Lowest ratio per kind over the measured rows: ``raw_lab`` (lab rows only), ``lab`` and ``reference``."""
     measured = rows[1:]
