@@ -203,16 +203,16 @@ class Simulation:
         """Send joint position targets (rad, actuator order) and simulate one control period."""
         m, d = self.model, self.data
         targets = np.asarray(joint_targets, dtype=float)
-        if targets.shape != (m.nu,):
+        if targets.shape != self._ctrl_low.shape:
             raise ValueError(f"joint_targets must have shape ({m.nu},) for {self.robot.name}, got {targets.shape}")
         targets, finite = kernels.clip_between(targets, self._ctrl_low, self._ctrl_high)
         if not finite:
             raise ValueError(f"joint_targets contain non-finite values: {np.asarray(joint_targets)}")
         self._last_command = targets
-        self._setpoint = self.servos.command(targets, d.time, d.qpos)
+        self._setpoint = self.servos.command(targets, d.time, self._qpos)
         if self.unstable:
             return self.sensors()
-        push = self._random_push() + self.torso_force
+        push = self._random_push() + self.torso_force if self._push_scale > 0.0 else self.torso_force
         if self.servos.has_play:
             self._step_with_play(push)
         elif self._impulses_act():
@@ -239,7 +239,7 @@ class Simulation:
     def _random_push(self) -> np.ndarray:
         """This control period's random horizontal force on the torso (N, world x/y): magnitude
         uniform in [0, push scale / √n] for a period of n physics steps, direction uniform, held for
-        the whole period (zero without pushes).
+        the whole period (drawn only under a preset with pushes).
 
         A force drawn anew every physics step of ``dt`` with magnitude uniform in [0, F] gives a
         zero-mean impulse per control period ``T = n dt`` with per-axis variance ``n dt² F²/6``;
@@ -247,8 +247,6 @@ class Simulation:
         So the RMS impulse per control period (and per second, the statistic the thesis protocol is
         matched on, see :attr:`Conditions.push_force`) is unchanged, and the period runs as one
         batched ``mj_step(nstep)``."""
-        if self._push_scale <= 0.0:
-            return np.zeros(2)
         magnitude = self.rng.uniform(0.0, self._push_scale / np.sqrt(self.n_substeps))
         angle = self.rng.uniform(0.0, 2.0 * np.pi)
         return magnitude * np.array([np.cos(angle), np.sin(angle)])
@@ -317,15 +315,16 @@ class Simulation:
         c, rng = self.conditions, self.rng
         values = kernels.read_sensors(self._qpos, self._qvel, self._sensordata, self._joint_qadr, self._joint_dofadr,
                                       self._last_command, self._gyro, self._accel, self._quat, self._pressure_adr)
-        joint_pos, joint_vel, joint_target, gyro, accel, quat, fused, pressure = (
-            values[block] for block in self._sensor_blocks)  # views of the one new array
+        b = self._sensor_blocks
+        joint_pos, gyro, accel = values[b[0]], values[b[3]], values[b[4]]  # views of the one new array
         if c.joint_noise:
             joint_pos += rng.normal(0.0, c.joint_noise, joint_pos.shape)
         if c.gyro_noise:
             gyro += rng.normal(0.0, c.gyro_noise, 3)
         if c.accel_noise:
             accel += rng.normal(0.0, c.accel_noise, 3)
-        return Sensors(float(self.data.time), joint_pos, joint_vel, joint_target, gyro, accel, quat, fused, pressure)
+        return Sensors(float(self.data.time), joint_pos, values[b[1]], values[b[2]], gyro, accel, values[b[5]],
+                       values[b[6]], values[b[7]])
 
     # ------------------------------------------------------------------ privileged simulator truth
     @property
