@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -35,7 +36,7 @@ from upright.policies.base import Policy
 from upright.policies.onnx_policy import export_env, is_export_policy
 from upright.policies.run import is_run_policy, run_env_kwargs
 from upright.policies.run_folder import TrainConfig
-from upright.training.config import split_train_settings
+from upright.training.config import SUBPROC_MIN_CORES, VEC_ENVS, split_train_settings
 from upright.training.export import OPS, export, export_zoo
 from upright.training.export_measure import measure as measure_export
 from upright.training.ship import ship
@@ -57,11 +58,38 @@ def _cmd_view(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_bench(args: argparse.Namespace) -> int:
-    if args.training:
-        from upright.training.bench import format_training_bench, run_training_bench  # torch, SB3: only this command
+def _int_list(text: str, option: str) -> list[int]:
+    """The comma-separated integers >= 1 of ``option``; ValueError naming a bad item."""
+    values = []
+    for item in text.split(","):
+        try:
+            value = int(item)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"{option} takes integers >= 1 separated by commas, got {item!r}")
+        values.append(value)
+    return values
 
-        print(format_training_bench(run_training_bench(args.steps)))
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    if not args.training and (args.n_envs is not None or args.vec_env is not None):
+        raise ValueError("--n-envs and --vec-env are options of --training")
+    if args.training:
+        from upright.training import bench  # torch, SB3: only this command
+
+        if args.n_envs is None and args.vec_env is not None:
+            raise ValueError("--vec-env goes with --n-envs (the scaling table)")
+        if args.n_envs is not None:
+            vec_envs = (args.vec_env or "dummy,subproc").split(",")
+            for vec_env in vec_envs:
+                if vec_env not in VEC_ENVS:
+                    raise ValueError(f"--vec-env takes {', '.join(VEC_ENVS)} separated by commas, got {vec_env!r}")
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+            rows = bench.run_scaling_bench(args.steps, _int_list(args.n_envs, "--n-envs"), vec_envs)
+            print(bench.format_scaling_bench(rows, load=load))
+            return 0
+        print(bench.format_training_bench(bench.run_training_bench(args.steps)))
         return 0
     print(format_bench(run_bench(args.steps)))
     return 0
@@ -215,7 +243,7 @@ def _cmd_optimize_measure(args: argparse.Namespace) -> int:
 _TRAIN_FIELDS = {"env": "env_id", "prior": "prior", "algo": "algo", "steps": "steps", "n_envs": "n_envs",
                  "seed": "seed", "hyperparams": "hyperparams_file", "out": "out", "name": "name", "init": "init",
                  "eval_every": "eval_every", "eval_episodes": "eval_episodes",
-                 "checkpoint_every": "checkpoint_every", "progress": "progress"}
+                 "checkpoint_every": "checkpoint_every", "progress": "progress", "vec_env": "vec_env"}
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -405,7 +433,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=400, help="control steps per measurement (default: 400)")
     p.add_argument("--training", action="store_true",
                    help="instead: PPO and SAC training steps/s against the environment alone for the residual "
-                        "configurations (--steps environment steps each; 2048 is a good value)")
+                        "configurations, and where PPO's time goes (--steps environment steps each; 2048 is a good "
+                        "value)")
+    p.add_argument("--n-envs", default=None, metavar="N,N,...",
+                   help="with --training: PPO steps/s against the number of environments instead, e.g. 1,2,4, "
+                        "wall-clock (an idle machine), with the efficiency over linear")
+    p.add_argument("--vec-env", default=None, metavar="CLASS,...",
+                   help="with --n-envs: the vector environment classes, of dummy, subproc, auto "
+                        "(default: dummy,subproc)")
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("report", help="the main job: simulate and render both robots, benchmark, write a report")
@@ -486,7 +521,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=None,
                    help=f"total environment steps (default: {TrainConfig.steps}; resumed: the run's own)")
     p.add_argument("--n-envs", type=int, default=None,
-                   help=f"environments in the DummyVecEnv (default: {TrainConfig.n_envs})")
+                   help=f"environment copies (default: {TrainConfig.n_envs})")
+    p.add_argument("--vec-env", default=None, metavar="|".join(VEC_ENVS),
+                   help="vector environment of the copies: dummy (one process), subproc (a worker process each, one "
+                        f"BLAS/torch thread each), auto (subproc from {SUBPROC_MIN_CORES} usable cores, else dummy); "
+                        "the run's config.yml records the class it ran with (default: auto; resumed: the run's own)")
     p.add_argument("--seed", type=int, default=None,
                    help=f"seed of the first training environment (default: {TrainConfig.seed})")
     p.add_argument("--hyperparams", default=None, metavar="FILE",
