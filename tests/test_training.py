@@ -565,11 +565,17 @@ def test_a_save_cut_off_midway_leaves_whole_files_and_pairs(short_run, tmp_path,
 
 
 def test_a_diverging_optimiser_fails_the_training_and_saves_nothing_of_it(tmp_path, capsys):
+    """Training runs without torch's distribution checks (they would refuse the first non-finite
+    action mean): the weights are checked after every update instead."""
+    from torch.distributions import Distribution
+
+    checked = Distribution._validate_args
     out = tmp_path / "runs"
     code = main(["train", "--env", ENV, "--steps", "512", "--out", str(out), *TINY_CLI,
                  "--set", "hp.learning_rate=1e12"])
     err = capsys.readouterr().err
     assert code == 1 and "the optimiser diverged at step 128" in err and "Traceback" not in err, err
+    assert Distribution._validate_args is checked  # unchecked while training only
     run = out / "WolfgangGetUp-v0" / "ppo-spline-1"
     assert not (run / "model.zip").exists() and _checkpoint_steps(run) == [128]  # before the first update
     assert load_policy(str(run)).model.num_timesteps == 128
@@ -698,6 +704,25 @@ def test_subproc_training_learns_what_dummy_learns(tmp_path, monkeypatch):
     assert yaml.safe_load((run / "config.yml").read_text())["vec_env"] == "dummy"
     assert (run / "command.txt").read_text().splitlines()[-1].endswith("; changed steps 128 -> 256, vec_env subproc -> dummy")
     assert model_steps(run / "model.zip") == 256
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_off_policy_training_learns_the_same_in_both_vector_environments(algo):
+    """SAC and TD3 from the same seed: the same weights to the bit in DummyVecEnv and SubprocVecEnv
+    (their replay buffers hold the same transitions)."""
+    import torch
+
+    from upright.policies.algorithms import algo_class
+
+    weights = []
+    for vec_env in ("dummy", "subproc"):
+        venv = make_train_env(ENV, {**SHORT, "prior": "spline"}, 2, 0, normalize=True, on_policy=False, vec_env=vec_env)
+        model = algo_class(algo)("MlpPolicy", venv, seed=0, device="cpu", learning_starts=32, batch_size=32,
+                                 policy_kwargs={"net_arch": [16, 16]})
+        model.learn(128)
+        venv.close()
+        weights.append(torch.cat([p.detach().flatten() for p in model.policy.parameters()]))
+    assert bool((weights[0] == weights[1]).all())
 
 
 def test_ctrl_c_saves_a_subproc_run_and_ends_its_workers(tmp_path):

@@ -17,11 +17,15 @@ Two tables:
   (1 = linear in the copies).
 
 Rates are environment steps (one per copy per ``VecEnv.step``) per second. "Training" is
-``model.learn`` from a freshly built, zero-initialised model (SAC with ``learning_starts=0``, so
-every step includes its gradient step, as in steady state; PPO rounds up to whole rollouts);
-"environment alone" then steps the same vector environment with zero actions from a reset for as
-many vector steps as the training made, so both cover the same part of the episodes (a get-up's
-lying phase costs more contacts than its standing one).
+``model.learn`` from a freshly built, zero-initialised model as ``upright train`` runs it (torch's
+distribution checks off, the per-step reward-term callback; the periodic evaluations and
+checkpoints left out, their cost is set by ``--eval-every`` and ``--checkpoint-every``), SAC with
+``learning_starts=0`` so that every step includes its gradient step, as in steady state, PPO
+rounded up to whole rollouts;
+"environment alone" then replays the actions the training sent, in the same vector environment
+from a reset with the training's seeds: the same transitions (a get-up's lying phase costs more
+contacts than its standing one, and the policy's exploration noise more than zero actions), without
+the policy, the buffer and the update.
 
 For an off-policy algorithm the row also has the CPU cost of one gradient step alone
 (``model.train`` after the run, :data:`UPDATE_REPEATS` steps on the filled buffer) and from it the
@@ -46,7 +50,8 @@ import numpy as np
 from upright.policies.algorithms import ALGORITHMS, algorithm
 from upright.policies.run_folder import TrainConfig
 from upright.training.config import choose_vec_env, usable_cores
-from upright.training.train import new_model, resolve
+from upright.training.callbacks import RewardTerms
+from upright.training.train import new_model, resolve, unchecked_distributions
 from upright.training.vec_env import make_train_env
 
 #: (environment id, prior) of the residual configurations in training/hyperparams/*.yml.
@@ -106,15 +111,15 @@ class TrainingBenchRow:
         return TARGET_RATIO / (1.0 - TARGET_RATIO) * self.update_s * self.env_steps_per_s
 
 
-def _env_rate(venv: Any, calls: int, clock: Callable[[], float]) -> float:
-    """Environment steps per second of ``clock`` of ``venv`` under zero actions, ``calls`` vector
-    steps from a reset."""
-    action = np.zeros((venv.num_envs, *venv.action_space.shape), dtype=np.float32)
+def _env_rate(venv: Any, seed: int, actions: list[np.ndarray], clock: Callable[[], float]) -> float:
+    """Environment steps per second of ``clock`` of ``venv`` replaying ``actions`` from a reset
+    seeded ``seed`` (as the training's first reset was: the same transitions)."""
+    venv.seed(seed)
     venv.reset()
     start = clock()
-    for _ in range(calls):
+    for action in actions:
         venv.step(action)
-    return calls * venv.num_envs / (clock() - start)
+    return len(actions) * venv.num_envs / (clock() - start)
 
 
 def _timed(spent: dict[str, float], part: str, function: Callable[..., Any],
@@ -129,17 +134,34 @@ def _timed(spent: dict[str, float], part: str, function: Callable[..., Any],
     return call
 
 
-def _time_parts(model: Any, clock: Callable[[], float]) -> dict[str, float]:
-    """Time the parts of an on-policy ``model``'s learn (:data:`PARTS` but ``rest``) into the
-    returned dictionary, by wrapping the methods of this model's own objects."""
+def _instrument(model: Any, clock: Callable[[], float], actions: list[np.ndarray]) -> dict[str, float]:
+    """Record the actions ``model``'s learn sends to its environment into ``actions`` and, for an
+    on-policy model, time its parts (:data:`PARTS` but ``rest``) into the returned dictionary, by
+    wrapping the methods of this model's own objects (undone by :func:`_uninstrument`)."""
     spent = dict.fromkeys(PARTS[:-1], 0.0)
-    env, policy, buffer = model.env, model.policy, model.rollout_buffer
-    env.step = _timed(spent, "environment", env.step, clock)
-    policy.forward = _timed(spent, "policy", policy.forward, clock)
-    buffer.add = _timed(spent, "buffer", buffer.add, clock)
-    buffer.compute_returns_and_advantage = _timed(spent, "buffer", buffer.compute_returns_and_advantage, clock)
-    model.train = _timed(spent, "update", model.train, clock)
+    step = model.env.step
+
+    def recorded_step(action: np.ndarray) -> Any:
+        actions.append(np.array(action))
+        return step(action)
+
+    model.env.step = _timed(spent, "environment", recorded_step, clock)
+    if hasattr(model, "rollout_buffer"):  # on-policy
+        policy, buffer = model.policy, model.rollout_buffer
+        policy.forward = _timed(spent, "policy", policy.forward, clock)
+        buffer.add = _timed(spent, "buffer", buffer.add, clock)
+        buffer.compute_returns_and_advantage = _timed(spent, "buffer", buffer.compute_returns_and_advantage, clock)
+        model.train = _timed(spent, "update", model.train, clock)
     return spent
+
+
+def _uninstrument(model: Any) -> None:
+    """Remove :func:`_instrument`'s wrappers."""
+    buffer = getattr(model, "rollout_buffer", None)
+    for owner, name in ((model.env, "step"), (model.policy, "forward"), (model, "train"), (buffer, "add"),
+                        (buffer, "compute_returns_and_advantage")):
+        if owner is not None and name in vars(owner):
+            delattr(owner, name)
 
 
 def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainConfig.n_envs,
@@ -147,7 +169,7 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
             clock: str | None = None) -> TrainingBenchRow:
     """One row: ``model.learn(steps)`` with the shipped hyperparameters and ``hp_overrides`` (dotted
     keys) on ``n_envs`` copies in ``vec_env`` (``dummy``, ``subproc`` or ``auto``), then the
-    environment alone for as many vector steps. ``clock``: ``cpu`` (default for DummyVecEnv) or
+    environment alone on the same transitions (the module docstring). ``clock``: ``cpu`` (default for DummyVecEnv) or
     ``wall`` (default, and the only one that counts the workers, for SubprocVecEnv)."""
     import torch
 
@@ -168,10 +190,13 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
                               normalize=bool(config.hyperparams.get("normalize")), on_policy=on_policy)
         try:
             model = new_model(config, venv, Path(tmp) / "tb")
-            spent = _time_parts(model, now) if on_policy else {}
+            actions: list[np.ndarray] = []
+            spent = _instrument(model, now, actions)
             start = now()
-            model.learn(steps)
+            with unchecked_distributions():
+                model.learn(steps, callback=RewardTerms())
             elapsed = now() - start
+            _uninstrument(model)
             parts = {}
             if on_policy:
                 parts = {part: seconds / model.num_timesteps for part, seconds in spent.items()}
@@ -183,7 +208,7 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
                 start = now()
                 model.train(gradient_steps=UPDATE_REPEATS, batch_size=model.batch_size)
                 update_s = (now() - start) / UPDATE_REPEATS
-            env_rate = _env_rate(venv, model.num_timesteps // n_envs, now)
+            env_rate = _env_rate(venv, config.seed, actions, now)
         finally:
             venv.close()
     return TrainingBenchRow(algo, env_id, prior, n_envs, env_rate, train_rate, steps_per_update, update_s,
@@ -261,7 +286,7 @@ def format_training_bench(rows: list[TrainingBenchRow]) -> str:
     per = "CPU second of this process" if clocks == {"cpu"} else "second (" + "/".join(sorted(clocks)) + " clock)"
     classes = "/".join(sorted({"DummyVecEnv" if r.vec_env == "dummy" else "SubprocVecEnv" for r in rows}))
     lines.append(f"steps/s = environment steps per {per} ({classes}, one torch thread); env = the same vector env "
-                 "with zero actions for as many vector steps as the training made; SAC with learning_starts=0. "
+                 "replaying the training's actions from its seeds (the same transitions); SAC with learning_starts=0. "
                  f"Targets: / env >= {TARGET_RATIO}, train >= {TARGET_RATE:.0f} steps/s. Off-policy: steps/update = "
                  "environment steps per gradient step in the run, update ms = one gradient step alone, needed = "
                  f"the fewest environment steps per gradient step that could reach / env >= {TARGET_RATIO} at that cost.")

@@ -23,7 +23,8 @@ import shlex
 import shutil
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import fields, replace
 from functools import partial
 from operator import attrgetter
@@ -40,8 +41,8 @@ from upright.policies.run import (check_pair, load_normalizer, model_steps, newe
 from upright.policies.algorithms import Algorithm, algo_class, algorithm
 from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_config, plain,
                                          write_atomically, write_text_atomically)
-from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, RewardTerms, save_model_files,
-                                        weights_finite)
+from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, FiniteWeights, RewardTerms,
+                                        save_model_files, weights_finite)
 from upright.training.config import (IMITATE_DEFAULTS, check_counts, choose_vec_env, load_hyperparams, model_kwargs,
                                      next_run_dir)
 from upright.training.vec_env import check_env, make_train_env
@@ -85,6 +86,23 @@ class TrainingFailed(RuntimeError):
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+@contextmanager
+def unchecked_distributions() -> Iterator[None]:
+    """torch's distributions without their argument checks while training, then as they were. SB3
+    builds a Normal in every forward pass and every minibatch; the checks (finite mean, positive
+    scale, samples in the support) are a sizeable part of a small network's forward pass on one
+    thread and change no number. What they caught, a diverged optimiser's non-finite weights,
+    :class:`~upright.training.callbacks.FiniteWeights` catches after every update."""
+    from torch.distributions import Distribution
+
+    checked = Distribution._validate_args
+    Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        Distribution.set_default_validate_args(checked)
 
 
 def resolve(config: TrainConfig) -> TrainConfig:
@@ -450,15 +468,16 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
         evaluation = Evaluation(run_dir, config.env_id, config.eval_kwargs_with_prior, every=config.eval_every,
                                 episodes=config.eval_episodes, seed=config.eval_seed,
                                 has_prior=config.prior is not None, elapsed=imitation_seconds)
-        callbacks = [RewardTerms(), evaluation,
+        callbacks = [FiniteWeights(), RewardTerms(), evaluation,
                      Checkpoints(run_dir / "checkpoints", config.checkpoint_every, replay_buffer=not on_policy),
                      *extra]
         if hp.get("warmup_steps", 0) > 0:
             callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
         remaining = config.steps - model.num_timesteps
         if remaining > 0:
-            model.learn(remaining, callback=CallbackList(callbacks), tb_log_name="run",
-                        reset_num_timesteps=fresh and not imitating, progress_bar=config.progress)
+            with unchecked_distributions():
+                model.learn(remaining, callback=CallbackList(callbacks), tb_log_name="run",
+                            reset_num_timesteps=fresh and not imitating, progress_bar=config.progress)
             if config.eval_every > 0 and evaluation.num_timesteps > evaluation.last:
                 evaluation.evaluate()
     except KeyboardInterrupt:
@@ -486,4 +505,4 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
 
 
 __all__ = ["OPTIONS", "RESUMABLE", "TrainingFailed", "TrainingInterrupted", "check_teacher", "init_files",
-           "new_model", "resolve", "resume", "resume_config", "train", "zero_actor_output"]
+           "new_model", "resolve", "resume", "resume_config", "train", "unchecked_distributions", "zero_actor_output"]
