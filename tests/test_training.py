@@ -331,11 +331,18 @@ def test_bad_configurations_name_the_bad_value(args, message, tmp_path, capsys):
     assert not (tmp_path / "runs").exists()
 
 
+def _interruptible() -> None:
+    """In a child before it starts: Ctrl-C as a terminal's process gets it (a test runner started in
+    the background of a shell without job control passes SIGINT on ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_leaves_a_loadable_run(tmp_path):
     command = [sys.executable, "-m", "upright", "train", "--env", ENV, "--prior", "spline", "--steps", "100000",
                "--out", str(tmp_path), "--no-progress", "--eval-every", "0",
                "--set", "max_episode_seconds=1.5", "hp.n_steps=64", "hp.batch_size=64", "hp.n_epochs=1"]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                               preexec_fn=_interruptible)
     run_dir = tmp_path / "WolfgangGetUp-v0" / "ppo-spline-1"
     deadline = time.monotonic() + 60
     while not (run_dir / "tb").exists() and time.monotonic() < deadline:
@@ -730,7 +737,8 @@ def test_ctrl_c_saves_a_subproc_run_and_ends_its_workers(tmp_path):
     saves the run and closes them (no traceback), and nothing of the group is left running."""
     command = [sys.executable, "-m", "upright", "train", "--env", ENV, "--steps", "100000", "--out", str(tmp_path),
                *TINY_CLI, "--vec-env", "subproc"]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=_interruptible)
     run_dir = tmp_path / "WolfgangGetUp-v0" / "ppo-spline-1"
     deadline = time.monotonic() + 120
     while not _checkpoint_steps(run_dir):
