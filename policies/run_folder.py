@@ -36,9 +36,14 @@ class TrainConfig:
     prior: str | None = None
     algo: str = "ppo"
     steps: int = 100_000
-    #: DummyVecEnv copies: 4 batch the policy's forward pass, so the network costs less per
+    #: Environment copies: 4 batch the policy's forward pass, so the network costs less per
     #: environment step than with fewer (``upright bench --training`` measures the ratio).
     n_envs: int = 4
+    #: The vector environment of the copies: ``dummy`` (one process), ``subproc`` (a worker process
+    #: each) or ``auto`` (chosen by the cores this machine gives the run,
+    #: :func:`upright.training.vec_env.choose_vec_env`). A run's ``config.yml`` records the class it
+    #: ran with. Both classes give the same transitions for a seed, so it changes the speed only.
+    vec_env: str = "auto"
     seed: int = 0
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     hyperparams: dict[str, Any] = field(default_factory=dict)

@@ -104,6 +104,20 @@ def test_view_bad_pose_is_clear(capsys):
     assert "handstand" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--n-envs", "2"], "--n-envs and --vec-env are options of --training"),
+    (["--training", "--vec-env", "subproc"], "--vec-env goes with --n-envs"),
+    (["--training", "--n-envs", "1,0"], "--n-envs takes integers >= 1 separated by commas, got '0'"),
+    (["--training", "--n-envs", "2,four"], "got 'four'"),
+    (["--training", "--n-envs", "2", "--vec-env", "dummy,threads"], "--vec-env takes auto, dummy, subproc separated by "
+                                                                    "commas, got 'threads'"),
+])
+def test_bench_training_options_name_the_bad_value(args, message, capsys):
+    assert main(["bench", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_bench_measures_all_models():
     rows = run_bench(steps=20, presets=("turf", "lab"))
     assert [(r.env_id, r.conditions) for r in rows] == [("HumanoidStandup-v5", "-")] + [

@@ -38,16 +38,17 @@ ENV = "upright/WolfgangGetUp-v0"
 SHORT = {"max_episode_seconds": 1.5}
 TINY_PPO = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "policy_kwargs.net_arch": (16, 16)}
 #: ``upright train`` options of a tiny PPO run (with --env and --steps): 128 steps per rollout.
-TINY_CLI = ["--prior", "spline", "--n-envs", "2", "--no-progress", "--eval-every", "0", "--checkpoint-every", "128",
-            "--set", "max_episode_seconds=1.5", "hp.n_steps=64", "hp.batch_size=64", "hp.n_epochs=1",
-            "hp.policy_kwargs.net_arch=16,16"]
+#: DummyVecEnv on every machine (a later --vec-env replaces it).
+TINY_CLI = ["--prior", "spline", "--n-envs", "2", "--vec-env", "dummy", "--no-progress", "--eval-every", "0",
+            "--checkpoint-every", "128", "--set", "max_episode_seconds=1.5", "hp.n_steps=64", "hp.batch_size=64",
+            "hp.n_epochs=1", "hp.policy_kwargs.net_arch=16,16"]
 RESUME = ["train", "--no-progress", "--resume"]
 
 
 def _config(tmp_path: Path, **changes) -> TrainConfig:
     base = dict(env_id=ENV, prior="spline", algo="ppo", steps=256, n_envs=2, seed=0, env_kwargs=dict(SHORT),
                 hp_overrides=dict(TINY_PPO), out=str(tmp_path / "runs"), eval_every=128, eval_episodes=1,
-                checkpoint_every=128, progress=False, command="test")
+                checkpoint_every=128, progress=False, command="test", vec_env="dummy")
     return TrainConfig(**{**base, **changes})
 
 
@@ -307,6 +308,7 @@ def test_eval_env_kwargs_evaluate_and_load_the_task_the_run_is_for(tmp_path):
     (["--eval-every", "-1"], "eval_every must be an integer >= 0, got -1"),
     (["--steps", "0"], "steps must be an integer >= 1, got 0"),
     (["--n-envs", "0"], "n_envs must be an integer >= 1, got 0"),
+    (["--vec-env", "fast"], "vec_env must be one of auto, dummy, subproc, got 'fast'"),
     (["--seed", "-1"], "seed must be an integer >= 0, got -1"),
     (["--set", "hp.learning_rate=-1e-3"], "hp.learning_rate must be a number > 0, got -0.001"),
     (["--set", "hp.gamma=1.5"], "hp.gamma must be a number > 0 and <= 1, got 1.5"),
@@ -329,11 +331,18 @@ def test_bad_configurations_name_the_bad_value(args, message, tmp_path, capsys):
     assert not (tmp_path / "runs").exists()
 
 
+def _interruptible() -> None:
+    """In a child before it starts: Ctrl-C as a terminal's process gets it (a test runner started in
+    the background of a shell without job control passes SIGINT on ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_leaves_a_loadable_run(tmp_path):
     command = [sys.executable, "-m", "upright", "train", "--env", ENV, "--prior", "spline", "--steps", "100000",
                "--out", str(tmp_path), "--no-progress", "--eval-every", "0",
                "--set", "max_episode_seconds=1.5", "hp.n_steps=64", "hp.batch_size=64", "hp.n_epochs=1"]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                               preexec_fn=_interruptible)
     run_dir = tmp_path / "WolfgangGetUp-v0" / "ppo-spline-1"
     deadline = time.monotonic() + 60
     while not (run_dir / "tb").exists() and time.monotonic() < deadline:
@@ -563,11 +572,17 @@ def test_a_save_cut_off_midway_leaves_whole_files_and_pairs(short_run, tmp_path,
 
 
 def test_a_diverging_optimiser_fails_the_training_and_saves_nothing_of_it(tmp_path, capsys):
+    """Training runs without torch's distribution checks (they would refuse the first non-finite
+    action mean): the weights are checked after every update instead."""
+    from torch.distributions import Distribution
+
+    checked = Distribution._validate_args
     out = tmp_path / "runs"
     code = main(["train", "--env", ENV, "--steps", "512", "--out", str(out), *TINY_CLI,
                  "--set", "hp.learning_rate=1e12"])
     err = capsys.readouterr().err
     assert code == 1 and "the optimiser diverged at step 128" in err and "Traceback" not in err, err
+    assert Distribution._validate_args is checked  # unchecked while training only
     run = out / "WolfgangGetUp-v0" / "ppo-spline-1"
     assert not (run / "model.zip").exists() and _checkpoint_steps(run) == [128]  # before the first update
     assert load_policy(str(run)).model.num_timesteps == 128
@@ -631,8 +646,121 @@ def test_only_a_run_config_beside_a_run_model_name_makes_a_run(tmp_path):
     assert not is_run_policy(str(plain)) and is_run_policy(str(run_like))
 
 
+def _cores(monkeypatch, count: int) -> None:
+    """Fake a machine whose process may use ``count`` cores."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(count)), raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: count)
+
+
+def test_auto_picks_the_vector_environment_by_the_cores(monkeypatch):
+    from upright.training.config import SUBPROC_MIN_CORES, choose_vec_env, usable_cores
+
+    assert choose_vec_env("auto", 4, cores=SUBPROC_MIN_CORES - 1) == "dummy"
+    assert choose_vec_env("auto", 4, cores=SUBPROC_MIN_CORES) == "subproc"
+    assert choose_vec_env("auto", 1, cores=64) == "dummy"  # one copy: nothing to step side by side
+    assert choose_vec_env("dummy", 8, cores=64) == "dummy" and choose_vec_env("subproc", 1, cores=1) == "subproc"
+    _cores(monkeypatch, 16)
+    assert usable_cores() == 16 and choose_vec_env("auto", 4) == "subproc"
+    _cores(monkeypatch, 2)
+    assert usable_cores() == 2 and choose_vec_env("auto", 4) == "dummy"
+    for bad in ("fast", None, 2):
+        with pytest.raises(ValueError, match=f"vec_env must be one of auto, dummy, subproc, got {bad!r}"):
+            choose_vec_env(bad, 4)
+
+
+def test_the_vector_environment_round_trips_through_config_yml(monkeypatch):
+    from dataclasses import replace
+
+    from upright.training.train import resume_config
+
+    config = TrainConfig(env_id=ENV, prior="spline", steps=256, vec_env="subproc")
+    assert TrainConfig.from_yaml(yaml.safe_load(yaml.safe_dump(config.to_yaml()))) == config
+    older = {k: v for k, v in config.to_yaml().items() if k != "vec_env"}  # a run folder from before the field
+    assert TrainConfig.from_yaml(older).vec_env == "auto"
+    _cores(monkeypatch, 16)
+    saved = replace(config, vec_env="dummy")
+    # a resume keeps the run's class, takes a given one, and chooses for this machine on auto
+    assert resume_config(saved, {"steps": 512}) == (replace(saved, steps=512), ["steps 256 -> 512"])
+    assert resume_config(saved, {"steps": 512, "vec_env": "auto"}) == (
+        replace(saved, steps=512, vec_env="subproc"), ["steps 256 -> 512", "vec_env dummy -> subproc"])
+    with pytest.raises(ValueError, match="vec_env must be one of auto, dummy, subproc, got 'many'"):
+        resume_config(saved, {"vec_env": "many"})
+
+
+def test_subproc_training_learns_what_dummy_learns(tmp_path, monkeypatch):
+    """``--vec-env auto`` on a machine of many cores (faked) runs the copies in worker processes,
+    records SubprocVecEnv in config.yml and learns bit for bit what DummyVecEnv learns from the same
+    seed; a resume may change the class."""
+    from stable_baselines3 import PPO
+
+    dummy = train(_config(tmp_path, steps=128, eval_every=0, name="dummy"))
+    _cores(monkeypatch, 16)
+    assert main(["train", "--env", ENV, "--steps", "128", "--out", str(tmp_path / "runs"), "--name", "auto", *TINY_CLI,
+                 "--vec-env", "auto"]) == 0
+    run = dummy.parent / "auto"
+    assert yaml.safe_load((run / "config.yml").read_text())["vec_env"] == "subproc"
+    assert yaml.safe_load((dummy / "config.yml").read_text())["vec_env"] == "dummy"
+    ours, theirs = (PPO.load(r / "model.zip", device="cpu") for r in (run, dummy))
+    assert ours.num_timesteps == theirs.num_timesteps == 128
+    for name, weights in theirs.policy.state_dict().items():
+        assert bool((ours.policy.state_dict()[name] == weights).all()), name
+    statistics = [load_normalizer(r / "vecnormalize.pkl") for r in (run, dummy)]
+    np.testing.assert_array_equal(statistics[0].obs_rms.mean, statistics[1].obs_rms.mean)
+    assert statistics[0].ret_rms.var == statistics[1].ret_rms.var
+    assert main([*RESUME, str(run), "--steps", "256", "--vec-env", "dummy"]) == 0
+    assert yaml.safe_load((run / "config.yml").read_text())["vec_env"] == "dummy"
+    assert (run / "command.txt").read_text().splitlines()[-1].endswith("; changed steps 128 -> 256, vec_env subproc -> dummy")
+    assert model_steps(run / "model.zip") == 256
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_off_policy_training_learns_the_same_in_both_vector_environments(algo):
+    """SAC and TD3 from the same seed: the same weights to the bit in DummyVecEnv and SubprocVecEnv
+    (their replay buffers hold the same transitions)."""
+    import torch
+
+    from upright.policies.algorithms import algo_class
+
+    weights = []
+    for vec_env in ("dummy", "subproc"):
+        venv = make_train_env(ENV, {**SHORT, "prior": "spline"}, 2, 0, normalize=True, on_policy=False, vec_env=vec_env)
+        model = algo_class(algo)("MlpPolicy", venv, seed=0, device="cpu", learning_starts=32, batch_size=32,
+                                 policy_kwargs={"net_arch": [16, 16]})
+        model.learn(128)
+        venv.close()
+        weights.append(torch.cat([p.detach().flatten() for p in model.policy.parameters()]))
+    assert bool((weights[0] == weights[1]).all())
+
+
+def test_ctrl_c_saves_a_subproc_run_and_ends_its_workers(tmp_path):
+    """The terminal's Ctrl-C reaches the whole process group: the workers ignore it, the parent
+    saves the run and closes them (no traceback), and nothing of the group is left running."""
+    command = [sys.executable, "-m", "upright", "train", "--env", ENV, "--steps", "100000", "--out", str(tmp_path),
+               *TINY_CLI, "--vec-env", "subproc"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=_interruptible)
+    run_dir = tmp_path / "WolfgangGetUp-v0" / "ppo-spline-1"
+    deadline = time.monotonic() + 120
+    while not _checkpoint_steps(run_dir):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1]
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in err, err
+    assert load_policy(str(run_dir)).model.num_timesteps > 0
+    assert yaml.safe_load((run_dir / "config.yml").read_text())["vec_env"] == "subproc"
+    deadline = time.monotonic() + 10
+    while True:  # the workers (and multiprocessing's resource tracker) end with the parent
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "processes of the run are still running"
+        time.sleep(0.1)
+
+
 def test_training_bench_rows():
-    from upright.training.bench import format_training_bench, measure
+    from upright.training.bench import PARTS, TARGET_RATIO, format_training_bench, measure
 
     rows = [measure("sac", ENV, "spline", 32), measure("ppo", ENV, "spline", 32, hp_overrides=TINY_PPO)]
     assert [r.algo for r in rows] == ["sac", "ppo"] and all(r.train_steps_per_s > 0 < r.env_steps_per_s for r in rows)
@@ -642,10 +770,14 @@ def test_training_bench_rows():
     assert sac.steps_per_update == pytest.approx(4, rel=0.1) and sac.update_s > 0
     # k env steps and one update reach the target ratio exactly at k = needed
     k = sac.steps_per_update_for_target
-    assert k / sac.env_steps_per_s / (k / sac.env_steps_per_s + sac.update_s) == pytest.approx(0.6)
+    assert k / sac.env_steps_per_s / (k / sac.env_steps_per_s + sac.update_s) == pytest.approx(TARGET_RATIO)
     assert ppo.update_s is None and ppo.steps_per_update_for_target is None
+    # PPO's parts add up to its training time per step; SAC's are not timed
+    assert set(ppo.parts) == set(PARTS) and min(ppo.parts[p] for p in PARTS if p != "rest") > 0 and not sac.parts
+    assert sum(ppo.parts.values()) == pytest.approx(1 / ppo.train_steps_per_s)
+    assert (ppo.vec_env, ppo.clock, sac.vec_env, sac.clock) == ("dummy", "cpu", "dummy", "cpu")
     table = format_training_bench(rows)
-    assert "train steps/s" in table and "update ms" in table
+    assert "train steps/s" in table and "update ms" in table and "Where the training time goes" in table
 
 
 @pytest.mark.parametrize("warmup, frozen", [(10**6, True), (0, False)])

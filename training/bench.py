@@ -1,15 +1,31 @@
-"""Training speed (``upright bench --training``): end-to-end training steps per second of PPO and SAC
-against the environment alone, for the residual configurations of the shipped hyperparameter files
+"""Training speed (``upright bench --training``): end-to-end training steps per second against the
+environment alone, for the residual configurations of the shipped hyperparameter files
 (:data:`CONFIGS`), with the vector environment, normalisation and thread setting ``upright train``
-uses (``make_train_env``: ``n_envs`` DummyVecEnv copies, VecNormalize when the hyperparameters say so;
-one torch thread).
+uses (``make_train_env``; VecNormalize when the hyperparameters say so; one torch thread).
 
-Both rates are environment steps (one per environment per ``VecEnv.step``) per CPU second of this
-process (``time.process_time``, as the environment bench; other processes' load does not count).
-"Environment alone" steps the same vector environment with zero actions; "training" is
-``model.learn`` from a freshly built, zero-initialised model (SAC with ``learning_starts=0``, so
-every step includes its gradient step, as in steady state). Targets (the training-speed issue):
-training >= 0.6 of the environment alone and >= 1000 steps/s.
+Two tables:
+
+- :func:`run_training_bench` (the default): PPO and SAC with ``TrainConfig.n_envs`` DummyVecEnv
+  copies (what ``upright train`` runs below ``SUBPROC_MIN_CORES`` cores), rates per CPU second of
+  this process (``time.process_time``: other processes' load does not count), and where PPO's
+  time goes (:data:`PARTS`). Targets (the training-speed issue): training >= :data:`TARGET_RATIO`
+  of the environment alone and >= :data:`TARGET_RATE` steps/s.
+- :func:`run_scaling_bench` (``--n-envs 1,2,4``): PPO against the number of copies in DummyVecEnv
+  and SubprocVecEnv, rates per wall-clock second (SubprocVecEnv's workers are other processes,
+  whose CPU time this process's clock does not count; so the machine must be idle), and the
+  scaling efficiency: the rate over ``n`` times the same configuration's one-copy DummyVecEnv rate
+  (1 = linear in the copies).
+
+Rates are environment steps (one per copy per ``VecEnv.step``) per second. "Training" is
+``model.learn`` from a freshly built, zero-initialised model as ``upright train`` runs it (torch's
+distribution checks off, the per-step reward-term callback; the periodic evaluations and
+checkpoints left out, their cost is set by ``--eval-every`` and ``--checkpoint-every``), SAC with
+``learning_starts=0`` so that every step includes its gradient step, as in steady state, PPO
+rounded up to whole rollouts;
+"environment alone" then replays the actions the training sent, in the same vector environment
+from a reset with the training's seeds: the same transitions (a get-up's lying phase costs more
+contacts than its standing one, and the policy's exploration noise more than zero actions), without
+the policy, the buffer and the update.
 
 For an off-policy algorithm the row also has the CPU cost of one gradient step alone
 (``model.train`` after the run, :data:`UPDATE_REPEATS` steps on the filled buffer) and from it the
@@ -21,9 +37,10 @@ fewest environment steps per gradient step at which training could reach the rat
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -32,8 +49,10 @@ import numpy as np
 
 from upright.policies.algorithms import ALGORITHMS, algorithm
 from upright.policies.run_folder import TrainConfig
+from upright.training.config import choose_vec_env, usable_cores
+from upright.training.callbacks import RewardTerms
+from upright.training.train import new_model, resolve, unchecked_distributions
 from upright.training.vec_env import make_train_env
-from upright.training.train import new_model, resolve
 
 #: (environment id, prior) of the residual configurations in training/hyperparams/*.yml.
 CONFIGS = (("upright/NaoGetUp-v0", "keyframe"), ("upright/WolfgangGetUp-v0", "spline"),
@@ -41,15 +60,24 @@ CONFIGS = (("upright/NaoGetUp-v0", "keyframe"), ("upright/WolfgangGetUp-v0", "sp
 #: The algorithms benchmarked (their ``benched`` rows).
 ALGOS = tuple(name for name, a in ALGORITHMS.items() if a.benched)
 #: Targets: training / environment alone, and training steps per second.
-TARGET_RATIO = 0.6
+TARGET_RATIO = 0.7
 TARGET_RATE = 1000.0
+#: Scaling target: training steps/s at ``n`` copies over ``n`` times one copy's.
+TARGET_EFFICIENCY = 0.7
 #: Gradient steps timed alone for an off-policy row's update cost.
 UPDATE_REPEATS = 50
+#: The parts of an on-policy ``learn`` timed separately: the vector environment's step
+#: (VecNormalize included), the policy's forward pass while collecting, the rollout buffer (adds
+#: and the advantages), the update epochs; "rest" is the remainder (tensor conversion, action
+#: clipping, SB3's episode bookkeeping, logging).
+PARTS = ("environment", "policy", "buffer", "update", "rest")
+#: The clocks a measurement may use.
+CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
 @dataclass(frozen=True)
 class TrainingBenchRow:
-    """One algorithm on one configuration: rates in environment steps per CPU second."""
+    """One algorithm on one configuration: rates in environment steps per second of ``clock``."""
 
     algo: str
     env_id: str
@@ -59,8 +87,14 @@ class TrainingBenchRow:
     train_steps_per_s: float
     #: Environment steps per gradient step in this run (off-policy, inf without one; None for on-policy).
     steps_per_update: float | None = None
-    #: CPU seconds of one gradient step alone (off-policy; None for on-policy).
+    #: Seconds of one gradient step alone (off-policy; None for on-policy).
     update_s: float | None = None
+    #: The vector environment class (``dummy`` or ``subproc``) and the clock (``cpu``: this
+    #: process's CPU time; ``wall``: elapsed time).
+    vec_env: str = "dummy"
+    clock: str = "cpu"
+    #: On-policy: seconds per environment step of each of :data:`PARTS` during ``learn``.
+    parts: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -77,54 +111,167 @@ class TrainingBenchRow:
         return TARGET_RATIO / (1.0 - TARGET_RATIO) * self.update_s * self.env_steps_per_s
 
 
-def _env_rate(venv, steps: int) -> float:
-    """Environment steps per CPU second of ``venv`` under zero actions for about ``steps`` steps."""
-    action = np.zeros((venv.num_envs, *venv.action_space.shape), dtype=np.float32)
+def _env_rate(venv: Any, seed: int, actions: list[np.ndarray], clock: Callable[[], float]) -> float:
+    """Environment steps per second of ``clock`` of ``venv`` replaying ``actions`` from a reset
+    seeded ``seed`` (as the training's first reset was: the same transitions)."""
+    venv.seed(seed)
     venv.reset()
-    calls = max(steps // venv.num_envs, 1)
-    start = time.process_time()
-    for _ in range(calls):
+    start = clock()
+    for action in actions:
         venv.step(action)
-    return calls * venv.num_envs / (time.process_time() - start)
+    return len(actions) * venv.num_envs / (clock() - start)
+
+
+def _timed(spent: dict[str, float], part: str, function: Callable[..., Any],
+           clock: Callable[[], float]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        start = clock()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[part] += clock() - start
+
+    return call
+
+
+def _instrument(model: Any, clock: Callable[[], float], actions: list[np.ndarray]) -> dict[str, float]:
+    """Record the actions ``model``'s learn sends to its environment into ``actions`` and, for an
+    on-policy model, time its parts (:data:`PARTS` but ``rest``) into the returned dictionary, by
+    wrapping the methods of this model's own objects (undone by :func:`_uninstrument`)."""
+    spent = dict.fromkeys(PARTS[:-1], 0.0)
+    step = model.env.step
+
+    def recorded_step(action: np.ndarray) -> Any:
+        actions.append(np.array(action))
+        return step(action)
+
+    model.env.step = _timed(spent, "environment", recorded_step, clock)
+    if hasattr(model, "rollout_buffer"):  # on-policy
+        policy, buffer = model.policy, model.rollout_buffer
+        policy.forward = _timed(spent, "policy", policy.forward, clock)
+        buffer.add = _timed(spent, "buffer", buffer.add, clock)
+        buffer.compute_returns_and_advantage = _timed(spent, "buffer", buffer.compute_returns_and_advantage, clock)
+        model.train = _timed(spent, "update", model.train, clock)
+    return spent
+
+
+def _uninstrument(model: Any) -> None:
+    """Remove :func:`_instrument`'s wrappers."""
+    buffer = getattr(model, "rollout_buffer", None)
+    for owner, name in ((model.env, "step"), (model.policy, "forward"), (model, "train"), (buffer, "add"),
+                        (buffer, "compute_returns_and_advantage")):
+        if owner is not None and name in vars(owner):
+            delattr(owner, name)
 
 
 def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainConfig.n_envs,
-            hp_overrides: Mapping[str, Any] | None = None) -> TrainingBenchRow:
-    """One row: ``steps`` environment steps alone, then ``model.learn(steps)`` (PPO rounds up to
-    whole rollouts) with the shipped hyperparameters and ``hp_overrides`` (dotted keys)."""
+            hp_overrides: Mapping[str, Any] | None = None, *, vec_env: str = "dummy",
+            clock: str | None = None) -> TrainingBenchRow:
+    """One row: ``model.learn(steps)`` with the shipped hyperparameters and ``hp_overrides`` (dotted
+    keys) on ``n_envs`` copies in ``vec_env`` (``dummy``, ``subproc`` or ``auto``), then the
+    environment alone on the same transitions (the module docstring). ``clock``: ``cpu`` (default for DummyVecEnv) or
+    ``wall`` (default, and the only one that counts the workers, for SubprocVecEnv)."""
     import torch
 
     torch.set_num_threads(1)
+    chosen = choose_vec_env(vec_env, n_envs)
+    clock = clock or ("wall" if chosen == "subproc" else "cpu")
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
+    if chosen == "subproc" and clock == "cpu":
+        raise ValueError("clock 'cpu' does not count SubprocVecEnv's workers: use 'wall' with vec_env 'subproc'")
+    now = CLOCKS[clock]
     on_policy = algorithm(algo).on_policy
     overrides = {**({"learning_starts": 0} if not on_policy else {}), **(hp_overrides or {})}
     with TemporaryDirectory() as tmp:
         config = resolve(TrainConfig(env_id=env_id, prior=prior, algo=algo, steps=steps, n_envs=n_envs,
-                                     hp_overrides=overrides, out=tmp, progress=False))
-        venv = make_train_env(env_id, config.env_kwargs_with_prior, n_envs, config.seed,
+                                     hp_overrides=overrides, out=tmp, progress=False, vec_env=chosen))
+        venv = make_train_env(env_id, config.env_kwargs_with_prior, n_envs, config.seed, vec_env=chosen,
                               normalize=bool(config.hyperparams.get("normalize")), on_policy=on_policy)
-        env_rate = _env_rate(venv, steps)
-        model = new_model(config, venv, Path(tmp) / "tb")
-        start = time.process_time()
-        model.learn(steps)
-        train_rate = model.num_timesteps / (time.process_time() - start)
-        steps_per_update = update_s = None
-        if not on_policy:
-            steps_per_update = model.num_timesteps / model._n_updates if model._n_updates else float("inf")
-            start = time.process_time()
-            model.train(gradient_steps=UPDATE_REPEATS, batch_size=model.batch_size)
-            update_s = (time.process_time() - start) / UPDATE_REPEATS
-        venv.close()
-    return TrainingBenchRow(algo, env_id, prior, n_envs, env_rate, train_rate, steps_per_update, update_s)
+        try:
+            model = new_model(config, venv, Path(tmp) / "tb")
+            actions: list[np.ndarray] = []
+            spent = _instrument(model, now, actions)
+            start = now()
+            with unchecked_distributions():
+                model.learn(steps, callback=RewardTerms())
+            elapsed = now() - start
+            _uninstrument(model)
+            parts = {}
+            if on_policy:
+                parts = {part: seconds / model.num_timesteps for part, seconds in spent.items()}
+                parts["rest"] = elapsed / model.num_timesteps - sum(parts.values())
+            train_rate = model.num_timesteps / elapsed
+            steps_per_update = update_s = None
+            if not on_policy:
+                steps_per_update = model.num_timesteps / model._n_updates if model._n_updates else float("inf")
+                start = now()
+                model.train(gradient_steps=UPDATE_REPEATS, batch_size=model.batch_size)
+                update_s = (now() - start) / UPDATE_REPEATS
+            env_rate = _env_rate(venv, config.seed, actions, now)
+        finally:
+            venv.close()
+    return TrainingBenchRow(algo, env_id, prior, n_envs, env_rate, train_rate, steps_per_update, update_s,
+                            vec_env=chosen, clock=clock, parts=parts)
 
 
 def run_training_bench(steps: int = 2048, configs: tuple[tuple[str, str], ...] = CONFIGS,
                        algos: tuple[str, ...] = ALGOS) -> list[TrainingBenchRow]:
-    """Every algorithm on every configuration, ``steps`` environment steps per measurement."""
+    """Every algorithm on every configuration, ``steps`` environment steps per measurement
+    (``TrainConfig.n_envs`` DummyVecEnv copies, CPU time)."""
     return [measure(algo, env_id, prior, steps) for env_id, prior in configs for algo in algos]
 
 
+def run_scaling_bench(steps: int = 4096, n_envs: Sequence[int] = (1, 2, 4),
+                      vec_envs: Sequence[str] = ("dummy", "subproc"),
+                      configs: tuple[tuple[str, str], ...] = CONFIGS, algo: str = "ppo",
+                      hp_overrides: Mapping[str, Any] | None = None) -> list[TrainingBenchRow]:
+    """``algo`` (with ``hp_overrides``) on every configuration with each number of copies in each
+    vector environment class, wall-clock rates; each configuration's one-copy DummyVecEnv row (the
+    base of the efficiency) is measured first whether or not it was asked for. SubprocVecEnv with
+    one copy runs one worker, as asked; ``auto`` is resolved per number of copies."""
+    for n in n_envs:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n_envs must be integers >= 1, got {n!r}")
+    cells = list(dict.fromkeys([("dummy", 1), *((choose_vec_env(v, n), n) for v in vec_envs for n in n_envs)]))
+    return [measure(algo, env_id, prior, steps, n, hp_overrides, vec_env=vec_env, clock="wall")
+            for env_id, prior in configs for vec_env, n in cells]
+
+
+def _base(rows: list[TrainingBenchRow], row: TrainingBenchRow) -> TrainingBenchRow | None:
+    """The one-copy DummyVecEnv row of ``row``'s configuration, algorithm and clock."""
+    return next((r for r in rows if (r.env_id, r.prior, r.algo, r.clock, r.vec_env, r.n_envs)
+                 == (row.env_id, row.prior, row.algo, row.clock, "dummy", 1)), None)
+
+
+def format_scaling_bench(rows: list[TrainingBenchRow], *, cores: int | None = None,
+                         load: float | None = None) -> str:
+    """A plain-text table of :func:`run_scaling_bench`'s rows: rates, their efficiency over linear
+    and training over the environment alone; the footer says the clock, the usable ``cores`` and
+    the one-minute ``load`` average when the bench started (default: now)."""
+    cores = usable_cores() if cores is None else cores
+    load = os.getloadavg()[0] if load is None and hasattr(os, "getloadavg") else load
+    lines = [f"{'algo':<5} {'environment':<26} {'prior':<12} {'vec env':<8} {'envs':>4} {'env steps/s':>11} "
+             f"{'x linear':>8} {'train steps/s':>13} {'x linear':>8} {'/ env':>6}"]
+    for r in rows:
+        base = _base(rows, r)
+        env_eff = f"{r.env_steps_per_s / (r.n_envs * base.env_steps_per_s):>8.2f}" if base else f"{'-':>8}"
+        train_eff = f"{r.train_steps_per_s / (r.n_envs * base.train_steps_per_s):>8.2f}" if base else f"{'-':>8}"
+        lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} {r.vec_env:<8} {r.n_envs:>4} "
+                     f"{r.env_steps_per_s:>11.0f} {env_eff} {r.train_steps_per_s:>13.0f} {train_eff} {r.ratio:>6.2f}")
+    clocks = {r.clock for r in rows}
+    per = "wall-clock second" if clocks == {"wall"} else "second of " + "/".join(sorted(clocks))
+    lines.append(f"steps/s = environment steps per {per} (SubprocVecEnv's workers are other processes: this "
+                 "process's CPU time does not count them, so every row is timed by the wall clock and the machine "
+                 f"must be idle; {cores} usable cores, load average {'-' if load is None else f'{load:.2f}'} at the "
+                 "start). x linear = the rate over envs times the same configuration's 1-environment DummyVecEnv "
+                 f"rate (target for training: >= {TARGET_EFFICIENCY}); / env = training over the environment alone "
+                 f"(target: >= {TARGET_RATIO}). One torch thread in the parent, one BLAS/torch thread per worker.")
+    return "\n".join(lines)
+
+
 def format_training_bench(rows: list[TrainingBenchRow]) -> str:
-    """A plain-text table of the rows with the targets."""
+    """A plain-text table of the rows with the targets, then where the on-policy rows' time goes."""
     def optional(value: float | None, spec: str, width: int) -> str:
         return f"{value:>{width}{spec}}" if value is not None else f"{'-':>{width}}"
 
@@ -135,13 +282,29 @@ def format_training_bench(rows: list[TrainingBenchRow]) -> str:
         lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} {r.n_envs:>4} {r.env_steps_per_s:>11.0f} "
                      f"{r.train_steps_per_s:>13.0f} {r.ratio:>7.2f} {optional(r.steps_per_update, '.1f', 12)} "
                      f"{optional(update_ms, '.2f', 9)} {optional(r.steps_per_update_for_target, '.0f', 7)}")
-    lines.append("steps/s = environment steps per CPU second of this process (DummyVecEnv, one torch thread, as "
-                 "upright train); env = the same vector env with zero actions; SAC with learning_starts=0. "
+    clocks = {r.clock for r in rows}
+    per = "CPU second of this process" if clocks == {"cpu"} else "second (" + "/".join(sorted(clocks)) + " clock)"
+    classes = "/".join(sorted({"DummyVecEnv" if r.vec_env == "dummy" else "SubprocVecEnv" for r in rows}))
+    lines.append(f"steps/s = environment steps per {per} ({classes}, one torch thread); env = the same vector env "
+                 "replaying the training's actions from its seeds (the same transitions); SAC with learning_starts=0. "
                  f"Targets: / env >= {TARGET_RATIO}, train >= {TARGET_RATE:.0f} steps/s. Off-policy: steps/update = "
-                 "environment steps per gradient step in the run, update ms = one gradient step alone (CPU), needed = "
+                 "environment steps per gradient step in the run, update ms = one gradient step alone, needed = "
                  f"the fewest environment steps per gradient step that could reach / env >= {TARGET_RATIO} at that cost.")
+    timed = [r for r in rows if r.parts]
+    if timed:
+        lines += ["", f"{'algo':<5} {'environment':<26} {'prior':<12} "
+                  + " ".join(f"{part:>11}" for part in PARTS) + f" {'total':>7}"]
+        for r in timed:
+            lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} "
+                         + " ".join(f"{r.parts[part] * 1e6:>11.1f}" for part in PARTS)
+                         + f" {sum(r.parts.values()) * 1e6:>7.1f}")
+        lines.append("Where the training time goes, µs per environment step of learn: environment = the vector "
+                     "env's step (VecNormalize included), policy = the forward pass while collecting, buffer = "
+                     "the rollout buffer's adds and advantages, update = the epochs of gradient steps, rest = the "
+                     "remainder (tensor conversion, clipping, SB3's episode bookkeeping, logging).")
     return "\n".join(lines)
 
 
-__all__ = ["ALGOS", "CONFIGS", "TARGET_RATE", "TARGET_RATIO", "UPDATE_REPEATS", "TrainingBenchRow", "format_training_bench",
-           "measure", "run_training_bench"]
+__all__ = ["ALGOS", "CLOCKS", "CONFIGS", "PARTS", "TARGET_EFFICIENCY", "TARGET_RATE", "TARGET_RATIO", "UPDATE_REPEATS",
+           "TrainingBenchRow", "format_scaling_bench", "format_training_bench", "measure", "run_scaling_bench",
+           "run_training_bench"]

@@ -5,7 +5,8 @@
   with the training normalisation frozen; logs ``eval/*`` (and the prior's own numbers on the same
   seeds as ``prior/*``, computed once), appends ``learning_curve.csv``, keeps ``best_model.zip``;
 - :class:`Checkpoints`: the model with its normalisation and replay buffer every N steps;
-- :class:`ActorWarmup`: the actor frozen for the first environment steps (critic warm-up).
+- :class:`ActorWarmup`: the actor frozen for the first environment steps (critic warm-up);
+- :class:`FiniteWeights`: a diverged optimiser stops the run after the update that broke it.
 
 Every file they write goes through :func:`~upright.policies.run_folder.write_atomically`, models with their companions through
 :func:`save_model_files` (the invariant a run folder keeps is in :mod:`upright.policies.run`).
@@ -55,6 +56,21 @@ def save_model_files(model: Any, normalizer: VecNormalize | None, model_path: Pa
         setattr(normalizer, STEPS_STAMP, model.num_timesteps)
         write_atomically(normalizer_path(model_path), lambda temporary: normalizer.save(str(temporary)))
     write_atomically(model_path, model.save)
+
+
+class FiniteWeights(BaseCallback):
+    """Raises :class:`Diverged` at the start of a rollout (after every update) when the model's
+    weights are no longer finite: training runs with torch's distribution argument checks off
+    (:func:`~upright.training.train.unchecked_distributions`), which would otherwise refuse the
+    first non-finite action mean, so a diverged optimiser still stops the run before it collects
+    with a broken policy."""
+
+    def _on_rollout_start(self) -> None:
+        if not weights_finite(self.model):
+            raise Diverged(f"non-finite weights at step {self.num_timesteps}")
+
+    def _on_step(self) -> bool:
+        return True
 
 
 class RewardTerms(BaseCallback):
@@ -226,5 +242,5 @@ class ActorWarmup(BaseCallback):
         return True
 
 
-__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "RewardTerms", "actor_parameters", "save_model_files",
-           "weights_finite"]
+__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "FiniteWeights", "RewardTerms", "actor_parameters",
+           "save_model_files", "weights_finite"]

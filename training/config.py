@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
@@ -54,6 +55,41 @@ ACTIVATIONS = ("tanh", "relu", "elu", "leaky_relu")
 #: The counts of a run and their least values (``eval_every`` 0: never evaluate).
 COUNTS = {"steps": 1, "n_envs": 1, "seed": 0, "eval_every": 0, "eval_episodes": 1, "eval_seed": 0,
           "checkpoint_every": 1}
+
+
+#: The vector environment choices of ``upright train --vec-env`` (``TrainConfig.vec_env``), built by
+#: :func:`upright.training.vec_env.make_train_env`.
+VEC_ENVS = ("auto", "dummy", "subproc")
+#: The fewest usable cores at which ``auto`` runs the copies in worker processes. The policy's
+#: forward pass and PPO's update run in the parent between vector steps, so workers gain where
+#: the cores step the copies side by side and leave the parent a core of its own; below that, the
+#: pipes' traffic costs about what the parallel stepping wins (``upright bench --training
+#: --n-envs 1,2,4`` measures both classes on the machine at hand).
+SUBPROC_MIN_CORES = 4
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def check_vec_env(choice: Any) -> None:
+    """ValueError naming ``choice`` unless it is one of :data:`VEC_ENVS`."""
+    if choice not in VEC_ENVS:
+        raise ValueError(f"vec_env must be one of {', '.join(VEC_ENVS)}, got {choice!r}")
+
+
+def choose_vec_env(choice: str, n_envs: int, cores: int | None = None) -> str:
+    """The vector environment class, ``dummy`` or ``subproc``, that ``choice`` means for ``n_envs``
+    copies on ``cores`` usable cores (default: :func:`usable_cores`): ``auto`` is ``subproc`` with
+    more than one copy and at least :data:`SUBPROC_MIN_CORES` cores, else ``dummy``."""
+    check_vec_env(choice)
+    if choice != "auto":
+        return choice
+    cores = usable_cores() if cores is None else cores
+    return "subproc" if n_envs > 1 and cores >= SUBPROC_MIN_CORES else "dummy"
 
 
 def _integral(value: Any) -> bool:
@@ -211,13 +247,14 @@ def _check_net_arch(algo: str, arch: Any) -> None:
 def check_counts(config: TrainConfig) -> None:
     """ValueError naming the first count of ``config`` (:data:`COUNTS`: steps, environments, seeds,
     evaluation and checkpoint intervals, evaluation episodes) that is not an integer at least its
-    least value, and a non-boolean ``progress``."""
+    least value, a non-boolean ``progress`` and a ``vec_env`` not in :data:`VEC_ENVS`."""
     for name, least in COUNTS.items():
         value = getattr(config, name)
         if not (_integral(value) and value >= least):
             raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
     if not isinstance(config.progress, bool):
         raise ValueError(f"progress must be true or false, got {config.progress!r}")
+    check_vec_env(config.vec_env)
 
 
 def model_kwargs(hp: Mapping[str, Any]) -> dict[str, Any]:
@@ -253,5 +290,6 @@ def next_run_dir(out: str | Path, env_id: str, algo: str, prior: str | None, nam
     return base / f"{stem}-{max(taken, default=0) + 1}"
 
 
-__all__ = ["COUNTS", "HP_PREFIX", "IMITATE_DEFAULTS", "OWN_KEYS", "Rule", "VALUE_RULES", "check_counts",
-           "check_hyperparams", "check_values", "load_hyperparams", "model_kwargs", "next_run_dir", "split_train_settings"]
+__all__ = ["COUNTS", "HP_PREFIX", "IMITATE_DEFAULTS", "OWN_KEYS", "Rule", "SUBPROC_MIN_CORES", "VALUE_RULES", "VEC_ENVS",
+           "check_counts", "check_hyperparams", "check_values", "check_vec_env", "choose_vec_env", "load_hyperparams",
+           "model_kwargs", "next_run_dir", "split_train_settings", "usable_cores"]

@@ -23,7 +23,8 @@ import shlex
 import shutil
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import fields, replace
 from functools import partial
 from operator import attrgetter
@@ -40,23 +41,25 @@ from upright.policies.run import (check_pair, load_normalizer, model_steps, newe
 from upright.policies.algorithms import Algorithm, algo_class, algorithm
 from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_config, plain,
                                          write_atomically, write_text_atomically)
-from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, RewardTerms, save_model_files,
-                                        weights_finite)
-from upright.training.config import IMITATE_DEFAULTS, check_counts, load_hyperparams, model_kwargs, next_run_dir
+from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, FiniteWeights, RewardTerms,
+                                        save_model_files, weights_finite)
+from upright.training.config import (IMITATE_DEFAULTS, check_counts, choose_vec_env, load_hyperparams, model_kwargs,
+                                     next_run_dir)
 from upright.training.vec_env import check_env, make_train_env
 from upright.training.imitation import imitate
 from upright.training.ship import init_record
 
 #: What a resume may change: none of them changes the model, its environment or what its
-#: evaluations measure (``steps`` must exceed the steps done).
-RESUMABLE = ("steps", "progress", "eval_every", "checkpoint_every")
+#: evaluations measure (``steps`` must exceed the steps done; ``vec_env`` changes how the same
+#: transitions are computed, not which).
+RESUMABLE = ("steps", "progress", "eval_every", "checkpoint_every", "vec_env")
 #: The ``upright train`` option of each :class:`TrainConfig` field (named when a resume refuses it);
 #: for the keyword-argument fields, what precedes a ``KEY=VALUE``.
 OPTIONS = {"env_id": "--env", "prior": "--prior", "algo": "--algo", "steps": "--steps", "n_envs": "--n-envs",
            "seed": "--seed", "env_kwargs": "--set ", "hp_overrides": "--set hp.", "hyperparams_file": "--hyperparams",
            "out": "--out", "name": "--name", "init": "--init", "eval_every": "--eval-every",
            "eval_episodes": "--eval-episodes", "eval_env_kwargs": "--eval-set ",
-           "checkpoint_every": "--checkpoint-every", "progress": "--progress"}
+           "checkpoint_every": "--checkpoint-every", "progress": "--progress", "vec_env": "--vec-env"}
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -85,8 +88,26 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+@contextmanager
+def unchecked_distributions() -> Iterator[None]:
+    """torch's distributions without their argument checks while training, then as they were. SB3
+    builds a Normal in every forward pass and every minibatch; the checks (finite mean, positive
+    scale, samples in the support) are a sizeable part of a small network's forward pass on one
+    thread and change no number. What they caught, a diverged optimiser's non-finite weights,
+    :class:`~upright.training.callbacks.FiniteWeights` catches after every update."""
+    from torch.distributions import Distribution
+
+    checked = Distribution._validate_args
+    Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        Distribution.set_default_validate_args(checked)
+
+
 def resolve(config: TrainConfig) -> TrainConfig:
-    """``config`` checked and with its hyperparameters resolved: ValueError naming an unknown
+    """``config`` checked, with its hyperparameters resolved and ``vec_env`` the class it runs with
+    (``auto`` chosen for this machine): ValueError naming an unknown
     algorithm, a count out of range, an unknown or out-of-range hyperparameter, an environment,
     keyword argument or a prior that does not fit the robot or task, or hyperparameters SB3 cannot
     build the model from (the model is built once on the checked environment, with the ``init``
@@ -121,7 +142,8 @@ def resolve(config: TrainConfig) -> TrainConfig:
         env.close()
     from importlib.metadata import version
 
-    return replace(config, hyperparams=hp, version=version("upright"), code=source_commit())
+    return replace(config, hyperparams=hp, version=version("upright"), code=source_commit(),
+                   vec_env=choose_vec_env(config.vec_env, config.n_envs))
 
 
 def _check_model(config: TrainConfig, env: Any) -> None:
@@ -321,7 +343,7 @@ def train(config: TrainConfig, callbacks: Sequence[Any] = ()) -> Path:
     start, normalizer = _carry_init(config, run_dir) if config.init is not None else (None, None)
     venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
                           normalize=bool(config.hyperparams.get("normalize")), on_policy=algorithm(config.algo).on_policy,
-                          normalizer=normalizer)
+                          normalizer=normalizer, vec_env=config.vec_env)
     model = new_model(config, venv, run_dir / "tb", start)
     return _session(config, run_dir, model, fresh=True, extra=callbacks)
 
@@ -332,7 +354,8 @@ def resume_config(saved: TrainConfig, changes: Mapping[str, Any]) -> tuple[Train
     ``upright train`` passes its options: ``env_kwargs`` nested, ``hp_overrides`` dotted): those of
     :data:`RESUMABLE` apply; any other that differs from the run's (a ``--set`` key: from its
     value in the run) is refused, ValueError naming the option, its value and the run's. A resume
-    keeps everything that shapes the model, its environment and its evaluations."""
+    keeps everything that shapes the model, its environment and its evaluations; its ``vec_env``
+    is the run's own class unless given (``auto``: chosen for this machine)."""
     unknown = sorted(set(changes) - {f.name for f in fields(TrainConfig)})
     if unknown:
         raise ValueError(f"unknown run settings: {', '.join(unknown)}")
@@ -343,6 +366,7 @@ def resume_config(saved: TrainConfig, changes: Mapping[str, Any]) -> tuple[Train
                              "or fine-tune this one with --init)")
     config = replace(saved, **{name: value for name, value in changes.items() if name in RESUMABLE})
     check_counts(config)
+    config = replace(config, vec_env=choose_vec_env(config.vec_env, config.n_envs))
     changed = [f"{name} {getattr(saved, name)} -> {getattr(config, name)}" for name in RESUMABLE
                if getattr(saved, name) != getattr(config, name)]
     return config, changed
@@ -411,7 +435,7 @@ def resume(run_dir: str | Path, changes: Mapping[str, Any] | None = None, *, com
     if normalizer is not None:
         check_pair(state, done, load_normalizer(normalizer), normalizer)
     venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
-                          normalize=normalize, on_policy=on_policy, normalizer=normalizer)
+                          normalize=normalize, on_policy=on_policy, normalizer=normalizer, vec_env=config.vec_env)
     model = algo_class(config.algo).load(state, env=venv, device="cpu", tensorboard_log=str(run_dir / "tb"))
     if not on_policy:
         model.load_replay_buffer(replay_buffer_path(state))
@@ -444,15 +468,16 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
         evaluation = Evaluation(run_dir, config.env_id, config.eval_kwargs_with_prior, every=config.eval_every,
                                 episodes=config.eval_episodes, seed=config.eval_seed,
                                 has_prior=config.prior is not None, elapsed=imitation_seconds)
-        callbacks = [RewardTerms(), evaluation,
+        callbacks = [FiniteWeights(), RewardTerms(), evaluation,
                      Checkpoints(run_dir / "checkpoints", config.checkpoint_every, replay_buffer=not on_policy),
                      *extra]
         if hp.get("warmup_steps", 0) > 0:
             callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
         remaining = config.steps - model.num_timesteps
         if remaining > 0:
-            model.learn(remaining, callback=CallbackList(callbacks), tb_log_name="run",
-                        reset_num_timesteps=fresh and not imitating, progress_bar=config.progress)
+            with unchecked_distributions():
+                model.learn(remaining, callback=CallbackList(callbacks), tb_log_name="run",
+                            reset_num_timesteps=fresh and not imitating, progress_bar=config.progress)
             if config.eval_every > 0 and evaluation.num_timesteps > evaluation.last:
                 evaluation.evaluate()
     except KeyboardInterrupt:
@@ -480,4 +505,4 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
 
 
 __all__ = ["OPTIONS", "RESUMABLE", "TrainingFailed", "TrainingInterrupted", "check_teacher", "init_files",
-           "new_model", "resolve", "resume", "resume_config", "train", "zero_actor_output"]
+           "new_model", "resolve", "resume", "resume_config", "train", "unchecked_distributions", "zero_actor_output"]

@@ -1,26 +1,107 @@
-"""The training environments: ``n_envs`` copies of the environment in a DummyVecEnv (one process:
-on a few cores SubprocVecEnv's inter-process traffic costs more than it parallelises), each in a
-Monitor that records ``is_success``, optionally in VecNormalize."""
+"""The training environments: ``n_envs`` copies of the environment, each in a Monitor that records
+``is_success``, optionally in VecNormalize, in one of SB3's two vector environment classes:
+
+- ``dummy``: SB3's DummyVecEnv, every copy stepped in turn in this process;
+- ``subproc``: SB3's SubprocVecEnv, one worker process per copy, started with the ``spawn`` method
+  (a fresh interpreter: no state forked from a parent that already runs torch threads) and with one
+  OpenMP/MKL/OpenBLAS thread (:data:`WORKER_THREADS`, so ``n_envs`` workers do not each start a
+  thread per core); workers ignore Ctrl-C, which is the parent's to handle (it saves the run and
+  closes them);
+- ``auto``: one of them by the machine's cores (:func:`upright.training.config.choose_vec_env`).
+
+Both classes give the same transitions for the same seed (each copy is seeded ``seed + rank``, its
+observations, rewards and infos arrive unchanged through the pipes, rewards as float32 in both), so
+a seeded run learns the same weights with either: the choice changes how fast it goes. A failure
+inside a worker reaches the parent as a broken pipe (``EOFError``), the worker's traceback on
+stderr.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 
 from upright.eval.runner import check_env_id
+from upright.training.config import choose_vec_env
+
+#: The thread-count variables set to 1 for the workers (read when numpy's BLAS and torch load, so
+#: they must be in the environment the worker process starts with).
+WORKER_THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+#: How SubprocVecEnv starts its workers (see the module docstring).
+START_METHOD = "spawn"
+
+
+@contextmanager
+def _worker_environment() -> Iterator[None]:
+    """:data:`WORKER_THREADS` set to 1 while the workers start (they copy this process's
+    environment), then restored."""
+    saved = {name: os.environ.get(name) for name in WORKER_THREADS}
+    os.environ.update({name: "1" for name in WORKER_THREADS})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _in_worker(make_env: Callable[[], gym.Env]) -> gym.Env:
+    """Build the worker's environment with Ctrl-C ignored: the parent stops the run and closes
+    the workers itself (a worker interrupted mid-step would break the parent's pipe)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return make_env()
+
+
+class TrainSubprocVecEnv(SubprocVecEnv):
+    """SB3's SubprocVecEnv started as the module docstring says, whose rewards are float32 as
+    DummyVecEnv's (SubprocVecEnv stacks the workers' Python floats as float64, and VecNormalize's
+    return statistics would then differ in the last bits between the two classes)."""
+
+    def __init__(self, env_fns: list[Callable[[], gym.Env]]) -> None:
+        with _worker_environment():
+            super().__init__([partial(_in_worker, fn) for fn in env_fns], start_method=START_METHOD)
+
+    def step_wait(self) -> Any:
+        observations, rewards, dones, infos = super().step_wait()
+        return observations, rewards.astype(np.float32), dones, infos
+
+    def close(self) -> None:
+        """Close the workers; after a step cut short (Ctrl-C while waiting for the workers) end them
+        instead: SubprocVecEnv would wait for every worker's answer again, and the answers already
+        read before the interrupt never come twice."""
+        if not self.closed and self.waiting:
+            for process in self.processes:
+                process.terminate()
+            for process in self.processes:
+                process.join()
+            self.closed = True
+            return
+        super().close()
 
 
 def make_train_env(env_id: str, env_kwargs: dict[str, Any], n_envs: int, seed: int, *, normalize: bool,
-                   on_policy: bool, monitor_dir: Path | None = None, normalizer: Path | None = None) -> VecEnv:
+                   on_policy: bool, monitor_dir: Path | None = None, normalizer: Path | None = None,
+                   vec_env: str = "dummy") -> VecEnv:
     """``n_envs`` environments ``gym.make(env_id, **env_kwargs)`` seeded ``seed``, ``seed + 1``, ...
-    With ``normalize`` the observations are normalised (and the rewards too for on-policy
-    algorithms, as rl-baselines3-zoo does); ``normalizer`` reloads saved statistics (resume, or
-    fine-tuning a trained policy)."""
-    venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs, vec_env_cls=DummyVecEnv,
+    in the vector environment ``vec_env`` (``dummy``, ``subproc``, or ``auto`` resolved by
+    :func:`~upright.training.config.choose_vec_env`). With ``normalize`` the observations are normalised (and the rewards
+    too for on-policy algorithms, as rl-baselines3-zoo does); ``normalizer`` reloads saved
+    statistics (resume, or fine-tuning a trained policy)."""
+    chosen = choose_vec_env(vec_env, n_envs)
+    venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs,
+                        vec_env_cls=TrainSubprocVecEnv if chosen == "subproc" else DummyVecEnv,
                         monitor_dir=None if monitor_dir is None else str(monitor_dir),
                         monitor_kwargs={"info_keywords": ("is_success",)})
     if normalizer is not None:
@@ -41,4 +122,4 @@ def check_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
         raise ValueError(f"{env_id}: {error}") from None
 
 
-__all__ = ["check_env", "make_train_env"]
+__all__ = ["START_METHOD", "TrainSubprocVecEnv", "WORKER_THREADS", "check_env", "make_train_env"]

@@ -78,7 +78,7 @@ SELECTION = {"getup": ("success_rate", "stood_up_rate", "falls", "mean_return"),
              "walk": ("fall_rate", "linear_tracking_error", "yaw_tracking_error", "vx", "mean_return")}
 #: The ``train`` keys of a space file (:class:`TrainConfig` fields that ``upright train`` options set).
 TRAIN_KEYS = ("env_id", "prior", "algo", "steps", "n_envs", "seed", "hyperparams_file", "init", "eval_every",
-              "eval_episodes", "checkpoint_every")
+              "eval_episodes", "checkpoint_every", "vec_env")
 SPACE_KEYS = ("train", "set", "eval_set", "objective", "prune", "params")
 
 
