@@ -30,7 +30,7 @@ TURF_SOLIMP = (0.9, 0.95, 0.005, 0.5, 2.0)
 TURF_FRICTION = (0.9, 0.005, 0.0001)
 #: Turf height field: extent (half sizes, m) and the cell count of the grid the bumps are drawn
 #: on (cells of 2 cm). The collision field has cells of ``Conditions.turf_cell`` (a multiple of
-#: the draw's cell) and takes the drawn heights at its vertices.
+#: the draw's cell) and takes the drawn heights at its vertices (:func:`coarse_turf`).
 TURF_HALF_SIZE = 4.0
 TURF_CELLS = 400
 #: Correlation length of the turf bumps in cells of the draw grid (σ of the Gaussian filter on
