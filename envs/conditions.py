@@ -130,6 +130,16 @@ class Conditions:
     terrain: str = "flat"
     ramp_tilt_deg: float = 1.5
     turf_height: float = 0.01
+    #: Cell (m) of the turf's collision height field. The bumps are always drawn on the 2 cm grid
+    #: of :func:`upright.envs.terrain.randomize_turf` (same draw, same random numbers used); a
+    #: coarser collision field takes the drawn heights at its vertices, filtered so that its
+    #: surface (linear between vertices) keeps the draw's height distribution, slopes and
+    #: correlation length (:func:`upright.envs.terrain.coarse_turf`). A multiple of 2 cm that
+    #: divides the field's 8 m; the default 0.02 collides with the draw itself. Coarser cells mean
+    #: fewer prisms under a foot, so fewer collision tests and contacts per step, but fewer
+    #: contacts also change how a foot meets the turf: docs/results/turf-equivalence.md compares
+    #: the baselines on 0.02 and 0.04.
+    turf_cell: float = 0.02
     #: Scale (N) of a random horizontal force on the torso, a new random magnitude and direction
     #: every control period (the spline thesis protocol used 100 N on Wolfgang). The thesis's
     #: Gazebo plugin (its listing C.1) draws x and y each uniformly in ±100 N every 1 ms step; a
@@ -164,6 +174,8 @@ class Conditions:
             raise ValueError(f"unknown terrain {self.terrain!r}; valid terrains: {', '.join(TERRAINS)}")
         if not 0.0 <= self.ramp_tilt_deg <= 10.0:
             raise ValueError(f"ramp_tilt_deg must be in [0, 10] degrees, got {self.ramp_tilt_deg!r}")
+        if not self.turf_cell > 0.0:
+            raise ValueError(f"turf_cell must be > 0 (m), got {self.turf_cell!r}")
         if self.push_force < 0.0:
             raise ValueError(f"push_force must be >= 0, got {self.push_force!r}")
         if self.delay_jitter_cycles < 0:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from scipy.ndimage import gaussian_filter
+from scipy.ndimage import correlate1d, gaussian_filter
 
 from upright.envs.conditions import Conditions
 from upright.envs.robots import RobotSpec
@@ -28,10 +28,13 @@ CARPET_FRICTION = (1.0, 0.005, 0.0001)
 TURF_SOLREF = (0.015, 1.0)
 TURF_SOLIMP = (0.9, 0.95, 0.005, 0.5, 2.0)
 TURF_FRICTION = (0.9, 0.005, 0.0001)
-#: Turf height field: extent (half sizes, m) and cell count; cells of 2 cm.
+#: Turf height field: extent (half sizes, m) and the cell count of the grid the bumps are drawn
+#: on (cells of 2 cm). The collision field has cells of ``Conditions.turf_cell`` (a multiple of
+#: the draw's cell) and takes the drawn heights at its vertices (:func:`coarse_turf`).
 TURF_HALF_SIZE = 4.0
 TURF_CELLS = 400
-#: Correlation length of the turf bumps in cells (≈ 4 cm).
+#: Correlation length of the turf bumps in cells of the draw grid (σ of the Gaussian filter on
+#: white noise: 2 cells = 4 cm).
 TURF_SMOOTHING = 2.0
 
 
@@ -118,9 +121,20 @@ def _flat(spec: mujoco.MjSpec, conditions: Conditions) -> None:
     _plane(spec, _carpet(spec), name="floor")
 
 
+def turf_stride(turf_cell: float) -> int:
+    """Draw-grid cells per collision cell for a collision cell of ``turf_cell`` (m); a ValueError
+    unless ``turf_cell`` is a whole number of draw cells that divides the field."""
+    draw_cell = 2 * TURF_HALF_SIZE / TURF_CELLS
+    stride = int(round(turf_cell / draw_cell))
+    if stride < 1 or abs(stride * draw_cell - turf_cell) > 1e-9 or TURF_CELLS % stride:
+        raise ValueError(f"turf_cell must be a multiple of {draw_cell} m that divides {TURF_CELLS} draw cells, "
+                         f"got {turf_cell!r}")
+    return stride
+
+
 def _turf(spec: mujoco.MjSpec, conditions: Conditions) -> None:
     material = _ground_material(spec, "turf", [0.15, 0.55, 0.15], [0.12, 0.5, 0.12])
-    cells = TURF_CELLS + 1
+    cells = TURF_CELLS // turf_stride(conditions.turf_cell) + 1
     spec.add_hfield(
         name="turf", nrow=cells, ncol=cells, userdata=[0.5] * (cells * cells),
         size=[TURF_HALF_SIZE, TURF_HALF_SIZE, max(conditions.turf_height, 1e-4), 0.05],
@@ -141,15 +155,52 @@ def _turf(spec: mujoco.MjSpec, conditions: Conditions) -> None:
     )
 
 
-def randomize_turf(model: mujoco.MjModel, rng: np.random.Generator) -> None:
-    """Draw new turf heights (normalised to [0, 1] of the field's height) in place."""
-    hfield = model.hfield("turf")
-    nrow, ncol = int(hfield.nrow[0]), int(hfield.ncol[0])
-    noise = gaussian_filter(rng.standard_normal((nrow, ncol)), TURF_SMOOTHING, mode="wrap")
+def draw_turf(rng: np.random.Generator) -> np.ndarray:
+    """New turf heights on the draw grid, ``(TURF_CELLS + 1)`` vertices a side, normalised to
+    [0, 1] of the field's height: white noise smoothed by a Gaussian of ``TURF_SMOOTHING`` cells."""
+    vertices = TURF_CELLS + 1
+    noise = gaussian_filter(rng.standard_normal((vertices, vertices)), TURF_SMOOTHING, mode="wrap")
     noise -= noise.min()
     noise /= max(noise.max(), 1e-12)
+    return noise
+
+
+def coarse_turf(heights: np.ndarray, stride: int) -> np.ndarray:
+    """The vertex heights of a collision field with cells of ``stride`` draw cells whose surface
+    has the statistics of the draw grid's own surface.
+
+    MuJoCo's field is linear between its vertices. Linear interpolation over cells of ``h``
+    attenuates a bump of wavenumber ``k`` by about sinc²(kh/2) ≈ 1 − (kh)²/12 along each axis, so
+    the draw grid's surface (cells of h₀) already has 1 − (kh₀)²/12 and the coarser one would
+    lose more: its heights, slopes and the relief under a foot would come out smoother, its
+    correlation length longer. A three-tap filter [−a, 1 + 2a, −a] along each axis multiplies
+    by 1 + 2a(1 − cos kh) ≈ 1 + a(kh)²; ``a = (1 − (h₀/h)²)/12`` makes up the difference (a = 1/16
+    for cells of twice the draw's). The result is clipped to the draw's range [0, 1], so the
+    bumps still reach at most ``turf_height``. The draw grid itself (``stride`` 1) is returned
+    as it is."""
+    sampled = heights[::stride, ::stride]
+    if stride == 1:
+        return sampled
+    a = (1.0 - 1.0 / stride**2) / 12.0
+    kernel = np.array([-a, 1.0 + 2.0 * a, -a])
+    sharpened = correlate1d(correlate1d(sampled, kernel, axis=0, mode="nearest"), kernel, axis=1, mode="nearest")
+    return np.clip(sharpened, 0.0, 1.0)
+
+
+def randomize_turf(model: mujoco.MjModel, rng: np.random.Generator) -> None:
+    """Draw new turf heights (:func:`draw_turf`) and put them into the model's field in place: on
+    a field with the draw's cells the drawn heights, on a coarser one (every ``stride``-th vertex
+    of the draw grid) :func:`coarse_turf` of them. The draw and the random numbers it uses do not
+    depend on the field's cell, so the rest of an episode's seeded draws stay the same."""
+    hfield = model.hfield("turf")
+    nrow, ncol = int(hfield.nrow[0]), int(hfield.ncol[0])
+    stride = TURF_CELLS // (nrow - 1)
+    heights = coarse_turf(draw_turf(rng), stride)
+    if heights.shape != (nrow, ncol):
+        raise ValueError(f"turf field of {nrow} x {ncol} vertices does not sample the draw grid of "
+                         f"{TURF_CELLS + 1} vertices a side")
     start = int(model.hfield_adr[hfield.id])
-    model.hfield_data[start : start + nrow * ncol] = noise.ravel()
+    model.hfield_data[start : start + nrow * ncol] = heights.ravel()
 
 
 def _ramp(spec: mujoco.MjSpec, conditions: Conditions) -> None:

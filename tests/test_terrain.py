@@ -55,6 +55,36 @@ def test_turf_is_redrawn_per_seed_and_bounded():
     assert -0.0101 < min(heights) and max(heights) <= 1e-6 and max(heights) - min(heights) > 0.004
 
 
+def test_coarse_turf_field_samples_the_same_draw():
+    """The collision field of a coarser ``turf_cell`` holds the 2 cm draw's heights at its vertices
+    (filtered by ``coarse_turf``, within a few hundredths of the range), uses the same random
+    numbers (the episode's later draws are unchanged), and MuJoCo's surface between its vertices
+    is the linear interpolation the equivalence protocol evaluates."""
+    from upright.envs.terrain import coarse_turf
+    from upright.eval.experiments.turf import surface_on_draw_grid
+
+    fine, coarse = Simulation("nao", "turf"), Simulation("nao", Conditions(terrain="turf", turf_cell=0.04))
+    fine.reset(seed=5)
+    coarse.reset(seed=5)
+    assert fine.conditions.turf_cell == 0.02
+    f, c = (sim.model.hfield_data.reshape(n, n) for sim, n in ((fine, 401), (coarse, 201)))
+    assert np.allclose(c, coarse_turf(f.astype(float), 2), rtol=0.0, atol=1e-6)
+    assert 0.0 <= c.min() and c.max() <= 1.0 and np.abs(c - f[::2, ::2]).max() < 0.05
+    assert fine.rng.random() == coarse.rng.random()
+    surface = surface_on_draw_grid(c.astype(float), 2) * 0.01 - 0.01
+    for row, col in ((225, 251), (226, 251), (227, 252), (228, 253), (226, 254)):
+        x, y = -4.0 + 0.02 * col, -4.0 + 0.02 * row
+        assert _ground_height(coarse, x, y) == pytest.approx(surface[row, col], abs=1e-6), (row, col)
+
+
+@pytest.mark.parametrize("turf_cell", [0.03, 0.07, 8.02])
+def test_turf_cell_must_fit_the_draw_grid(turf_cell):
+    with pytest.raises(ValueError, match="turf_cell"):
+        Simulation("nao", Conditions(terrain="turf", turf_cell=turf_cell))
+    with pytest.raises(ValueError, match="turf_cell"):
+        Conditions(terrain="turf", turf_cell=0.0)
+
+
 @pytest.mark.parametrize("terrain", ["turf", "ramp", "obstacles"])
 def test_robot_stands_on_every_terrain(robot, terrain):
     sim = Simulation(robot, Conditions(terrain=terrain, ramp_tilt_deg=3.0))
