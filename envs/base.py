@@ -124,6 +124,7 @@ class UprightEnv(gym.Env):
         self._low, self._high = m.actuator_ctrlrange[:, 0].copy(), m.actuator_ctrlrange[:, 1].copy()
         self._mid, self._half = (self._low + self._high) / 2, (self._high - self._low) / 2
         self._residual_half = self.residual_scale * self._half  # rad per unit of residual action
+        self._unit_low, self._unit_high = -np.ones(m.nu), np.ones(m.nu)  # the action space's bounds
         self.standing_targets = m.key(self.robot.standing_pose).ctrl.copy()
         self.standing = self._standing_reference()
         nu = m.nu
@@ -197,7 +198,7 @@ class UprightEnv(gym.Env):
             a = a.astype(float)
         if a.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got {a.shape}")
-        clipped, finite = kernels.clip_unit(a)
+        clipped, finite = kernels.clip_between(a, self._unit_low, self._unit_high)
         if not finite:
             raise ValueError(f"action contains non-finite values: {a}")
         return clipped

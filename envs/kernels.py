@@ -100,19 +100,6 @@ def posture_values(xquat: np.ndarray, xmat: np.ndarray, head_top: np.ndarray, se
 
 
 @njit(cache=True)
-def clip_unit(action: np.ndarray) -> tuple[np.ndarray, bool]:
-    """``action`` as a new float64 array clipped to [-1, 1], and whether every value was finite."""
-    out = np.empty(action.size)
-    finite = True
-    for i in range(action.size):
-        a = float(action[i])
-        if not math.isfinite(a):
-            finite = False
-        out[i] = -1.0 if a < -1.0 else 1.0 if a > 1.0 else a
-    return out, finite
-
-
-@njit(cache=True)
 def clip_between(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, bool]:
     """``values`` as a new float64 array clipped to [``low``, ``high``] element-wise, and whether
     every value was finite."""
