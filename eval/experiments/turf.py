@@ -229,7 +229,8 @@ def surface_statistics(turf_cells: Sequence[float], seeds: Sequence[int], half_s
 def turf_equivalence(ctx: ExperimentContext) -> list[Table]:
     """The surface table, then every get-up and walk cell of ``only`` once per collision cell of
     ``turf_cells`` (one results folder each, ``CELL-TURFCELLcm``)."""
-    turf_cells = tuple(float(c) for c in ctx.options["turf_cells"])
+    cells = ctx.options["turf_cells"]  # --set turf_cells=0.02 gives one number, 0.02,0.04 several
+    turf_cells = (float(cells),) if isinstance(cells, (int, float)) else tuple(float(c) for c in cells)
     only = ctx.option_names("only", CELLS)
     tables = []
     seeds = range(ctx.seed, ctx.seed + int(SURFACE["seeds"]))
