@@ -75,6 +75,26 @@ class RandomWear:
                 raise ValueError(f"RandomWear.strength must be a range within (0, 1], got {value!r}")
             object.__setattr__(self, name, (lo, hi))
 
+    def scaled(self, factor: float) -> "RandomWear":
+        """This wear ``factor`` times as severe: the probabilities ``p_worn`` and ``p_stuck`` and the
+        ``play`` and ``lag`` ranges times ``factor``, and the strength *loss* ``1 - strength`` of both
+        bounds times ``factor`` (strength ``(0.7, 1.0)`` at 1.5 becomes ``(0.55, 1.0)``); the
+        probabilities are clipped at 1, and when the stuck windows come and how long they last stay
+        as they are. With the same random numbers a joint worn here is worn in the scaled wear too
+        (for ``factor`` >= 1) with ``factor`` times its play, lag and strength loss. A ValueError
+        names a ``factor`` that is negative or not finite, or that takes a strength to 0 or below
+        (a servo without torque is no worn servo)."""
+        k = float(factor)
+        if not (np.isfinite(k) and k >= 0.0):
+            raise ValueError(f"RandomWear.scaled needs a finite factor >= 0, got {factor!r}")
+        weakest = 1.0 - k * (1.0 - self.strength[0])
+        if weakest <= 0.0:
+            raise ValueError(f"RandomWear.scaled({factor!r}) takes the strength {self.strength[0]!r} to "
+                             f"{weakest:g}; the strength loss times the factor must stay below 1")
+        return replace(self, p_worn=min(1.0, self.p_worn * k), p_stuck=min(1.0, self.p_stuck * k),
+                       strength=(weakest, 1.0 - k * (1.0 - self.strength[1])),
+                       play=(self.play[0] * k, self.play[1] * k), lag=(self.lag[0] * k, self.lag[1] * k))
+
     def sample(self, rng: np.random.Generator) -> Wear:
         """Draw the wear of one joint (a new servo when the joint is not worn)."""
         if rng.random() >= self.p_worn:
@@ -159,6 +179,9 @@ class Conditions:
     random_wear: RandomWear | None = None
     #: Extra actuation delay: each episode adds a random 0..``delay_jitter_cycles`` control cycles.
     delay_jitter_cycles: int = 0
+    #: Fixed extra actuation delay (control cycles) on top of the robot's own, before the jitter: a
+    #: robot whose commands take this many cycles longer to reach the servos.
+    extra_delay_cycles: int = 0
     #: Standard deviations of sensor noise: joint angle (rad), gyro (rad/s), accelerometer (m/s²).
     joint_noise: float = 0.0
     gyro_noise: float = 0.0
@@ -180,6 +203,10 @@ class Conditions:
             raise ValueError(f"push_force must be >= 0, got {self.push_force!r}")
         if self.delay_jitter_cycles < 0:
             raise ValueError(f"delay_jitter_cycles must be >= 0, got {self.delay_jitter_cycles!r}")
+        if isinstance(self.extra_delay_cycles, bool) or not isinstance(self.extra_delay_cycles, (int, np.integer)) \
+                or self.extra_delay_cycles < 0:
+            raise ValueError(f"extra_delay_cycles must be a whole number of control cycles >= 0, "
+                             f"got {self.extra_delay_cycles!r}")
         for name in ("mass_scale", "friction_scale"):
             lo, hi = getattr(self, name)
             if not 0.0 < lo <= hi:
@@ -243,7 +270,7 @@ class Conditions:
                 wear.append(Wear())
         return SampledConditions(
             wear=tuple(wear),
-            extra_delay_cycles=int(rng.integers(0, self.delay_jitter_cycles + 1)),
+            extra_delay_cycles=int(self.extra_delay_cycles) + int(rng.integers(0, self.delay_jitter_cycles + 1)),
             mass_scale=float(rng.uniform(*self.mass_scale)),
             com_offset=rng.uniform(-self.com_offset, self.com_offset, size=3) if self.com_offset else np.zeros(3),
             friction_scale=float(rng.uniform(*self.friction_scale)),
@@ -273,6 +300,7 @@ class SampledConditions:
     """One episode's draw from :class:`Conditions` (what actually varied)."""
 
     wear: tuple[Wear, ...]
+    #: Control cycles of delay on top of the robot's own: the fixed extra plus this episode's jitter.
     extra_delay_cycles: int
     mass_scale: float
     com_offset: np.ndarray

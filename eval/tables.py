@@ -6,7 +6,8 @@ key it shows and the format that turns the value into text. The formats are the 
 
 * a rate (``successes, trials``): ``k/n (p %) [lo, hi]`` with the 95 % Wilson interval as
   fractions, e.g. ``18/20 (90 %) [0.70, 0.97]`` (:func:`rate`);
-* statistics: ``mean / min / max`` (:func:`mean_min_max`);
+* statistics: ``mean / min / max`` (:func:`mean_min_max`), or a mean with its 95 % Student-t
+  interval and the number of values, ``mean [lo, hi] (n)`` (:func:`mean_interval`, :func:`interval`);
 * a missing value (None, no episodes): ``—`` (:data:`MISSING`).
 
 :func:`write_tables` writes a protocol's ``results.json`` (the rows, raw) and ``results.md``.
@@ -45,6 +46,21 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
     centre = (p + z * z / (2 * trials)) / denominator
     half = z / denominator * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> dict[str, float | int | None]:
+    """``mean`` of ``values`` with the two-sided Student-t interval ``low``, ``high`` for it (the
+    sample's spread; None for fewer than two values, all None for none) and their number ``n``."""
+    from scipy.stats import t
+
+    n = len(values)
+    if n == 0:
+        return {"mean": None, "low": None, "high": None, "n": 0}
+    mean = float(np.mean(values))
+    if n < 2:
+        return {"mean": mean, "low": None, "high": None, "n": n}
+    half = float(t.ppf(0.5 + confidence / 2, n - 1) * np.std(values, ddof=1) / math.sqrt(n))
+    return {"mean": mean, "low": mean - half, "high": mean + half, "n": n}
 
 
 def text(value: Any) -> str:
@@ -86,6 +102,20 @@ def mean_min_max(digits: int = 2) -> Format:
         if value is None or all(value[k] is None for k in ("mean", "min", "max")):
             return MISSING
         return " / ".join(fmt(value[k]) for k in ("mean", "min", "max"))
+
+    return cell
+
+
+def interval(digits: int = 2) -> Format:
+    """A format for a :func:`mean_interval` mapping as ``mean [low, high] (n)``, without the
+    interval when there is none; no values (or None) as :data:`MISSING`."""
+    fmt = number(digits)
+
+    def cell(value: Mapping[str, Any] | None) -> str:
+        if value is None or value["mean"] is None:
+            return MISSING
+        bounds = "" if value["low"] is None else f" [{fmt(value['low'])}, {fmt(value['high'])}]"
+        return f"{fmt(value['mean'])}{bounds} ({value['n']})"
 
     return cell
 
@@ -203,5 +233,5 @@ def write_tables(tables: Sequence[Table], out: Path, name: str, *, command: str 
     return paths
 
 
-__all__ = ["MISSING", "Column", "Table", "Z95", "count", "jsonable", "mean_min_max", "number", "print_tables",
-           "rate", "text", "vector", "wilson_interval", "write_tables"]
+__all__ = ["MISSING", "Column", "Table", "Z95", "count", "interval", "jsonable", "mean_interval", "mean_min_max",
+           "number", "print_tables", "rate", "text", "vector", "wilson_interval", "write_tables"]

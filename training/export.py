@@ -313,6 +313,7 @@ def build_export(name: str, ops: str = "default") -> Export:
         manifest = yaml.safe_load(manifest_path.read_text()) if manifest_path.is_file() else {}
         robot = base.robot
         conditions = base.sim.conditions
+        delay = robot.delay_cycles + conditions.extra_delay_cycles
         spec = {
             "policy": {"name": label, "source": name, "model_file": model_path.name,
                        "model_steps": int(policy.model.num_timesteps), "algo": config.algo},
@@ -321,9 +322,10 @@ def build_export(name: str, ops: str = "default") -> Export:
             "environment": {"id": config.env_id, "kwargs": jsonable(env_kwargs), "conditions": conditions.to_dict()},
             "timing": {
                 "control_period_s": robot.control_period,
-                "actuation_delay_cycles": robot.delay_cycles,
+                # the robot's own delay and the conditions' fixed extra: what the policy was trained with
+                "actuation_delay_cycles": delay,
                 "actuation_delay_jitter_cycles": conditions.delay_jitter_cycles,
-                "meaning": (f"a target commanded in cycle t reaches the servos in cycle t + {robot.delay_cycles}"
+                "meaning": (f"a target commanded in cycle t reaches the servos in cycle t + {delay}"
                             + (f" (+ 0..{conditions.delay_jitter_cycles} more, drawn per episode)"
                                if conditions.delay_jitter_cycles else "")
                             + f"; one cycle is {robot.control_period * 1000:g} ms"),

@@ -30,6 +30,23 @@ from upright.policies.run_folder import write_evaluation
 DATA = protocol_data(__name__)
 
 
+def residual_and_prior(ctx: ExperimentContext, name: str, cell: str, env_id: str, kwargs: dict[str, Any],
+                       episodes: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The shipped residual ``zoo:NAME`` with the environment arguments ``kwargs`` (its prior among
+    them) and that prior alone, ``episodes`` each on the same seeds of ``ctx``: the aggregates of
+    the cells ``NAME/CELL-residual`` and ``NAME/CELL-prior``."""
+    residual = ctx.run_cell(f"{name}/{cell}-residual", env_id, f"zoo:{name}", kwargs, episodes)
+    prior = ctx.run_cell(f"{name}/{cell}-prior", env_id, *prior_alone(kwargs), episodes)
+    return residual, prior
+
+
+def held_out_note(seed: int) -> str:
+    """Where the held-out seeds from ``seed`` lie against the seeds a shipped policy saw."""
+    return (f"seeds from {seed} (episode i: seed + i; held out from training, whose episode seeds lie in "
+            "[0, 2^31), and from model selection, seeds from 1000000 during training and from 2500000000 in "
+            "checkpoint-selection); residual and prior on the same seeds")
+
+
 def _conditions(name: str, start: str | None) -> Any:
     """A preset name, or ``worn_hip``: the keyframe ablation's worn hip-yaw-pitch for ``start``."""
     if name != "worn_hip":
@@ -60,8 +77,7 @@ def trained_residuals(ctx: ExperimentContext) -> list[Table]:
             n = episodes if cell == "target" else max(1, episodes // 2)
             kwargs = {**trained, **settings,
                       "conditions": _conditions(settings["conditions"], settings.get("start"))}
-            residual = held_out.run_cell(f"{name}/{cell}-residual", env_id, zoo_name, kwargs, n)
-            prior = held_out.run_cell(f"{name}/{cell}-prior", env_id, *prior_alone(kwargs), n)
+            residual, prior = residual_and_prior(held_out, name, cell, env_id, kwargs, n)
             rows = getup_rows if ENVIRONMENTS[env_id].task == "getup" else walk_rows
             rows += [{**comparison_row(result), "policy": name, "runs": runs, "cell": cell}
                      for runs, result in (("residual", residual), (f"prior ({trained['prior']})", prior))]
@@ -70,11 +86,8 @@ def trained_residuals(ctx: ExperimentContext) -> list[Table]:
                               "residual": rows[-2], "prior": rows[-1]}
         if ctx.docs:
             write_evaluation(zoo_dir() / name, evaluation)
-    notes = (f"{episodes} episodes per `target` row, {max(1, episodes // 2)} per other row, seeds from "
-             f"{held_out.seed} (episode i: seed + i; held out from "
-             "training, whose episode seeds lie in [0, 2^31), and from model selection, seeds from 1000000 during training "
-             "and from 2500000000 in checkpoint-selection); "
-             "residual and prior on the same seeds. `target`: the conditions the residual was trained for.")
+    notes = (f"{episodes} episodes per `target` row, {max(1, episodes // 2)} per other row, "
+             f"{held_out_note(held_out.seed)}. `target`: the conditions the residual was trained for.")
     if missing:
         notes += f" Not in the zoo, so not here: {', '.join(missing)} (their training runs: docs/results/training-runs.md)."
     keys = (Column("policy", "policy"), Column("runs", "runs"), Column("cell", "cell"))
