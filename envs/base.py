@@ -206,8 +206,8 @@ class UprightEnv(gym.Env):
     def _targets(self, clipped: np.ndarray) -> np.ndarray:
         """Joint targets (rad) of a ``clipped`` action, given the current prior targets."""
         if self.prior is None:
-            return kernels.affine(self._mid, self._half, clipped)
-        return kernels.affine(self._prior_targets, self._residual_half, clipped)
+            return kernels.affine(self._mid, 1.0, self._half, clipped)
+        return kernels.affine(self._prior_targets, self.residual_scale, self._half, clipped)
 
     def posture(self) -> Posture:
         """Simulator truth about the posture, for the metrics."""

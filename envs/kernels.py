@@ -114,11 +114,13 @@ def clip_between(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple
 
 
 @njit(cache=True)
-def affine(base: np.ndarray, scale: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``base + scale · x`` element-wise, as a new array (an action's joint targets)."""
+def affine(base: np.ndarray, gain: float, scale: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``base + (gain · x) · scale`` element-wise, as a new array (an action's joint targets: the
+    mid-range or the prior's targets, the residual scale, the half ranges, the clipped action;
+    multiplied in this order, as the environments always have)."""
     out = np.empty(base.size)
     for i in range(base.size):
-        out[i] = base[i] + scale[i] * x[i]
+        out[i] = base[i] + (gain * x[i]) * scale[i]
     return out
 
 
