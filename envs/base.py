@@ -35,7 +35,6 @@ import gymnasium as gym
 import numpy as np
 import yaml
 
-from upright.envs import kernels
 from upright.envs.conditions import Conditions
 from upright.envs.render import Camera, RenderingUnavailable
 from upright.envs.robots import RobotSpec, get_robot
@@ -123,8 +122,6 @@ class UprightEnv(gym.Env):
         m = self.sim.model
         self._low, self._high = m.actuator_ctrlrange[:, 0].copy(), m.actuator_ctrlrange[:, 1].copy()
         self._mid, self._half = (self._low + self._high) / 2, (self._high - self._low) / 2
-        self._residual_half = self.residual_scale * self._half  # rad per unit of residual action
-        self._unit_low, self._unit_high = -np.ones(m.nu), np.ones(m.nu)  # the action space's bounds
         self.standing_targets = m.key(self.robot.standing_pose).ctrl.copy()
         self.standing = self._standing_reference()
         nu = m.nu
@@ -165,7 +162,7 @@ class UprightEnv(gym.Env):
     def residual_limits(self) -> np.ndarray:
         """The largest residual per actuator (rad, actuator order): a residual action of ±1 moves
         that actuator's target this far from the prior's (``residual_scale`` · half range)."""
-        return self._residual_half.copy()
+        return self.residual_scale * self._half
 
     def residual_action(self, offsets: Mapping[str, float]) -> np.ndarray:
         """The action (float32) whose residual moves the named actuators' targets by ``offsets``
@@ -193,25 +190,32 @@ class UprightEnv(gym.Env):
     def _clipped(self, action: np.ndarray) -> np.ndarray:
         """``action`` as float64 clipped to [-1, 1]; ValueError for a wrong shape or a non-finite
         value."""
-        a = np.asarray(action)
-        if a.dtype != np.float32:  # what policies send passes as it is; anything else as float64
-            a = a.astype(float)
+        a = np.asarray(action, dtype=float)
         if a.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got {a.shape}")
-        clipped, finite = kernels.clip_between(a, self._unit_low, self._unit_high)
-        if not finite:
+        if not np.isfinite(a).all():
             raise ValueError(f"action contains non-finite values: {a}")
-        return clipped
+        return np.minimum(np.maximum(a, -1.0), 1.0)  # np.clip's result for finite values
 
     def _targets(self, clipped: np.ndarray) -> np.ndarray:
         """Joint targets (rad) of a ``clipped`` action, given the current prior targets."""
         if self.prior is None:
-            return kernels.affine(self._mid, 1.0, self._half, clipped)
-        return kernels.affine(self._prior_targets, self.residual_scale, self._half, clipped)
+            return self._mid + clipped * self._half
+        return self._prior_targets + self.residual_scale * clipped * self._half
 
     def posture(self) -> Posture:
         """Simulator truth about the posture, for the metrics."""
-        return self.sim.posture()
+        sim = self.sim
+        pitch, roll, hemisphere = sim.torso_fused_tilt()
+        return Posture(
+            time=sim.time,
+            fused_pitch=pitch,
+            fused_roll=roll,
+            hemisphere=hemisphere,
+            tilt=sim.torso_tilt(),
+            head_height=sim.head_height(),
+            angular_speed=sim.angular_speed(),
+        )
 
     # ---------------------------------------------------------------- episode plumbing
     def _start_prior(self, sensors: Sensors) -> None:

@@ -6,16 +6,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from upright.envs import kernels
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.metrics import GetUpTracker, Posture, is_upright
+from upright.envs.numeric import mean, norm
 from upright.envs.rewards import GetUpRewardScales
 
 #: Lying starts (``random`` draws one of them) and ``standing`` (for tests and push recovery).
@@ -144,10 +143,8 @@ class GetUpEnv(UprightEnv):
         self.start: str | tuple[str, ...] = start if isinstance(start, str) else names
         self._tracker: GetUpTracker | None = None
         self._weight = self.sim.total_mass * 9.81
-        m = self.sim.model
-        feet = [m.site_bodyid[m.site(s).id] for s in self.robot.sole_sites]
-        #: Per body: whether its ground contacts count for the impact term (the robot's, not the feet).
-        self._counted_bodies = np.isin(np.arange(m.nbody), self.sim.robot_bodies) & ~np.isin(np.arange(m.nbody), feet)
+        self._feet = {self.sim.model.body(self.sim.model.site_bodyid[self.sim.model.site(s).id]).name
+                      for s in self.robot.sole_sites}
         #: Joint angles (rad, actuator order) within 2 % of the range from the lower / upper limit.
         self._near_low = self._low + 0.02 * 2 * self._half
         self._near_high = self._high - 0.02 * 2 * self._half
@@ -243,15 +240,19 @@ class GetUpEnv(UprightEnv):
         head = p.head_height
         progress = w.head_progress * (head - self._head_prev) / h_stand
         self._head_prev = head
-        torque, near_limit = self.sim.effort(self._near_low, self._near_high)
-        hardest = self.sim.hardest_ground_force(self._counted_bodies)
+        torque = mean(self.sim.actuator_load() ** 2)
+        q = self.sim.actuated_joint_pos()
+        near = (q < self._near_low) | (q > self._near_high)
+        near_limit = np.count_nonzero(near) / near.size  # np.mean of the booleans
+        forces = self.sim.contact_forces(exclude=self._feet)
+        hardest = max(map(norm, forces.values()), default=0.0)
         return {
             "head_progress": progress,
             "head_height": w.head_height * min(head / h_stand, 1.0),
-            "upright": w.upright * (1.0 + math.cos(p.tilt)) / 2.0,
-            "still": w.still * math.exp(-p.angular_speed**2) if up else 0.0,
+            "upright": float(w.upright * (1.0 + np.cos(p.tilt)) / 2.0),
+            "still": w.still * float(np.exp(-p.angular_speed**2)) if up else 0.0,
             "torque": -w.torque * torque,
-            "action_rate": -w.action_rate * kernels.mean_squared_difference(clipped, self._last_action),
+            "action_rate": -w.action_rate * mean((clipped - self._last_action) ** 2),
             "joint_limits": -w.joint_limits * near_limit,
             "impact": -w.impact * max(hardest / self._weight - 3.0, 0.0),
         }

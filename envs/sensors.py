@@ -7,11 +7,12 @@ getters for ``info`` and metrics only.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from upright.envs import kernels
+from upright.envs.numeric import norm
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,13 +64,21 @@ def observation_from_sensors(sensors: Sensors, task_block: np.ndarray | None = N
     walk: the command vx m/s, vy m/s, yaw rate rad/s, and with ``observe_odometry`` the prior's
     measured velocity and speed correction, same units) and, for a residual policy, the prior's
     ``prior_targets`` this cycle (rad, actuator order)."""
-    s = sensors
-    return kernels.observation(s.joint_pos, s.joint_vel, s.joint_target, s.gyro, s.accel, s.quat, s.fused,
-                               s.foot_pressure, _EMPTY if task_block is None else task_block,
-                               _EMPTY if prior_targets is None else prior_targets)
+    w, x, y, z = sensors.quat.tolist()
+    gravity = [-(2 * (x * z - w * y)), -(2 * (y * z + w * x)), -(1 - 2 * (x * x + y * y))]
+    parts = [sensors.joint_pos, sensors.joint_vel, sensors.joint_target, sensors.gyro, sensors.accel, gravity,
+             sensors.fused[:2], sensors.fused[3:], sensors.foot_pressure,
+             np.zeros(0) if task_block is None else task_block]
+    if prior_targets is not None:
+        parts.append(prior_targets)
+    return np.concatenate(parts).astype(np.float32)
 
 
-_EMPTY = np.zeros(0)
+def fused_tilt(quat: np.ndarray) -> tuple[float, float, float]:
+    """Fused pitch and roll (rad) and the hemisphere (±1) of a body-to-world quaternion
+    ``(w, x, y, z)``: :func:`fused_angles` without the yaw, as floats."""
+    pitch, roll, _, hemisphere = _fused(np.asarray(quat, dtype=float).tobytes())
+    return pitch, roll, hemisphere
 
 
 def fused_angles(quat: np.ndarray) -> np.ndarray:
@@ -81,5 +90,27 @@ def fused_angles(quat: np.ndarray) -> np.ndarray:
     ``+1`` when the body's z axis points up (``R[2,2] >= 0``), ``-1`` when upside down.
     Unlike Euler angles these have no gimbal lock near upright and stay meaningful lying down.
     """
-    w, x, y, z = np.asarray(quat, dtype=float).tolist()
-    return np.array(kernels.fused_angles(w, x, y, z))
+    return np.array(_fused(np.asarray(quat, dtype=float).tobytes()))
+
+
+@functools.lru_cache(maxsize=8)
+def _fused(quat: bytes) -> tuple[float, float, float, float]:
+    """:func:`fused_angles` of the quaternion with these float64 bytes, as floats.
+
+    Remembered for the last few quaternions: when the IMU frame is the torso frame (both robots),
+    the IMU's quaternion sensor and the torso's orientation are the same numbers, and a step needs
+    the angles of both (the sensors, the metrics' posture). NumPy's trigonometric functions, not
+    :mod:`math`'s: the two may round differently, and the angles must not change."""
+    q = np.frombuffer(quat)
+    w, x, y, z = (q / norm(q)).tolist()
+    r20 = 2.0 * (x * z - w * y)
+    r21 = 2.0 * (y * z + w * x)
+    r22 = 1.0 - 2.0 * (x * x + y * y)
+    # max(-1, min(1, s)) as the definition has it (a NaN becomes 1), without the builtins' cost.
+    sin_pitch = -r20 if -r20 < 1.0 else 1.0
+    sin_roll = r21 if r21 < 1.0 else 1.0
+    pitch = float(np.arcsin(sin_pitch if sin_pitch > -1.0 else -1.0))
+    roll = float(np.arcsin(sin_roll if sin_roll > -1.0 else -1.0))
+    half_yaw = 2.0 * np.arctan2(z, w)
+    yaw = float(np.arctan2(np.sin(half_yaw), np.cos(half_yaw)))
+    return pitch, roll, yaw, 1.0 if r22 >= 0.0 else -1.0

@@ -15,11 +15,10 @@ from collections.abc import Collection, Iterator
 import mujoco
 import numpy as np
 
-from upright.envs import kernels
 from upright.envs.conditions import Conditions, SampledConditions, get_conditions
-from upright.envs.metrics import Posture
+from upright.envs.numeric import consecutive, gather, norm
 from upright.envs.robots import RobotSpec, get_robot
-from upright.envs.sensors import Sensors
+from upright.envs.sensors import Sensors, fused_angles, fused_tilt
 from upright.envs.servo import Servos
 from upright.envs.terrain import build_scene, randomize_turf
 
@@ -27,7 +26,6 @@ from upright.envs.terrain import build_scene, randomize_turf
 MAX_SANE_VELOCITY = 200.0
 #: The warning MuJoCo counts when the accelerations become NaN or huge (a blow-up).
 BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
-PYRAMIDAL = int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
 #: Reorders mj_objectVelocity's (angular, linear) into (linear, angular).
 LINEAR_FIRST = np.array([3, 4, 5, 0, 1, 2])
 
@@ -52,24 +50,19 @@ class Simulation:
             raise ValueError(
                 f"control period {r.control_period} s is not a multiple of the timestep {m.opt.timestep} s"
             )
-        # Where the robot's quantities lie in the data's arrays (index arrays for the kernels).
-        self._joint_qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in r.joint_names])
-        self._joint_dofadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in r.joint_names])
+        # Where the robot's quantities lie in the data's arrays (slices where they are consecutive).
+        self._jnt_qadr = consecutive([m.jnt_qposadr[m.joint(j).id] for j in r.joint_names])
+        self._jnt_vadr = consecutive([m.jnt_dofadr[m.joint(j).id] for j in r.joint_names])
         self._torso = m.body(r.torso_body).id
         self._imu = m.site(r.imu_site).id
         self._head_top = m.site(r.head_top_site).id
         self._soles = [m.site(s).id for s in r.sole_sites]
-        self._gyro, self._accel, self._quat = (int(m.sensor(s).adr[0]) for s in (r.gyro_sensor, r.accel_sensor,
-                                                                                  r.quat_sensor))
-        self._pressure_adr = np.array([m.sensor(s).adr[0] for s in r.pressure_sensors])
-        nj, nu = len(r.joint_names), m.nu
-        #: Where each Sensors field lies in kernels.read_sensors' output (slices, SENSOR_BLOCKS order).
-        sizes = (nj, nj, nu, 3, 3, 4, 4, len(r.pressure_sensors))
-        ends = np.cumsum(sizes).tolist()
-        self._sensor_blocks = [slice(end - size, end) for size, end in zip(sizes, ends)]
+        self._gyro, self._accel, self._quat = (self._sensor_slice(s) for s in (r.gyro_sensor, r.accel_sensor,
+                                                                               r.quat_sensor))
+        self._pressure_adr = consecutive([self._sensor_slice(s).start for s in r.pressure_sensors])
         #: qpos and qvel addresses of the actuated joints, actuator order.
-        self._actuated_qadr = m.jnt_qposadr[m.actuator_trnid[:, 0]].copy()
-        self._actuated_dofadr = m.jnt_dofadr[m.actuator_trnid[:, 0]].copy()
+        self._actuated_qadr = consecutive(m.jnt_qposadr[m.actuator_trnid[:, 0]])
+        self._actuated_vadr = consecutive(m.jnt_dofadr[m.actuator_trnid[:, 0]])
         # Views of the data's arrays, read every step: MuJoCo allocates an MjData's arrays once, so
         # they stay valid and always show the current values.
         d = self.data
@@ -82,11 +75,9 @@ class Simulation:
         self._torso_xmat, self._torso_com = d.xmat[self._torso], d.subtree_com[self._torso]
         self._head_top_xpos = d.site_xpos[self._head_top]
         self._velocity = np.zeros(6)  # mj_objectVelocity's output: angular, then linear
-        #: Ids of the robot's bodies (the torso's subtree).
-        self.robot_bodies = np.array([b for b in range(m.nbody) if m.body_rootid[b] == self._torso])
+        self._robot_bodies = np.array([b for b in range(m.nbody) if m.body_rootid[b] == self._torso])
         self._is_ground = m.geom_bodyid == 0
-        self._geom_body = m.geom_bodyid.copy()
-        # Per geom (lists, for contact_forces' per-contact loop): whether it is the ground's, its body's name.
+        # Per geom (lists, for the per-contact loop): whether it is the ground's, its body's name.
         self._ground_geom = self._is_ground.tolist()
         self._geom_body_name = [m.body(b).name for b in m.geom_bodyid.tolist()]
         self._nominal = {
@@ -115,6 +106,12 @@ class Simulation:
         )
 
     # ------------------------------------------------------------------ set-up
+    def _sensor_slice(self, name: str) -> slice:
+        """Where the sensor ``name``'s values lie in ``data.sensordata``."""
+        sensor = self.model.sensor(name)
+        start = int(sensor.adr[0])
+        return slice(start, start + int(sensor.dim[0]))
+
     def _check_model(self) -> None:
         m, r = self.model, self.robot
         joints = tuple(m.joint(i).name for i in range(m.njnt) if m.jnt_type[i] == mujoco.mjtJoint.mjJNT_HINGE)
@@ -167,7 +164,7 @@ class Simulation:
 
     def _apply_sampled(self, s: SampledConditions) -> None:
         m, nom = self.model, self._nominal
-        bodies = self.robot_bodies
+        bodies = self._robot_bodies
         m.body_mass[bodies] = nom["body_mass"][bodies] * s.mass_scale
         m.body_inertia[bodies] = nom["body_inertia"][bodies] * s.mass_scale
         m.body_ipos[bodies] = nom["body_ipos"][bodies] + s.com_offset
@@ -203,16 +200,16 @@ class Simulation:
         """Send joint position targets (rad, actuator order) and simulate one control period."""
         m, d = self.model, self.data
         targets = np.asarray(joint_targets, dtype=float)
-        if targets.shape != self._ctrl_low.shape:
+        if targets.shape != (m.nu,):
             raise ValueError(f"joint_targets must have shape ({m.nu},) for {self.robot.name}, got {targets.shape}")
-        targets, finite = kernels.clip_between(targets, self._ctrl_low, self._ctrl_high)
-        if not finite:
-            raise ValueError(f"joint_targets contain non-finite values: {np.asarray(joint_targets)}")
+        if not np.isfinite(targets).all():
+            raise ValueError(f"joint_targets contain non-finite values: {targets}")
+        targets = np.minimum(np.maximum(targets, self._ctrl_low), self._ctrl_high)
         self._last_command = targets
-        self._setpoint = self.servos.command(targets, d.time, self._qpos)
+        self._setpoint = self.servos.command(targets, d.time, d.qpos)
         if self.unstable:
             return self.sensors()
-        push = self._random_push() + self.torso_force if self._push_scale > 0.0 else self.torso_force
+        push = self._random_push() + self.torso_force
         if self.servos.has_play:
             self._step_with_play(push)
         elif self._impulses_act():
@@ -239,7 +236,7 @@ class Simulation:
     def _random_push(self) -> np.ndarray:
         """This control period's random horizontal force on the torso (N, world x/y): magnitude
         uniform in [0, push scale / √n] for a period of n physics steps, direction uniform, held for
-        the whole period (drawn only under a preset with pushes).
+        the whole period (zero without pushes).
 
         A force drawn anew every physics step of ``dt`` with magnitude uniform in [0, F] gives a
         zero-mean impulse per control period ``T = n dt`` with per-axis variance ``n dt² F²/6``;
@@ -247,6 +244,8 @@ class Simulation:
         So the RMS impulse per control period (and per second, the statistic the thesis protocol is
         matched on, see :attr:`Conditions.push_force`) is unchanged, and the period runs as one
         batched ``mj_step(nstep)``."""
+        if self._push_scale <= 0.0:
+            return np.zeros(2)
         magnitude = self.rng.uniform(0.0, self._push_scale / np.sqrt(self.n_substeps))
         angle = self.rng.uniform(0.0, 2.0 * np.pi)
         return magnitude * np.array([np.cos(angle), np.sin(angle)])
@@ -305,7 +304,12 @@ class Simulation:
 
     def _check_stability(self) -> None:
         warnings = int(self._warning_counts[BADQACC])
-        if warnings != self._warnings or kernels.blew_up(self._qpos, self._qvel, MAX_SANE_VELOCITY):
+        # A NaN speed fails the comparison too.
+        if (
+            warnings != self._warnings
+            or not np.isfinite(self._qpos).all()
+            or not np.abs(self._qvel).max() <= MAX_SANE_VELOCITY
+        ):
             self.unstable = True
         self._warnings = warnings
 
@@ -313,18 +317,26 @@ class Simulation:
     def sensors(self) -> Sensors:
         """The robot's measurements now (with the conditions' sensor noise)."""
         c, rng = self.conditions, self.rng
-        values = kernels.read_sensors(self._qpos, self._qvel, self._sensordata, self._joint_qadr, self._joint_dofadr,
-                                      self._last_command, self._gyro, self._accel, self._quat, self._pressure_adr)
-        b = self._sensor_blocks
-        joint_pos, gyro, accel = values[b[0]], values[b[3]], values[b[4]]  # views of the one new array
+        values = self._sensordata.copy()  # the sensor fields below are parts of this one copy
+        joint_pos = gather(self._qpos, self._jnt_qadr)
+        gyro, accel, quat = values[self._gyro], values[self._accel], values[self._quat]
         if c.joint_noise:
             joint_pos += rng.normal(0.0, c.joint_noise, joint_pos.shape)
         if c.gyro_noise:
             gyro += rng.normal(0.0, c.gyro_noise, 3)
         if c.accel_noise:
             accel += rng.normal(0.0, c.accel_noise, 3)
-        return Sensors(float(self.data.time), joint_pos, values[b[1]], values[b[2]], gyro, accel, values[b[5]],
-                       values[b[6]], values[b[7]])
+        return Sensors(
+            time=float(self.data.time),
+            joint_pos=joint_pos,
+            joint_vel=gather(self._qvel, self._jnt_vadr),
+            joint_target=self._last_command.copy(),
+            gyro=gyro,
+            accel=accel,
+            quat=quat,
+            fused=fused_angles(quat),
+            foot_pressure=values[self._pressure_adr],
+        )
 
     # ------------------------------------------------------------------ privileged simulator truth
     @property
@@ -339,28 +351,17 @@ class Simulation:
 
     def angular_velocity(self) -> np.ndarray:
         """Noise-free IMU angular velocity (rad/s, IMU frame)."""
-        return self._sensordata[self._gyro : self._gyro + 3].copy()
+        return self._sensordata[self._gyro].copy()
 
-    def posture(self) -> Posture:
-        """The torso's posture now, for the metrics: fused pitch and roll (rad) and hemisphere of
-        its world orientation, its tilt (rad), the head top's height (m) and the noise-free IMU
-        angular speed (rad/s)."""
-        pitch, roll, hemisphere, tilt, head, speed = kernels.posture_values(
-            self._torso_xquat, self._torso_xmat, self._head_top_xpos, self._sensordata, self._gyro)
-        return Posture(float(self.data.time), pitch, roll, hemisphere, tilt, head, speed)
+    def angular_speed(self) -> float:
+        """Norm of the noise-free IMU angular velocity (rad/s)."""
+        return norm(self._sensordata[self._gyro])
 
     def torso_velocity(self) -> np.ndarray:
         """Torso linear velocity (m/s, world frame) and angular velocity (rad/s, world frame), (6,)."""
         out = self._velocity
         mujoco.mj_objectVelocity(self.model, self.data, mujoco.mjtObj.mjOBJ_BODY, self._torso, out, 0)
         return out[LINEAR_FIRST]
-
-    def heading_motion(self, last_x: float, last_y: float) -> tuple[float, float, float, float, float, float]:
-        """The torso's (vx m/s, vy m/s, yaw rate rad/s) in the heading frame of its orientation, the
-        horizontal distance (m) it moved from (``last_x``, ``last_y``), and its x and y now (m, world)."""
-        out = self._velocity
-        mujoco.mj_objectVelocity(self.model, self.data, mujoco.mjtObj.mjOBJ_BODY, self._torso, out, 0)
-        return kernels.heading_motion(self._torso_xquat, out, self._torso_xpos, last_x, last_y)
 
     def restart_clock(self) -> Sensors:
         """Set the time to zero and refill the delay queue with the current set-points, e.g. after a
@@ -382,13 +383,19 @@ class Simulation:
         """Torso origin position (m) and orientation quaternion (w, x, y, z), world frame."""
         return self._torso_xpos.copy(), self._torso_xquat.copy()
 
+    def torso_fused_tilt(self) -> tuple[float, float, float]:
+        """Fused pitch, fused roll (rad) and hemisphere (±1) of the torso orientation (see
+        :func:`~upright.envs.sensors.fused_tilt`)."""
+        return fused_tilt(self._torso_xquat)
+
     def torso_tilt(self) -> float:
         """Angle (rad) between the torso's z axis and the world's z axis."""
-        return float(np.arccos(np.clip(self._torso_xmat[8], -1.0, 1.0)))  # R[2, 2]
+        cos_tilt = float(self._torso_xmat[8])  # R[2, 2], clipped as np.clip (NaN stays NaN)
+        return float(np.arccos(-1.0 if cos_tilt < -1.0 else 1.0 if cos_tilt > 1.0 else cos_tilt))
 
     def actuated_joint_pos(self) -> np.ndarray:
         """Angles (rad) of the actuated joints, actuator order, noise-free."""
-        return self._qpos[self._actuated_qadr]
+        return gather(self._qpos, self._actuated_qadr)
 
     def actuator_load(self) -> np.ndarray:
         """Actuator forces as fractions of their current limits (which wear lowers), actuator order."""
@@ -396,11 +403,7 @@ class Simulation:
 
     def actuator_power(self) -> np.ndarray:
         """Mechanical power of each actuator, force × joint speed (W), actuator order."""
-        return self._actuator_force * self._qvel[self._actuated_dofadr]
-
-    def absolute_power(self) -> float:
-        """The sum of the actuators' ``|force × joint speed|`` (W)."""
-        return kernels.absolute_power(self._actuator_force, self._qvel, self._actuated_dofadr)
+        return self._actuator_force * self._qvel[self._actuated_vadr]
 
     def sole_positions(self) -> np.ndarray:
         """Positions (m, world) of the left and right sole sites, shape (2, 3)."""
@@ -431,24 +434,6 @@ class Simulation:
             f_world = to_world[i] @ force
             forces[name] = forces.get(name, 0.0) + (f_world if on_geom2 else -f_world)
         return forces
-
-    def hardest_ground_force(self, counted_bodies: np.ndarray) -> float:
-        """The largest norm (N) of the total ground-contact force on one body, over the bodies
-        that ``counted_bodies`` (a boolean per body id) marks: :meth:`contact_forces` in one
-        compiled pass, 0 without such contacts."""
-        d = self.data
-        if d.ncon == 0:
-            return 0.0
-        c = d.contact  # the contact and constraint arrays live in MuJoCo's arena: views for this step only
-        return kernels.hardest_ground_force(c.geom, c.efc_address, c.dim, c.frame, c.friction, d.efc_force,
-                                            self.model.opt.cone == PYRAMIDAL, self._geom_body, self._is_ground,
-                                            counted_bodies)
-
-    def effort(self, near_low: np.ndarray, near_high: np.ndarray) -> tuple[float, float]:
-        """The mean squared actuator load (forces as fractions of their current limits) and the
-        fraction of actuated joints below ``near_low`` or above ``near_high`` (rad, actuator order)."""
-        return kernels.effort(self._actuator_force, self._force_limit, self._qpos, self._actuated_qadr,
-                              near_low, near_high)
 
     def kinetic_energy(self) -> float:
         """Kinetic energy of the robot (J)."""

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +15,7 @@ import numpy as np
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.metrics import Posture, WalkTracker, is_fallen
+from upright.envs.numeric import norm
 from upright.envs.rewards import WalkRewardScales
 from upright.envs.sensors import Sensors
 
@@ -34,6 +34,12 @@ def _command_vector(command: Any) -> np.ndarray:
     if vector is None or vector.shape != (3,) or not np.all(np.isfinite(vector)):
         raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
     return vector
+
+
+def _yaw(quat: np.ndarray) -> float:
+    """Yaw (rad) of the body-to-world quaternion ``(w, x, y, z)``."""
+    w, x, y, z = quat.tolist()
+    return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
 
 
 class WalkEnv(UprightEnv):
@@ -214,6 +220,14 @@ class WalkEnv(UprightEnv):
         if self.prior is not None and hasattr(self.prior, "set_command"):
             self.prior.set_command(command.copy())
 
+    def _heading_velocity(self, quat: np.ndarray) -> np.ndarray:
+        """The torso's (vx m/s, vy m/s, yaw rate rad/s) in the heading frame of its orientation
+        ``quat`` (w, x, y, z)."""
+        vx, vy, _, _, _, wz = self.sim.torso_velocity().tolist()
+        yaw = _yaw(quat)
+        c, s = float(np.cos(yaw)), float(np.sin(yaw))
+        return np.array([c * vx + s * vy, -s * vx + c * vy, wz])
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(2**31)) if seed is None else seed
@@ -225,8 +239,7 @@ class WalkEnv(UprightEnv):
         self._sensors = sensors
         self._tracker = WalkTracker.for_period(self.command.copy(), self.robot.control_period)
         self._last_action = np.zeros(self.action_space.shape)
-        x, y, _ = self.sim.torso_pose()[0].tolist()
-        self._xy = (x, y)
+        self._xy = self.sim.torso_pose()[0][:2]
         self._start_prior(sensors)
         info = self._base_info(sensors, self.posture())
         info["command"] = self.command.copy()
@@ -234,12 +247,12 @@ class WalkEnv(UprightEnv):
 
     def step(self, action: np.ndarray):
         sensors, _ = self._advance(action)
-        vx, vy, wz, moved, x, y = self.sim.heading_motion(*self._xy)
-        velocity = np.array([vx, vy, wz])
+        xy, quat = self.sim.torso_pose()
+        velocity = self._heading_velocity(quat)
         posture = self.posture()
         fallen = bool(is_fallen(posture, self.standing))
-        self._tracker.update(velocity, moved, fallen)
-        self._xy = (x, y)
+        self._tracker.update(velocity, norm(xy[:2] - self._xy), fallen)
+        self._xy = xy[:2]
         recent = self._tracker.velocities[-self._reward_steps:]
         tracked = velocity if self._reward_steps == 1 else np.mean(recent, axis=0)
         terms = self._reward_terms(tracked, sensors, posture, fallen)
@@ -254,8 +267,7 @@ class WalkEnv(UprightEnv):
         w = self.reward_scales
         m, d = self.sim.model, self.sim.data
         slip = 0.0
-        pressure = sensors.foot_pressure.tolist()
-        loads = (sum(pressure[:4]), sum(pressure[4:]))
+        loads = (sensors.foot_pressure[:4].sum(), sensors.foot_pressure[4:].sum())
         v = self._sole_velocity
         for site, load in zip(self._sole_sites, loads):
             if load > 0.1 * self.sim.total_mass * 9.81:
@@ -263,13 +275,13 @@ class WalkEnv(UprightEnv):
                 slip += float(v[3] ** 2 + v[4] ** 2)
         (vx, vy, wz), (cx, cy, cz) = velocity.tolist(), self.command.tolist()
         dx, dy = vx - cx, vy - cy
-        xy_error = dx * dx + dy * dy
+        xy_error = dx * dx + dy * dy  # np.sum(Δ ** 2) of the two: NumPy squares an array by multiplying
         yaw_error = (wz - cz) ** 2
         return {
-            "tracking_xy": w.tracking_xy * math.exp(-xy_error / self.tracking_widths[0] ** 2),
-            "tracking_yaw": w.tracking_yaw * math.exp(-yaw_error / self.tracking_widths[1] ** 2),
-            "upright": w.upright * (1.0 + math.cos(posture.tilt)) / 2.0,
-            "energy": -w.energy * self.sim.absolute_power(),
+            "tracking_xy": w.tracking_xy * float(np.exp(-xy_error / self.tracking_widths[0] ** 2)),
+            "tracking_yaw": w.tracking_yaw * float(np.exp(-yaw_error / self.tracking_widths[1] ** 2)),
+            "upright": w.upright * float(1.0 + np.cos(posture.tilt)) / 2.0,
+            "energy": -w.energy * float(np.sum(np.abs(self.sim.actuator_power()))),
             "foot_slip": -w.foot_slip * slip,
             "fall": -w.fall if fallen else 0.0,
         }

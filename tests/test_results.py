@@ -133,7 +133,7 @@ def test_ctrl_c_with_several_workers_writes_the_finished_episodes(tmp_path):
     """The whole process group gets SIGINT, as from a terminal, once some episodes have finished."""
     out = tmp_path / "interrupted"
     command = [sys.executable, "-m", "upright", "eval", "--env", "upright/WolfgangGetUp-v0", "--policy", "zero",
-               "--episodes", "400", "--workers", "2", "--set", "max_episode_seconds=0.3", "--out", str(out)]
+               "--episodes", "400", "--workers", "2", "--set", "max_episode_seconds=3.0", "--out", str(out)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     seen, done = [b""], threading.Event()
 
@@ -155,8 +155,9 @@ def test_ctrl_c_with_several_workers_writes_the_finished_episodes(tmp_path):
     result = json.loads((out / "results.json").read_text())
     assert result["interrupted"] is True and 4 <= result["episodes"] < 400
     assert result["episodes_requested"] == 400 and len(result["episodes_data"]) == result["episodes"]
-    # every record written is a finished episode (0.3 s of 10 ms steps)
-    assert all(r["steps"] == 30 and "success" in r for r in result["episodes_data"])
+    # every record written is a finished episode (3 s of 10 ms steps: long enough that the 400 take
+    # far longer than the interrupt needs to arrive, short enough that 4 finish soon)
+    assert all(r["steps"] == 300 and "success" in r for r in result["episodes_data"])
     assert "(interrupted)" in (out / "results.md").read_text() and b"wrote" in stdout
 
 

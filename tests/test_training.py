@@ -713,10 +713,10 @@ def test_subproc_training_learns_what_dummy_learns(tmp_path, monkeypatch):
     assert model_steps(run / "model.zip") == 256
 
 
-@pytest.mark.parametrize("algo", ["sac", "td3"])
-def test_off_policy_training_learns_the_same_in_both_vector_environments(algo):
-    """SAC and TD3 from the same seed: the same weights to the bit in DummyVecEnv and SubprocVecEnv
-    (their replay buffers hold the same transitions)."""
+def test_off_policy_training_learns_the_same_in_both_vector_environments():
+    """SAC from the same seed: the same weights to the bit in DummyVecEnv and SubprocVecEnv (its
+    replay buffers hold the same transitions; TD3 fills and samples its buffer the same way)."""
+    algo = "sac"
     import torch
 
     from upright.policies.algorithms import algo_class

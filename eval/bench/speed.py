@@ -229,7 +229,7 @@ PARTS: dict[str, tuple[str, str]] = {
     "blow-up check": ("sim", "_check_stability"),
     "sensors": ("sim", "sensors"),
     "posture": ("env", "posture"),
-    "heading motion": ("sim", "heading_motion"),
+    "heading motion": ("env", "_heading_velocity"),
     "reward terms": ("env", "_reward_terms"),
     "observation": ("env", "_observe"),
     "info": ("env", "_base_info"),
