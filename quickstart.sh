@@ -36,5 +36,5 @@ fi
 if [ "$job" = main ]; then
   exec .venv/bin/upright report --out results
 else
-  exec .venv/bin/python -m pytest -n 2 -q
+  exec .venv/bin/python -m pytest -n 2 --dist worksteal -q
 fi

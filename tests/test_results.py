@@ -129,12 +129,20 @@ def test_results_schema_is_pinned(env_id, kwargs, schema, tmp_path):
 
 # ---------------------------------------------------------------- Ctrl-C through the command
 
+def _interruptible() -> None:
+    """In the child before it starts: Ctrl-C as a terminal's process gets it (a test runner started in
+    the background of a shell without job control passes SIGINT on ignored, and Python then keeps
+    ignoring it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_with_several_workers_writes_the_finished_episodes(tmp_path):
     """The whole process group gets SIGINT, as from a terminal, once some episodes have finished."""
     out = tmp_path / "interrupted"
     command = [sys.executable, "-m", "upright", "eval", "--env", "upright/WolfgangGetUp-v0", "--policy", "zero",
                "--episodes", "400", "--workers", "2", "--set", "max_episode_seconds=3.0", "--out", str(out)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=_interruptible)
     seen, done = [b""], threading.Event()
 
     def read_progress() -> None:

@@ -713,25 +713,6 @@ def test_subproc_training_learns_what_dummy_learns(tmp_path, monkeypatch):
     assert model_steps(run / "model.zip") == 256
 
 
-def test_off_policy_training_learns_the_same_in_both_vector_environments():
-    """SAC from the same seed: the same weights to the bit in DummyVecEnv and SubprocVecEnv (its
-    replay buffers hold the same transitions; TD3 fills and samples its buffer the same way)."""
-    algo = "sac"
-    import torch
-
-    from upright.policies.algorithms import algo_class
-
-    weights = []
-    for vec_env in ("dummy", "subproc"):
-        venv = make_train_env(ENV, {**SHORT, "prior": "spline"}, 2, 0, normalize=True, on_policy=False, vec_env=vec_env)
-        model = algo_class(algo)("MlpPolicy", venv, seed=0, device="cpu", learning_starts=32, batch_size=32,
-                                 policy_kwargs={"net_arch": [16, 16]})
-        model.learn(128)
-        venv.close()
-        weights.append(torch.cat([p.detach().flatten() for p in model.policy.parameters()]))
-    assert bool((weights[0] == weights[1]).all())
-
-
 def test_ctrl_c_saves_a_subproc_run_and_ends_its_workers(tmp_path):
     """The terminal's Ctrl-C reaches the whole process group: the workers ignore it, the parent
     saves the run and closes them (no traceback), and nothing of the group is left running."""
