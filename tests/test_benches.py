@@ -128,25 +128,3 @@ def test_parts_profile_times_every_part_of_a_real_step_and_puts_the_classes_back
     assert "_reward_terms" not in vars(env.unwrapped) and "step" not in vars(env.unwrapped.sim)
     assert type(env.unwrapped)._observe is UprightEnv._observe
     env.close()
-
-
-def test_training_bench_scales_against_the_number_of_environments():
-    """``upright bench --training --n-envs``: each configuration's one-environment DummyVecEnv row
-    first (the base of the efficiency), every row wall-clock, the efficiency over linear computed
-    from the rates."""
-    from upright.training.bench import format_scaling_bench, measure, run_scaling_bench
-
-    tiny = {"n_steps": 64, "batch_size": 64, "n_epochs": 1, "policy_kwargs.net_arch": (16, 16)}
-    rows = run_scaling_bench(128, (2,), ("subproc",), configs=(("upright/WolfgangGetUp-v0", "spline"),),
-                             hp_overrides=tiny)
-    assert [(r.vec_env, r.n_envs, r.clock) for r in rows] == [("dummy", 1, "wall"), ("subproc", 2, "wall")]
-    base, subproc = rows
-    assert all(r.train_steps_per_s > 0 < r.env_steps_per_s for r in rows) and not any(r.update_s for r in rows)
-    table = format_scaling_bench(rows, cores=2, load=0.5)
-    header, first, second = table.splitlines()[:3]
-    assert "x linear" in header and "wall-clock second" in table and "2 usable cores, load average 0.50" in table
-    assert f"{subproc.env_steps_per_s / (2 * base.env_steps_per_s):.2f}" in second and " 1.00 " in first
-    with pytest.raises(ValueError, match="n_envs must be integers >= 1, got 0"):
-        run_scaling_bench(128, (0,))
-    with pytest.raises(ValueError, match="clock 'cpu' does not count SubprocVecEnv's workers"):
-        measure("ppo", "upright/WolfgangGetUp-v0", "spline", 64, 2, tiny, vec_env="subproc", clock="cpu")
