@@ -2,10 +2,12 @@
 
 Each baseline registers a factory ``factory(robot, params)`` under its name with
 :func:`register_controller`, with the function giving its default parameters for a robot name (a
-:class:`~upright.baselines.common.params.Params`, usually the family's ``Params.load``) and the
-robots and task (``"getup"`` or ``"walk"``) it supports. :func:`make_controller` builds one for a
+:class:`~upright.baselines.common.params.Params`, usually the family's ``Params.load``) and its
+task (``"getup"`` or ``"walk"``). :func:`make_controller` builds one for a
 robot (used by ``prior=NAME`` and the policy loader), with changed parameters if asked, and names
 the bad value when the robot or task is not supported; :func:`default_params` gives the defaults.
+A baseline supports the robots that have its data file ``baselines/data/<family>_<robot>.yaml``
+(parameters or motion library), so a new robot needs no change in the controllers' code.
 A baseline module is registered by importing it at the end of this file (``BASELINE_MODULES``).
 
 Example::
@@ -25,8 +27,9 @@ from importlib import import_module
 from typing import Any
 
 from upright.baselines.common.controller import Controller
+from upright.baselines.common.data import data_path
 from upright.baselines.common.params import Params
-from upright.envs.robots import RobotSpec, get_robot
+from upright.envs.robots import ROBOT_NAMES, RobotSpec, get_robot
 from upright.envs.tasks import TASKS
 
 
@@ -45,12 +48,16 @@ _ENTRIES: dict[str, BaselineEntry] = {}
 
 
 def register_controller(name: str, factory: Callable[[RobotSpec, Any], Controller],
-                        defaults: Callable[[str], Params], *, robots: tuple[str, ...], task: str) -> None:
-    """Make ``factory(robot, params)`` available as the baseline ``name`` for ``robots`` and
-    ``task``; ``defaults(robot_name)`` gives its default parameters."""
+                        defaults: Callable[[str], Params], *, task: str, family: str | None = None) -> None:
+    """Make ``factory(robot, params)`` available as the baseline ``name`` for ``task``;
+    ``defaults(robot_name)`` gives its default parameters. It supports every robot of
+    :data:`~upright.envs.robots.ROBOT_NAMES` with a data file ``<family>_<robot>.yaml`` in
+    ``baselines/data/`` (``family``: ``name`` unless given, e.g. an ablation of another baseline)."""
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
-    _ENTRIES[name] = BaselineEntry(factory, defaults, tuple(robots), task)
+    family = family or name
+    robots = tuple(r for r in ROBOT_NAMES if data_path(f"{family}_{r}.yaml").is_file())
+    _ENTRIES[name] = BaselineEntry(factory, defaults, robots, task)
 
 
 def controller_names() -> tuple[str, ...]:

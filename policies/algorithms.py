@@ -66,6 +66,12 @@ def algorithm(algo: str) -> Algorithm:
     return ALGORITHMS[algo]
 
 
+def residual_start_names() -> str:
+    """The trainable algorithms with residual-specific starts, upper case, for error messages
+    (e.g. "PPO")."""
+    return " or ".join(a.sb3_name for a in ALGORITHMS.values() if a.trainable and a.residual_start)
+
+
 def algo_class(algo: str) -> type:
     """The SB3 class of the trainable ``algo`` (ValueError naming an unknown one)."""
     import stable_baselines3  # SB3 (and torch) load only when a model does: config.yml alone stays light
@@ -73,4 +79,4 @@ def algo_class(algo: str) -> type:
     return getattr(stable_baselines3, algorithm(algo).sb3_name)
 
 
-__all__ = ["ALGORITHMS", "ALGOS", "Algorithm", "algo_class", "algorithm"]
+__all__ = ["ALGORITHMS", "ALGOS", "Algorithm", "algo_class", "algorithm", "residual_start_names"]

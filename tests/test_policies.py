@@ -101,7 +101,7 @@ def test_a_baseline_names_the_robot_or_task_it_does_not_support(monkeypatch):
     with pytest.raises(ValueError, match="walk controller, not for the 'getup' task"):
         gym.make("upright/NaoGetUp-v0", prior="test_walker")
     with pytest.raises(ValueError, match="task must be one of"):
-        upright.baselines.register_controller("bad", entry.factory, Params.load, robots=("nao",), task="dance")
+        upright.baselines.register_controller("bad", entry.factory, Params.load, task="dance")
 
 
 class _CommandedController(_FixedController):

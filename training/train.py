@@ -38,7 +38,7 @@ from upright.eval.learning_curves import plot_learning_curve
 from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy, load_feedback_spec
 from upright.policies.run import (check_pair, load_normalizer, model_steps, newest_model, normalizer_path,
                                   replay_buffer_path, run_model)
-from upright.policies.algorithms import Algorithm, algo_class, algorithm
+from upright.policies.algorithms import Algorithm, algo_class, algorithm, residual_start_names
 from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_config, plain,
                                          write_atomically, write_text_atomically)
 from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, FiniteWeights, RewardTerms,
@@ -125,13 +125,15 @@ def resolve(config: TrainConfig) -> TrainConfig:
         if hp.get("initial_residual"):
             if (not algo.residual_start or config.prior is None or not hp.get("zero_init", True)
                     or config.init is not None):
-                raise ValueError("initial_residual needs PPO, a prior and a fresh, zero-initialised actor "
+                raise ValueError(f"initial_residual needs {residual_start_names()}, a prior and a fresh, "
+                                 "zero-initialised actor "
                                  f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
             env.unwrapped.residual_action(hp["initial_residual"])  # ValueError naming a bad actuator or offset
         if hp.get("imitate"):
             if (not algo.residual_start or config.prior is None or config.init is not None
                     or hp.get("initial_residual")):
-                raise ValueError("imitate needs PPO, a prior and a fresh actor without initial_residual "
+                raise ValueError(f"imitate needs {residual_start_names()}, a prior and a fresh actor without "
+                                 "initial_residual "
                                  f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
             hp = {**IMITATE_DEFAULTS, **hp}
             check_teacher(hp["imitate"], config, env)

@@ -636,4 +636,4 @@ class KeyframeController:
             self._stuck_since, self._stuck_ref = t, self.meas.copy()
 
 
-register_controller("keyframe", KeyframeController, KeyframeParams.load, robots=("nao", "wolfgang"), task="getup")
+register_controller("keyframe", KeyframeController, KeyframeParams.load, task="getup")

@@ -519,5 +519,6 @@ def _unstabilized_params(robot: str) -> SplineParams:
     return SplineParams.load(robot).with_overrides({"stabilizing": False})
 
 
-register_controller("spline", SplineStandUp, SplineParams.load, robots=("wolfgang", "nao"), task="getup")
-register_controller("spline_nostab", SplineStandUp, _unstabilized_params, robots=("wolfgang", "nao"), task="getup")
+register_controller("spline", SplineStandUp, SplineParams.load, task="getup")
+register_controller("spline_nostab", SplineStandUp, _unstabilized_params, task="getup",
+                    family="spline")

@@ -289,6 +289,6 @@ class LipmWalk:
         return self._joints.copy() if self._all_actuated else self._joints[self._actuated]
 
 
-register_controller("lipm", LipmWalk, LipmParams.load, robots=("nao", "wolfgang"), task="walk")
+register_controller("lipm", LipmWalk, LipmParams.load, task="walk")
 
 __all__ = ["Diagnostics", "LipmParams", "LipmWalk"]

@@ -510,4 +510,4 @@ class StepAdjustWalk:
         return joints
 
 
-register_controller("step_adjust", StepAdjustWalk, StepAdjustParams.load, robots=("nao", "wolfgang"), task="walk")
+register_controller("step_adjust", StepAdjustWalk, StepAdjustParams.load, task="walk")
