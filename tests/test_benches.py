@@ -115,7 +115,7 @@ def test_parts_profile_times_every_part_of_a_real_step_and_puts_the_classes_back
 
     rows = [time_parts("upright/NaoWalk-v0", "lab", 120), time_parts("upright/WolfgangGetUp-v0", "lab", 60)]
     walk, getup = rows
-    labels = {label.strip() for label in PARTS}
+    labels = set(PARTS)
     assert set(walk.parts) == labels  # the zero action falls, so the walk resets too
     assert set(getup.parts) == labels - {"heading motion", "resets"}  # a get-up episode lasts 20 s
     for row in rows:

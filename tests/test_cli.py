@@ -128,3 +128,13 @@ def test_bench_measures_all_models():
     assert rows[0].exact is None and all(r.exact for r in rows[1:])
     table = format_bench(rows)
     assert "/ raw" in table and table.splitlines()[-1].startswith("Machine: ")
+
+
+def test_eval_results_folder_is_one_component_whatever_the_policy_path():
+    """`upright eval` writes results/eval/<env>-<policy>/: a run given by a path (absolute, or its
+    model file) must not nest folders (or escape results/) through the path's separators."""
+    from upright.cli import _folder_name
+
+    assert _folder_name("keyframe") == "keyframe" and _folder_name("zoo:nao-walk") == "zoo:nao-walk"
+    assert _folder_name("/tmp/runs/NaoGetUp-v0/a2c-demo") == "a2c-demo"
+    assert _folder_name("runs/NaoGetUp-v0/demo/best_model.zip") == "demo-best_model"

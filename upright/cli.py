@@ -149,13 +149,21 @@ def _episode_settings(args: argparse.Namespace) -> tuple[dict[str, Any], str | P
     return env_settings(kwargs, {}, trained), resolve_policy(args.policy, params)
 
 
+def _folder_name(policy: str) -> str:
+    """A one-component folder name for ``policy``: a baseline or ``zoo:NAME`` as it is, a run
+    folder by its name, a model file by its run folder's name and its stem (no path separators, so
+    ``results/eval/`` holds one folder per policy whatever path it was given by)."""
+    path = Path(policy)
+    return f"{path.parent.name}-{path.stem}" if path.suffix == ".zip" else path.name
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     env_kwargs, policy = _episode_settings(args)
     run = run_episodes(args.env, policy, args.episodes, env_kwargs=env_kwargs, seed=args.seed, workers=args.workers,
                        keep_failed=True)
     result = aggregate(run)
     print_table(result)
-    out = Path(args.out) if args.out else Path("results", "eval", f"{args.env.split('/')[-1]}-{run.policy}")
+    out = Path(args.out) if args.out else Path("results", "eval", f"{args.env.split('/')[-1]}-{_folder_name(run.policy)}")
     json_path, md_path = write_results(result, out)
     print(f"wrote {json_path} and {md_path}")
     for failure in run.failed:

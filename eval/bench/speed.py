@@ -218,22 +218,21 @@ def format_bench(rows: list[BenchRow]) -> str:
     return "\n".join(lines)
 
 
-#: The parts of an environment step that :func:`time_parts` times: label → (owner, method name), the
-#: owner ``"env"`` (the unwrapped environment), ``"sim"`` (its Simulation) or ``"servos"``. They do
+#: The parts of an environment step that :func:`time_parts` times: label → the (owner, method name)
+#: pairs it adds up, the owner ``"env"`` (the unwrapped environment), ``"sim"`` (its Simulation) or ``"servos"``. They do
 #: not nest: ``sensors`` and the blow-up check run inside ``Simulation.step`` around the physics,
 #: the observation and ``info`` inside the step's end.
-PARTS: dict[str, tuple[str, str]] = {
-    "action → targets": ("env", "_clipped"),
-    "action → targets ": ("env", "_targets"),
-    "servo model": ("servos", "command"),
-    "blow-up check": ("sim", "_check_stability"),
-    "sensors": ("sim", "sensors"),
-    "posture": ("env", "posture"),
-    "heading motion": ("env", "_heading_velocity"),
-    "reward terms": ("env", "_reward_terms"),
-    "observation": ("env", "_observe"),
-    "info": ("env", "_base_info"),
-    "resets": ("env", "reset"),
+PARTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "action → targets": (("env", "_clipped"), ("env", "_targets")),
+    "servo model": (("servos", "command"),),
+    "blow-up check": (("sim", "_check_stability"),),
+    "sensors": (("sim", "sensors"),),
+    "posture": (("env", "posture"),),
+    "heading motion": (("env", "_heading_velocity"),),
+    "reward terms": (("env", "_reward_terms"),),
+    "observation": (("env", "_observe"),),
+    "info": (("env", "_base_info"),),
+    "resets": (("env", "reset"),),
 }
 
 
@@ -281,13 +280,13 @@ def time_parts(env_id: str, conditions: str, steps: int) -> PartsRow:
                     spent[label] = spent.get(label, 0.0) + clock() - start
         return call
 
-    for label, (owner, name) in PARTS.items():
+    methods = [(label, owner, name) for label, where in PARTS.items() for owner, name in where]
+    for label, owner, name in methods:
         if hasattr(owners[owner], name):
-            setattr(owners[owner], name, timed(label.strip(), getattr(owners[owner], name)))
+            setattr(owners[owner], name, timed(label, getattr(owners[owner], name)))
     env_rate, _ = _run_env(env, action, steps)
-    for owner in owners.values():  # back to the class's methods
-        for _, name in PARTS.values():
-            owner.__dict__.pop(name, None)
+    for _, owner, name in methods:  # back to the class's methods
+        owners[owner].__dict__.pop(name, None)
     sim = u.sim
     raw_rate, _ = _raw_rate(copy.copy(sim.data), sim.n_substeps, trajectory)
     env.close()
