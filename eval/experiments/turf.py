@@ -36,6 +36,7 @@ from scipy import stats
 
 from upright.envs.conditions import get_conditions
 from upright.envs.registration import env_id
+from upright.envs.robots import ROBOT_NAMES
 from upright.envs.simulation import Simulation
 from upright.envs.terrain import TURF_CELLS, TURF_HALF_SIZE, turf_stride
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
@@ -162,8 +163,8 @@ def surface_on_draw_grid(heights: np.ndarray, stride: int) -> np.ndarray:
 
 def _turf_surface(conditions: Any, seed: int) -> np.ndarray:
     """The turf surface (m above its valleys) of ``conditions`` drawn from ``seed`` as MuJoCo gets
-    it, on the 2 cm draw grid."""
-    sim = Simulation("nao", conditions)
+    it, on the 2 cm draw grid (the same for every robot: the field is the floor's)."""
+    sim = Simulation(ROBOT_NAMES[0], conditions)
     sim.reset(seed=seed)
     model = sim.model
     hfield = model.hfield("turf")

@@ -55,6 +55,7 @@ import numpy as np
 
 from upright.envs.conditions import Impulse, get_conditions
 from upright.envs.registration import env_id
+from upright.envs.robots import ROBOT_NAMES
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.runner import Observer
 from upright.eval.tables import Column, Table, count, number
@@ -424,7 +425,7 @@ def _errors_cell(row: dict[str, Any]) -> str:
 
 
 @register_experiment("walk-tracking", "each walk's measured velocity against its command (lab and turf, both robots)",
-                     options={"policies": ("lipm", "step_adjust"), "robots": ("nao", "wolfgang"),
+                     options={"policies": ("lipm", "step_adjust"), "robots": ROBOT_NAMES,
                               "conditions": ("lab", "turf"), "seconds": DEFAULTS["seconds"]})
 def walk_tracking(ctx: ExperimentContext) -> list[Table]:
     """``--set policies=lipm robots=nao conditions=turf seconds=20``; ``--episodes N`` per cell."""
