@@ -7,6 +7,7 @@ friction, wear and delay. Named presets are in :data:`PRESETS` (``get_conditions
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, Mapping
 
@@ -227,8 +228,6 @@ class Conditions:
     def from_dict(data: Mapping[str, Any]) -> "Conditions":
         """The conditions :meth:`to_dict` wrote (the class named by ``class``, default
         :class:`Conditions`); a ValueError names an unknown class or field."""
-        import importlib
-
         data = dict(data)
         path = data.pop("class", f"{__name__}:Conditions")
         module, _, name = str(path).partition(":")

@@ -111,10 +111,10 @@ def comparison_table(results: Sequence[Mapping[str, Any]], notes: str = "") -> T
 def plot_rates(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
     """Success and stood-up rates with 95 % Wilson interval bars, one group of bars per get-up
     environment and setting, one bar per policy (like Figure 5.1 of the Wolfgang thesis)."""
-    import matplotlib
+    import matplotlib  # matplotlib: only when a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: only when a figure is drawn
 
     getups = [r for r in results if r["task"] == "getup"]
     groups: dict[str, list[Mapping[str, Any]]] = {}
@@ -153,10 +153,10 @@ def plot_walk_tracking(results: Sequence[Mapping[str, Any]], path: Path) -> Path
     """Each walk episode's measured mean velocity (dots) beside its command (black bars), per axis
     (vx, vy in m/s, yaw rate in rad/s), one column per policy and setting. Runs in which every
     episode fell are left out (their velocities say nothing about tracking)."""
-    import matplotlib
+    import matplotlib  # matplotlib: only when a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: only when a figure is drawn
 
     walks = [r for r in results if r["task"] == "walk" and r["falls"]["episodes_with_fall"] < r["episodes"]]
     fig, axes = plt.subplots(3, 1, figsize=(max(6.0, 1.2 * len(walks) + 2), 9), sharex=True)

@@ -18,10 +18,10 @@ from upright.policies.run_folder import read_learning_curve
 def plot_learning_curve(run_dir: str | Path) -> Path:
     """Draw ``run_dir/learning_curve.png`` from ``run_dir/learning_curve.csv`` and return its path
     (ValueError when the run has no evaluation yet)."""
-    import matplotlib
+    import matplotlib  # matplotlib: only when a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: only when a figure is drawn
 
     run_dir = Path(run_dir)
     rows = read_learning_curve(run_dir / "learning_curve.csv")
@@ -81,10 +81,10 @@ def plot_curve_comparison(title: str, groups: dict[str, list[Curve]], path: str 
     environment steps and against wall-clock minutes into ``path``: one line per run with its
     Wilson 95 % band, one colour per group, and each distinct prior as a dashed line with its
     interval."""
-    import matplotlib
+    import matplotlib  # matplotlib: only when a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: only when a figure is drawn
 
     if metric not in ("success_rate", "stood_up_rate", "fall_rate"):
         raise ValueError(f"metric must be success_rate, stood_up_rate or fall_rate, got {metric!r}")

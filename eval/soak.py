@@ -363,7 +363,7 @@ def soak(steps: int, *, workers: int = 1, seed: int = 0, envs: Sequence[str] | N
         raise ValueError(f"workers must be >= 1, got {workers!r}")
     todo = cells(envs, conditions, starts, priors)
     per_env = {env: sum(c.env == env for c in todo) for env in {c.env for c in todo}}
-    from tqdm import tqdm
+    from tqdm import tqdm  # tqdm: only when progress is shown
 
     results: list[CellResult] = []
     interrupted = False

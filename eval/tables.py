@@ -51,7 +51,7 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
 def mean_interval(values: Sequence[float], confidence: float = 0.95) -> dict[str, float | int | None]:
     """``mean`` of ``values`` with the two-sided Student-t interval ``low``, ``high`` for it (the
     sample's spread; None for fewer than two values, all None for none) and their number ``n``."""
-    from scipy.stats import t
+    from scipy.stats import t  # SciPy's stats load slowly: only when an interval is computed
 
     n = len(values)
     if n == 0:
@@ -167,7 +167,7 @@ class Table:
 
     def rich(self) -> Any:
         """The table as a :class:`rich.table.Table` for the terminal."""
-        from rich.table import Table as RichTable
+        from rich.table import Table as RichTable  # rich: only when printing to a terminal
 
         table = RichTable(title=self.title, caption=self.notes or None)
         for column in self.columns:
@@ -184,7 +184,7 @@ class Table:
 
 def print_tables(tables: Sequence[Table]) -> None:
     """Print ``tables`` to the terminal with rich."""
-    from rich.console import Console
+    from rich.console import Console  # rich: only when printing to a terminal
 
     console = Console()
     for table in tables:

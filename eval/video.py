@@ -29,7 +29,7 @@ class VideoRecorder(Observer):
         self._steps = 0
 
     def on_reset(self, env: gym.Env, policy: Policy, info: dict[str, Any]) -> None:
-        import imageio.v2 as imageio
+        import imageio.v2 as imageio  # imageio: only when a video is written
 
         first = env.render()  # fails here, before the episode, without a GL backend
         step_rate = 1.0 / env.unwrapped.robot.control_period  # control steps per simulated second
@@ -75,7 +75,7 @@ def join_videos(parts: list[tuple[Path, str]], out: Path) -> Path:
     """Write the MP4 file ``out``: the videos of ``parts`` (path, label) side by side, left to
     right, each labelled in its top-left corner; a shorter one holds its last frame. The videos
     must have the same frame size and rate (the same environment's)."""
-    import imageio.v2 as imageio
+    import imageio.v2 as imageio  # imageio: only when a video is written
     from PIL import Image, ImageDraw
 
     readers = [imageio.get_reader(path) for path, _ in parts]

@@ -57,7 +57,7 @@ class ExportedActor:
     ``(batch, n)``) to actions of the same rank (float32 in [-1, 1], as the policy's ``act``)."""
 
     def __init__(self, directory: str | Path, threads: int = 1) -> None:
-        import onnxruntime
+        import onnxruntime  # onnxruntime (the export extra): only when an export runs
 
         self.directory = Path(directory)
         self.spec = load_spec(self.directory)

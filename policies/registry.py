@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import Callable
 
 from upright.baselines import controller_names
@@ -71,8 +73,6 @@ def policy_digest(name_or_path: str) -> str | None:
     hand-designed residual's YAML;
     None for a name whose behaviour is code (built-ins, baselines). A re-shipped policy under the
     same name gets a new digest, so an evaluation can tell its results from the old one's."""
-    import hashlib
-    from pathlib import Path
 
     if is_export_policy(name_or_path):
         files = [export_dir(name_or_path) / GRAPH_FILE, export_dir(name_or_path) / SPEC_FILE]

@@ -75,7 +75,7 @@ class SB3Policy(ModelPolicy):
     """Deterministic actions of an SB3 model loaded on the CPU from ``path`` (no normalisation)."""
 
     def __init__(self, path: str | Path) -> None:
-        import stable_baselines3
+        import stable_baselines3  # SB3 (and torch): only when a model loads
 
         self.path = Path(path)
         self.algorithm = detect_algorithm(self.path)

@@ -171,7 +171,7 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
     keys) on ``n_envs`` copies in ``vec_env`` (``dummy``, ``subproc`` or ``auto``), then the
     environment alone on the same transitions (the module docstring). ``clock``: ``cpu`` (default for DummyVecEnv) or
     ``wall`` (default, and the only one that counts the workers, for SubprocVecEnv)."""
-    import torch
+    import torch  # torch: only when a model is built
 
     torch.set_num_threads(1)
     chosen = choose_vec_env(vec_env, n_envs)

@@ -260,7 +260,7 @@ def check_counts(config: TrainConfig) -> None:
 def model_kwargs(hp: Mapping[str, Any]) -> dict[str, Any]:
     """The SB3 constructor arguments of hyperparameters ``hp`` (our own keys removed, activation
     names as torch classes, network sizes as ints)."""
-    import torch
+    import torch  # torch: only when a model is built
 
     kwargs = {k: int(v) if k in VALUE_RULES and VALUE_RULES[k].integer and v is not None else v
               for k, v in hp.items() if k not in OWN_KEYS}

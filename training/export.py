@@ -97,7 +97,7 @@ def actor_layers(model: Any) -> list[Dense]:
     (``mlp_extractor.policy_net``) and the action network, whose output is the Gaussian's mean,
     the deterministic action. ValueError for a model whose deterministic action is not that
     (SAC/TD3 actors, squashed outputs, non-flat observations, other layers)."""
-    import torch
+    import torch  # torch: only when a model is built
     from stable_baselines3.common.distributions import DiagGaussianDistribution, StateDependentNoiseDistribution
     from stable_baselines3.common.policies import ActorCriticPolicy
     from stable_baselines3.common.torch_layers import FlattenExtractor
@@ -144,7 +144,7 @@ def build_graph(layers: list[Dense], normalizer: Any, action_space: gym.spaces.B
     """The ONNX model of observation normalisation (``normalizer``, a VecNormalize that normalises
     observations, or None), ``layers`` and the clip to ``action_space``, with the operators of
     ``ops`` (:data:`OPS`), checked by ``onnx.checker``."""
-    import onnx
+    import onnx  # onnx: only when exporting
     from onnx import TensorProto, helper, numpy_helper
 
     check_operators(layers, ops)
@@ -404,7 +404,7 @@ def record(policy: Policy, env_id: str, env_kwargs: dict[str, Any], episodes: in
 def run_graph(graph: bytes, observations: np.ndarray) -> np.ndarray:
     """The actions of the serialised ONNX ``graph`` for a batch of ``observations`` (onnxruntime,
     one thread)."""
-    import onnxruntime
+    import onnxruntime  # onnxruntime (the export extra): only when an export runs
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1

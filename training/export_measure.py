@@ -99,7 +99,7 @@ def _outcome(record: dict[str, Any]) -> tuple[Any, ...]:
 
 def measure_policy(name: str, *, episodes: int, observations: int, workers: int) -> dict[str, Any]:
     """The parity, episode and timing numbers of zoo policy ``name`` (see the module docstring)."""
-    import torch
+    import torch  # torch: only when a model is built
 
     directory = zoo_export_dir(name)
     onnx_name = ONNX_PREFIX + str(directory)

@@ -26,7 +26,7 @@ def collect(venv: Any, teacher: Policy, steps: int) -> tuple[np.ndarray, np.ndar
     for ``steps`` environment steps (rounded up to whole vector steps); return the raw
     observations, the teacher's actions for them and the rollout's numbers: episodes finished and
     their success and stood-up rates (get-up; None where no episode finished or the task has none)."""
-    from stable_baselines3.common.vec_env import VecNormalize
+    from stable_baselines3.common.vec_env import VecNormalize  # SB3 (and torch): only when a model loads
 
     inner = venv.unwrapped
     teacher.reset(venv.get_attr("unwrapped", indices=0)[0], None)  # stateless: the spaces and ranges
@@ -57,7 +57,7 @@ def fit(model: Any, observations: np.ndarray, actions: np.ndarray, *, epochs: in
     """Regress the mean action of ``model``'s actor (PPO) on ``actions`` for the (normalised)
     ``observations`` with Adam, in shuffled minibatches; return the mean squared error of each epoch
     (normalised action units squared)."""
-    import torch
+    import torch  # torch: only when a model is built
 
     policy = model.policy
     parameters = [p for p in actor_parameters(model) if p is not getattr(policy, "log_std", None)]
@@ -87,7 +87,7 @@ def imitate(model: Any, venv: Any, teacher: Policy, *, steps: int, epochs: int, 
     """Collect ``steps`` steps of ``teacher`` in ``venv``, fit ``model``'s actor to them (see
     :func:`fit`), set the model's step count to the steps taken and write ``out``
     (``imitation.json``: teacher, steps, seconds, rollout numbers, loss per epoch); return that record."""
-    from stable_baselines3.common.vec_env import VecNormalize
+    from stable_baselines3.common.vec_env import VecNormalize  # SB3 (and torch): only when a model loads
 
     start = time.monotonic()
     raw, actions, rollout = collect(venv, teacher, steps)

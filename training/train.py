@@ -22,11 +22,13 @@ from __future__ import annotations
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields, replace
 from functools import partial
+from importlib.metadata import version
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -95,7 +97,7 @@ def unchecked_distributions() -> Iterator[None]:
     scale, samples in the support) are a sizeable part of a small network's forward pass on one
     thread and change no number. What they caught, a diverged optimiser's non-finite weights,
     :class:`~upright.training.callbacks.FiniteWeights` catches after every update."""
-    from torch.distributions import Distribution
+    from torch.distributions import Distribution  # torch: only when a model is built
 
     checked = Distribution._validate_args
     Distribution.set_default_validate_args(False)
@@ -142,8 +144,6 @@ def resolve(config: TrainConfig) -> TrainConfig:
         _check_model(replace(config, hyperparams=hp), env)
     finally:
         env.close()
-    from importlib.metadata import version
-
     return replace(config, hyperparams=hp, version=version("upright"), code=source_commit(),
                    vec_env=choose_vec_env(config.vec_env, config.n_envs))
 
@@ -151,7 +151,7 @@ def resolve(config: TrainConfig) -> TrainConfig:
 def _check_model(config: TrainConfig, env: Any) -> None:
     """Build the model of ``config`` (resolved) once on ``env``: ValueError with the first line of
     what SB3 or torch refuse (the replay buffer is left small: its size is checked by value)."""
-    from stable_baselines3.common.vec_env import DummyVecEnv
+    from stable_baselines3.common.vec_env import DummyVecEnv  # SB3 (and torch): only when a model loads
 
     hp = config.hyperparams if algorithm(config.algo).on_policy else {**config.hyperparams, "buffer_size": 1}
     try:
@@ -180,7 +180,7 @@ def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[
     starts from; ValueError naming an ``init`` that is no trained policy, was trained by another
     algorithm, normalises when the run does not (or the other way round) or, given the run's
     environment ``env`` (or vector environment), has other observation or action spaces."""
-    from stable_baselines3.common.save_util import load_from_zip_file
+    from stable_baselines3.common.save_util import load_from_zip_file  # SB3 (and torch): only when a model loads
 
     try:
         run_dir, model_path = run_model(init)
@@ -205,7 +205,6 @@ def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[
 def source_commit() -> str:
     """The git commit of the tree this package runs from, ``-dirty`` if tracked files differ from
     it; "" when it is not a git checkout (an installed wheel) or git is missing."""
-    import subprocess
 
     root = Path(__file__).resolve().parents[1]
     try:
@@ -225,7 +224,7 @@ def zero_actor_output(model: Any, algo: Algorithm, log_std_init: float | None = 
     prior): PPO's ``action_net``; SAC's ``mu`` (and its ``log_std`` layer: weight 0, bias
     ``log_std_init``); the last layer of TD3's ``mu``. With ``action`` (PPO: the mean is the
     layer's output itself) its bias is that action instead, the residual the policy starts from."""
-    import torch
+    import torch  # torch: only when a model is built
 
     policy = model.policy
     with torch.no_grad():
@@ -251,7 +250,7 @@ def new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path |
     kwargs = model_kwargs(hp)
     algo = algorithm(config.algo)
     if algo.action_noise:
-        from stable_baselines3.common.noise import NormalActionNoise
+        from stable_baselines3.common.noise import NormalActionNoise  # SB3 (and torch): only when a model loads
 
         size = venv.action_space.shape[0]
         kwargs["action_noise"] = NormalActionNoise(np.zeros(size), np.full(size, hp.get("action_noise_sigma", 0.1)))
@@ -333,7 +332,7 @@ def train(config: TrainConfig, callbacks: Sequence[Any] = ()) -> Path:
     ``learning_curve.csv``) stops the training (the run is then saved as at its end). Raises
     :class:`TrainingInterrupted` after saving when Ctrl-C or SIGTERM stopped it, and
     :class:`TrainingFailed` (saving nothing more) when training failed."""
-    import torch
+    import torch  # torch: only when a model is built
 
     torch.set_num_threads(1)
     command = config.command or shlex.join(sys.argv)
@@ -419,7 +418,7 @@ def resume(run_dir: str | Path, changes: Mapping[str, Any] | None = None, *, com
     command line) is appended to ``command.txt`` with the state it resumed from and what it
     changed. Evaluations that a killed session made after that state stay in
     ``learning_curve.csv`` (its steps then repeat). Raises as :func:`train` does."""
-    import torch
+    import torch  # torch: only when a model is built
 
     torch.set_num_threads(1)
     run_dir = Path(run_dir)
@@ -457,7 +456,7 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
     ``config.steps`` with the callbacks, then save the state (:func:`_save_state`) and plot the
     learning curve. Ctrl-C or SIGTERM: saved, then :class:`TrainingInterrupted`; any error in
     training: nothing more saved, :class:`TrainingFailed`."""
-    from stable_baselines3.common.callbacks import CallbackList
+    from stable_baselines3.common.callbacks import CallbackList  # SB3 (and torch): only when a model loads
 
     hp = config.hyperparams
     on_policy = algorithm(config.algo).on_policy

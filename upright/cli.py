@@ -11,6 +11,8 @@ import argparse
 import os
 import shlex
 import sys
+import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from upright.envs.robots import ROBOT_NAMES
 from upright.eval.bench.speed import format_bench, format_parts, run_bench, run_parts
 from upright.eval.comparison import prior_alone
 from upright.eval.experiments import experiments, run_experiment
+from upright.eval.history import HISTORY, add_run, read_curves, read_runs, runs_tables, write_docs
 from upright.eval.pictures import render_pose
 from upright.eval.report import write_report
 from upright.eval.results import aggregate, print_table, write_results
@@ -30,6 +33,7 @@ from upright.eval.runner import resolve_policy, run_episodes
 from upright.eval.same_machine import CASES, check_same
 from upright.eval.settings import env_settings, parse_settings, split_settings
 from upright.eval.soak import print_result, soak, write
+from upright.eval.tables import print_tables
 from upright.eval.video import join_videos, record_video
 from upright.policies.algorithms import ALGOS
 from upright.policies.base import Policy
@@ -277,7 +281,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
     """A new run from the options given (the others: :class:`TrainConfig`'s defaults), or with
     ``--resume`` the continuation of one, which gets only the options given, to check them
     against the run's own settings."""
-    import traceback
 
     from upright.training.train import TrainingFailed, TrainingInterrupted, resume, train  # torch, SB3: only this command
 
@@ -381,11 +384,6 @@ def _cmd_ship(args: argparse.Namespace) -> int:
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from upright.eval.tables import print_tables
-    from upright.eval.history import HISTORY, add_run, read_curves, read_runs, runs_tables, write_docs
-
     for run in args.add:
         row = add_run(run, verdict=args.verdict, shipped=args.shipped, changed=args.changed, round_=args.round)
         print(f"recorded {row['name']} in {HISTORY / 'runs.csv'} and {HISTORY / 'curves.csv'}")
