@@ -136,5 +136,5 @@ def test_eval_results_folder_is_one_component_whatever_the_policy_path():
     from upright.cli import _folder_name
 
     assert _folder_name("keyframe") == "keyframe" and _folder_name("zoo:nao-walk") == "zoo:nao-walk"
-    assert _folder_name("/home/me/runs/NaoGetUp-v0/a2c-demo") == "a2c-demo"
+    assert _folder_name(str(Path.cwd() / "runs" / "a2c-demo")) == "a2c-demo"
     assert _folder_name("runs/NaoGetUp-v0/demo/best_model.zip") == "demo-best_model"
