@@ -132,6 +132,27 @@ def test_feature_switches_and_scales_are_overrides():
     assert KeyframeParams.load("wolfgang") == KeyframeParams()
     with pytest.raises(ValueError, match="compensation_scales"):
         c.params.with_overrides({"compensation_scales": 0.5})
+    with pytest.raises(ValueError, match="tempo must be > 0, got -1"):
+        c.params.with_overrides({"tempo": -1})
+
+
+def test_tempo_divides_every_keyframe_duration():
+    """``tempo`` plays each keyframe in ``duration / tempo`` (a wait's stretch may only lengthen
+    it), checked on the keyframes a real prone start plays in its first second."""
+    env = gym.make("upright/NaoGetUp-v0", start="prone", conditions="lab", max_episode_seconds=1.0)
+    policy = ControllerPolicy("keyframe", params={"tempo": 1.25})
+    observation, info = env.reset(seed=0)
+    policy.reset(env, 0)
+    played = set()  # (library duration, played duration), ms
+    while True:
+        observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
+        if policy.controller.state == "working":
+            played.add((policy.controller.kf.duration, policy.controller.duration))
+        if terminated or truncated:
+            break
+    env.close()
+    assert all(duration >= library / 1.25 - 1e-9 for library, duration in played)
+    assert any(library > 100 and duration == pytest.approx(library / 1.25) for library, duration in played)
 
 
 # ---------------------------------------------------------------- real stand-ups

@@ -92,6 +92,14 @@ class KeyframeParams(Params):
     #: (Dbase and DmaxAdd) of every phase (1 = the library's gains).
     balancer_p_scale: float = 1.0
     balancer_d_scale: float = 1.0
+    #: Playback rate of the keyframes: every keyframe's duration divided by it (1 = the library's
+    #: timing; 1.25 plays each interpolation in 0.8 of its time). The waits' conditions and time
+    #: limits are the robot settling, so they stay as they are.
+    tempo: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.tempo > 0.0:
+            raise ValueError(f"KeyframeParams.tempo must be > 0, got {self.tempo!r}")
 
 
 STATES = ("decideAction", "working", "waiting", "balanceOut", "finished", "breakUp", "helpMe")
@@ -302,7 +310,7 @@ class KeyframeController:
         self.target_base = np.where(np.isnan(kf.angles), self.start_base, kf.angles)
         self.kf_start = t
         self._state_since = t
-        self.duration = kf.duration
+        self.duration = kf.duration / self.params.tempo
         if self._stretch_ms > 0.0:
             self.duration = max(self.duration, self._stretch_ms)
             self._stretch_ms = 0.0
