@@ -18,7 +18,7 @@ from typing import Any
 
 import upright  # noqa: F401  (selects the GL backend before mujoco renders)
 from upright.envs.base import load_params_file
-from upright.envs.conditions import TERRAINS
+from upright.envs.conditions import PRESETS, TERRAINS
 from upright.envs.render import RenderingUnavailable
 from upright.envs.robots import ROBOT_NAMES
 from upright.eval.bench.speed import format_bench, format_parts, run_bench, run_parts
@@ -424,7 +424,7 @@ def _add_episode_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", required=True, help="policy name (zero, random, hold, a baseline), a run folder of upright train, one of its .zip files, zoo:NAME, an export onnx:DIR, a hand-designed residual (feedback:NAME or a .yml, with --set prior=...) or an SB3 .zip")
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode (episode i: seed + i)")
     p.add_argument("--start", default=None, help="get-up start: prone, supine, side, fall, random, standing")
-    p.add_argument("--conditions", default=None, help="conditions preset: lab, turf, thesis, competition")
+    p.add_argument("--conditions", default=None, help=f"conditions preset: {', '.join(PRESETS)}")
     p.add_argument("--params", default=None, metavar="FILE",
                    help="controller parameter overrides (YAML of dotted keys, e.g. upright optimize's best_params.yaml)")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",

@@ -15,6 +15,14 @@ episodes of the compensation-off arm. Flat floor, otherwise ``lab``.
 ``hold`` policy from ``standing`` under the same pushes (does a standing NAO survive them at all?).
 
     upright experiment keyframe-conditions --episodes 20 --out results/keyframe_conditions
+
+``keyframe-per-try`` — the paper's own measure, success per try (a try: one rise from lying to
+standing or to a new fall, retries counted), of ``keyframe`` from random starts under each preset
+of ``presets``, beside B-Human's real robots at four competitions (paper Table 2, with Wilson
+intervals from its counts), and which of those intervals each simulated rate lies in. The ``worn``
+preset is the wear level calibrated to lie in the RoboCup 2024 interval (the paper's worn robots).
+
+    upright experiment keyframe-per-try --workers 2 --docs
 """
 
 from __future__ import annotations
@@ -29,12 +37,13 @@ from upright.envs.conditions import PRESETS, Conditions, SampledConditions, Wear
 from upright.envs.registration import env_id
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.runner import Observer
-from upright.eval.tables import Column, Table, mean_min_max, number, rate, text
+from upright.eval.tables import Column, Table, mean_min_max, number, rate, text, wilson_interval
 from upright.policies.base import Policy
 
 DATA = protocol_data(__name__)
 ABLATION = DATA["ablation"]
 CONDITIONS = DATA["conditions"]
+PER_TRY = DATA["per_try"]
 
 
 def _pair(values: list[float]) -> tuple[float, float]:
@@ -163,3 +172,48 @@ def keyframe_conditions(ctx: ExperimentContext) -> list[Table]:
                    Column("success", "success", rate),
                    Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max())], rows,
                   notes=f"{episodes} episodes per cell, seeds {ctx.seed}..{ctx.seed + episodes - 1}.")]
+
+
+def paper_tries() -> dict[str, tuple[int, int]]:
+    """B-Human's tries per competition of ``per_try.paper`` as ``(succeeded, tries)``: the
+    succeeded count is the published percentage of the tries, rounded to a whole try."""
+    return {event: (round(n * percent / 100.0), int(n)) for event, (n, percent) in PER_TRY["paper"].items()}
+
+
+def inside_intervals(tries: tuple[int, int], paper: dict[str, tuple[int, int]]) -> str:
+    """The competitions whose 95 % Wilson interval holds the rate ``tries`` = (succeeded, tries),
+    comma-separated, or "none"."""
+    k, n = tries
+    if n == 0:
+        return "—"
+    inside = [event for event, counts in paper.items()
+              if wilson_interval(*counts)[0] <= k / n <= wilson_interval(*counts)[1]]
+    return ", ".join(inside) or "none"
+
+
+@register_experiment("keyframe-per-try", "keyframe stand-up per try (NAO, random starts) under the presets, "
+                     "beside B-Human's real robots (paper Table 2)", options={"presets": tuple(PER_TRY["presets"])})
+def keyframe_per_try(ctx: ExperimentContext) -> list[Table]:
+    """``--set presets=lab,worn params.KEY=VALUE``: ``keyframe`` from random starts, one cell per
+    preset (folder ``PRESET``)."""
+    episodes = ctx.episodes_or(PER_TRY["episodes"])
+    env = env_id(DATA["robot"], "getup")
+    paper = paper_tries()
+    rows = []
+    for preset in ctx.option_names("presets", PER_TRY["presets"]):
+        result = ctx.run_cell(preset, env, ctx.policy("keyframe"), {"start": "random", "conditions": preset}, episodes)
+        tries = (result["tries_succeeded"], result["tries"])
+        rows.append({"preset": preset, "tries": tries, "success": (result["successes"], result["episodes"]),
+                     "time_to_stand": result["time_to_stand"], "inside": inside_intervals(tries, paper)})
+    simulated = Table("Keyframe per try in simulation (NAO, random starts)",
+                      [Column("preset", "preset"), Column("tries succeeded", "tries", rate),
+                       Column("episodes with success", "success", rate),
+                       Column("time to stand (s) mean / min / max", "time_to_stand", mean_min_max()),
+                       Column("inside the interval of", "inside", text)], rows,
+                      notes=f"{episodes} episodes per preset, seeds {ctx.seed}..{ctx.seed + episodes - 1}. "
+                            "Tries of one episode are not independent: the intervals are a guide.")
+    real = Table("B-Human's real robots per try (paper Table 2)",
+                 [Column("competition", "event"), Column("tries succeeded", "tries", rate)],
+                 [{"event": event, "tries": counts} for event, counts in paper.items()],
+                 notes="Succeeded tries: the published percentage of the tries, rounded.")
+    return [simulated, real]
