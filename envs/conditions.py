@@ -208,10 +208,11 @@ class Conditions:
                 or self.extra_delay_cycles < 0:
             raise ValueError(f"extra_delay_cycles must be a whole number of control cycles >= 0, "
                              f"got {self.extra_delay_cycles!r}")
-        for name in ("mass_scale", "friction_scale"):
-            lo, hi = getattr(self, name)
+        for name in ("mass_scale", "friction_scale"):  # a range from YAML or JSON may be a list
+            lo, hi = (float(v) for v in getattr(self, name))
             if not 0.0 < lo <= hi:
                 raise ValueError(f"{name} must be a range (low, high) with 0 < low <= high, got {(lo, hi)!r}")
+            object.__setattr__(self, name, (lo, hi))
 
     def with_(self, **changes: object) -> "Conditions":
         """A copy with some fields changed (validated like a new instance)."""
