@@ -53,6 +53,7 @@ BUDGET: dict[str, Any] = {"trials": 100, "repetitions": 3, "storage": None}
 #: Evaluation episodes per start when ``--episodes`` is not given.
 EPISODES = 100
 
+#: A measurement: the tables of a protocol and the extra data it keeps in ``results.json``.
 Measurement = Callable[[ExperimentContext], tuple[list[Table], dict[str, Any]]]
 
 
