@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("importlinter", reason="install the test extra: pip install -e '.[test]'")
 
 ROOT = Path(__file__).resolve().parents[1]
-SUBPACKAGES = ("assets", "envs", "baselines", "policies", "eval", "training")
+SUBPACKAGES = ("assets", "envs", "baselines", "policies", "eval", "tuning", "training")
 
 
 def package_tree(dest: Path) -> Path:

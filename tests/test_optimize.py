@@ -20,9 +20,9 @@ from optuna.trial import TrialState
 from upright.baselines import default_params
 from upright.cli import main
 from upright.envs.base import load_params_file
-from upright.training.optimize import OptimizeConfig, load_space, optimize
-from upright.training.optimize.objectives import getup_components, parse_objective, walk_components
-from upright.training.optimize.storage import check_storage, default_storage, retried_trial
+from upright.tuning import OptimizeConfig, load_space, optimize
+from upright.tuning.objectives import getup_components, parse_objective, walk_components
+from upright.tuning.storage import check_storage, default_storage, retried_trial
 
 #: Tiny trials: 1 short episode each (the controller does not finish: every trial fails fast).
 TINY = {"max_episode_seconds": 1.0}
@@ -51,7 +51,7 @@ def test_spline_space_holds_the_hand_tuned_set_and_converts_degrees():
 
 
 def test_every_shipped_space_names_parameters_of_its_controller():
-    from upright.training.optimize.space import available_spaces
+    from upright.tuning.space import available_spaces
 
     for name in available_spaces():
         controller, robot = name.rsplit("_", 1)
@@ -91,7 +91,7 @@ def test_sqlite_refuses_parallel_workers(tmp_path):
 
 
 def test_journal_trial_of_a_dead_local_worker_is_failed_and_retried(tmp_path):
-    from upright.training.optimize.storage import WORKER_ATTR, fail_orphans, open_storage
+    from upright.tuning.storage import WORKER_ATTR, fail_orphans, open_storage
 
     study = optuna.create_study(study_name="s", storage=open_storage(f"journal:{tmp_path}/study.journal"))
     trial = study.ask()
@@ -109,7 +109,7 @@ def test_journal_trial_of_a_dead_local_worker_is_failed_and_retried(tmp_path):
 def test_trial_killed_before_its_worker_named_it_is_failed_after_the_grace_period(tmp_path):
     # A worker killed between Optuna creating its trial and the objective naming it leaves a running
     # trial with neither a heartbeat nor a worker name (seen in CI as a trial running forever).
-    from upright.training.optimize.storage import fail_orphans, open_storage
+    from upright.tuning.storage import fail_orphans, open_storage
 
     study = optuna.create_study(study_name="s", storage=open_storage(f"sqlite:///{tmp_path}/study.db"))
     with pytest.warns(UserWarning, match="Heartbeat"):  # Optuna: heartbeats are for Study.optimize, which asks too
@@ -169,7 +169,7 @@ def test_prune_reports_the_running_mean_after_each_repetition(tmp_path):
 
 
 def test_ctrl_c_loses_only_the_running_trial_which_is_retried(tmp_path, monkeypatch):
-    import upright.training.optimize.study as study_module  # where the trials run their episodes
+    import upright.tuning.study as study_module  # where the trials run their episodes
 
     real = study_module.run_episodes
     calls = {"n": 0}
@@ -204,6 +204,18 @@ def test_cli_runs_a_tiny_study(tmp_path, capsys):
                  "--storage", f"sqlite:///{tmp_path}/x.db", "--out", str(tmp_path)]) == 2
 
 
+def test_the_measurements_are_experiment_protocols(tmp_path, capsys):
+    """``upright experiment`` lists the optimize-* protocols with their options and refuses the
+    workers measurement on a file storage before it starts a study."""
+    assert main(["experiment", "--list"]) == 0
+    listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    for name in ("optimize-figure4", "optimize-spline-thesis", "optimize-keyframe-competition", "optimize-workers"):
+        assert "trials=100 repetitions=3" in listed[name]
+    assert main(["experiment", "optimize-workers", "--set", f"storage=sqlite:///{tmp_path}/x.db",
+                 "--out", str(tmp_path)]) == 2
+    assert "server URL" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------- PostgreSQL
 def _python(code: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -221,7 +233,7 @@ def test_two_workers_on_one_postgresql_study(postgres_url, tmp_path):
 
 def test_killed_worker_trial_is_failed_and_retried(postgres_url, tmp_path):
     # A worker on a slow trial (the hand-tuned set standing up, 3 episodes) is killed mid-trial.
-    code = (f"from pathlib import Path; from upright.training.optimize import OptimizeConfig, optimize; "
+    code = (f"from pathlib import Path; from upright.tuning import OptimizeConfig, optimize; "
             f"optimize(OptimizeConfig('spline', 'wolfgang', start='back', sampler='random', objective='STH', trials=2, "
             f"repetitions=3, storage={postgres_url!r}, out=Path({str(tmp_path)!r}), progress=False, "
             f"heartbeat_interval=1, grace_period=2, settings={{'max_episode_seconds': 10.0}}))")

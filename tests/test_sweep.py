@@ -17,8 +17,8 @@ from optuna.trial import TrialState
 
 from upright.cli import main
 from upright.policies.run_folder import load_run_config, read_learning_curve
-from upright.training.optimize.storage import retried_trial
-from upright.training.optimize.sweep import SweepConfig, best_evaluation, resolve, trial_config
+from upright.tuning.storage import retried_trial
+from upright.training.sweep import SweepConfig, best_evaluation, resolve, trial_config
 
 #: The tiny space: 256 PPO steps per run, evaluations at 128 and 256 steps of one 0.4 s walk.
 TINY = Path(__file__).parent / "data" / "sweep-tiny.yml"
@@ -124,7 +124,7 @@ def test_resume_of_a_study_that_does_not_exist_is_refused(tmp_path, capsys):
 # ---------------------------------------------------------------- PostgreSQL
 def _worker(url: str, out: Path, trials: int) -> subprocess.Popen:
     """A sweep worker process on the study at ``url`` (heartbeat every 1 s, dead after 2 s)."""
-    code = (f"from pathlib import Path; from upright.training.optimize.sweep import SweepConfig, sweep; "
+    code = (f"from pathlib import Path; from upright.training.sweep import SweepConfig, sweep; "
             f"sweep(SweepConfig({str(TINY)!r}, trials={trials}, storage={url!r}, out=Path({str(out)!r}), "
             f"heartbeat_interval=1, grace_period=2))")
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -216,6 +216,9 @@ def _setting_text(value: Any) -> str:
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
+    # Registers the optimize-* protocols, which sit above eval's registry (optuna: only this command).
+    from upright.tuning import protocols  # noqa: F401
+
     if args.list:
         for name, experiment in experiments().items():
             options = " ".join(f"{k}={_setting_text(v)}" for k, v in experiment.options.items())
@@ -231,12 +234,10 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
-    from upright.training.optimize import OptimizeConfig, optimize  # optuna: only this command
+    from upright.tuning import OptimizeConfig, optimize  # optuna: only this command
 
-    if args.measure:
-        return _cmd_optimize_measure(args)
     if not args.controller or not args.robot:
-        raise ValueError("give --controller and --robot (or --measure NAME)")
+        raise ValueError("give --controller and --robot")
     out = Path(args.out) if args.out else Path("results", "optimize", f"{args.controller}-{args.robot}"
                                                 + (f"-{args.start}" if args.start else "") + f"-{args.sampler}")
     config = OptimizeConfig(
@@ -250,23 +251,6 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         print(f"best trial {best['number']}: {best['successes']}/{best['episodes']} repetitions succeeded, "
               f"components {', '.join(f'{k} {v:.1f}' for k, v in best['components'].items())}")
     print(f"wrote {out / 'summary.md'} and {out / 'best_params.yaml'} (study {summary['study']} in {summary['storage']})")
-    return 0
-
-
-def _cmd_optimize_measure(args: argparse.Namespace) -> int:
-    # optuna: only this command
-    from upright.training.optimize import OptimizeConfig
-    from upright.training.optimize.measure import OPTIONS, measure
-
-    settings = parse_settings(args.set)
-    options = {k: settings.pop(k) for k in list(settings) if k in OPTIONS.get(args.measure, {})}
-    out = Path(args.out) if args.out else Path("results", "optimize", "measure")
-    base = OptimizeConfig(controller="", robot="", start=args.start, conditions=args.conditions, trials=args.trials,
-                          repetitions=args.repetitions, storage=args.storage, seed=args.seed, out=out,
-                          startup=args.startup, settings=settings, progress=False)
-    measure(args.measure, base, options, episodes=args.episodes, workers=args.workers, docs=args.docs,
-            command=args.command_line)
-    print(f"wrote {out / args.measure / 'results.md'}" + (" and docs/results/optimize.md" if args.docs else ""))
     return 0
 
 
@@ -324,7 +308,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_train_sweep(args: argparse.Namespace) -> int:
     """``upright train --sweep SPACE.yml``: a study of training runs (docs/sweeps.md); with
     ``--summary`` only the summary of its trials so far."""
-    from upright.training.optimize.sweep import SweepConfig, sweep
+    from upright.training.sweep import SweepConfig, sweep
 
     if args.sweep is None:
         raise ValueError("--summary needs --sweep SPACE.yml (and --storage/--study/--out if the sweep had them)")
@@ -533,12 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prune", action="store_true", help="median pruning between repetitions (single objective)")
     p.add_argument("--no-hand-tuned", action="store_true", help="do not enqueue the hand-tuned parameters first")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                   help="environment keyword arguments and params.KEY overrides held fixed in every trial "
-                        "(with --measure also the measurement's options)")
-    p.add_argument("--measure", default=None, choices=("figure4", "spline-thesis", "keyframe-competition", "workers"),
-                   help="run one of the measurements of docs/results/optimize.md instead of one study")
-    p.add_argument("--episodes", type=int, default=100, help="--measure: evaluation episodes per start (default: 100)")
-    p.add_argument("--docs", action="store_true", help="--measure: also write docs/results/optimize.md")
+                   help="environment keyword arguments and params.KEY overrides held fixed in every trial")
     p.set_defaults(func=_cmd_optimize)
 
     p = sub.add_parser("train", help="train a residual (--prior) or from-scratch policy with stable-baselines3",

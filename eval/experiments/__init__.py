@@ -72,11 +72,11 @@ class ExperimentContext:
         """``--episodes`` if given, else the protocol's ``default``."""
         return default if self.episodes is None else self.episodes
 
-    def option_names(self, key: str, valid: Iterable[str] | None = None) -> tuple[str, ...]:
-        """The option ``key`` as a tuple of names (``--set key=a`` gives one name, ``key=a,b``
+    def option_names(self, key: str, valid: Iterable[Any] | None = None) -> tuple[Any, ...]:
+        """The option ``key`` as a tuple of names or numbers (``--set key=a`` gives one, ``key=a,b``
         several), checked against ``valid`` when given (a ValueError naming the unknown ones)."""
         value = self.options[key]
-        names = (value,) if isinstance(value, str) else tuple(value)
+        names = tuple(value) if isinstance(value, (list, tuple)) else (value,)
         if valid is not None:
             valid = tuple(valid)
             unknown = [name for name in names if name not in valid]

@@ -1,31 +1,38 @@
-"""The measurements behind ``docs/results/optimize.md``: ``upright optimize --measure NAME``.
+"""The optimisation papers' measurements as protocols of ``upright experiment`` (see
+:mod:`upright.eval.experiments`), each with its page ``docs/results/NAME.md`` (``--docs``):
 
-* ``figure4``: the spline paper's Figure 4 for Wolfgang front and back: one study per sampler,
-  objective and run (no hand-tuned trial enqueued, so the count starts from nothing), and per
-  combination the trials to the first trial with a successful repetition (the paper's TTS), to the
-  first with all repetitions successful, and the best mean time among fully successful trials.
-* ``spline-thesis``: hand-tuned against optimised spline parameters, each direction evaluated with
-  the environment's own metrics under the ``thesis`` conditions (turf + random pushes of up to 100 N).
-  The optimised set is the best of a MOTPE/STH study (hand-tuned enqueued first) on turf.
-* ``keyframe-competition``: the same for the keyframe stand-up on NAO, optimised and evaluated under
-  ``competition`` (B-Human's hand-made compensation and balancer numbers against the optimised ones).
-* ``workers``: trials per minute of one and of two local workers on one study in ``--storage``
-  (a PostgreSQL URL), the same tiny trials for both.
+* ``optimize-figure4``: the spline paper's Figure 4 for Wolfgang front and back: one study per
+  sampler, objective and run (no hand-tuned trial enqueued, so the count starts from nothing), and
+  per combination the trials to the first trial with a successful repetition (the paper's TTS), to
+  the first with all repetitions successful, and the best mean time among fully successful trials.
+* ``optimize-spline-thesis``: hand-tuned against optimised spline parameters, each direction
+  evaluated with the environment's own metrics under the ``thesis`` conditions (turf + random
+  pushes of up to 100 N). The optimised set is the best of a MOTPE/STH study (hand-tuned enqueued
+  first) on turf.
+* ``optimize-keyframe-competition``: the same for the keyframe stand-up on NAO, optimised and
+  evaluated under ``competition`` (B-Human's hand-made compensation and balancer numbers against
+  the optimised ones).
+* ``optimize-workers``: trials per minute of one and of two local workers on one study in
+  ``storage`` (a PostgreSQL URL), the same tiny trials for both.
 
-Each writes ``OUT/<name>/results.json`` + ``results.md``; with ``--docs`` the parts found in OUT are
-collected into ``docs/results/optimize.md``. Options come as ``--set KEY=VALUE`` (see
-:data:`OPTIONS`); ``--trials``, ``--repetitions``, ``--workers`` (studies run side by side, or the
-workers measured), ``--episodes`` and ``--seed`` keep their meaning.
+The studies' budget and storage are options (``--set trials=50 repetitions=3 storage=URL``, the
+defaults those of ``upright optimize``); ``--workers`` is the number of studies run side by side
+(and of evaluation worker processes, or the worker counts measured: ``worker_counts``),
+``--episodes`` the evaluation episodes per start (default 100) and ``--seed`` the studies' seed.
+The other ``--set`` items (environment keyword arguments, ``params.*``) are held fixed in every
+trial. Each study lives in its folder under ``--out``, so a re-run resumes the finished ones at
+once. The module registers into :mod:`upright.eval.experiments`' registry from this layer (it runs
+Optuna studies); ``upright experiment`` imports it.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import optuna
@@ -33,35 +40,49 @@ from optuna.trial import TrialState
 
 from upright.envs.base import load_params_file
 from upright.envs.registration import env_id
+from upright.eval.experiments import ExperimentContext, Protocol, register_experiment
 from upright.eval.runner import run_episodes
-from upright.eval.tables import Column, Table, count, jsonable, mean_min_max, number, rate, text, write_tables
+from upright.eval.tables import Column, Table, count, mean_min_max, number, rate, text
 from upright.policies.builtin import ControllerPolicy
-from upright.training.optimize.study import OptimizeConfig, open_study, optimize, resolve
+from upright.tuning.study import SAMPLERS, START_ALIASES, OptimizeConfig, open_study, optimize, resolve
 
-#: ``--set`` options per measurement, with defaults.
-OPTIONS: dict[str, dict[str, Any]] = {
-    "figure4": {"samplers": ("motpe", "tpe", "cmaes", "random"), "objectives": ("ST", "STH", "STP", "STHP"),
-                "directions": ("front", "back"), "runs": 1, "startup": 10},
-    "spline-thesis": {"directions": ("front", "back"), "sampler": "motpe", "objective": "STH"},
-    "keyframe-competition": {"starts": ("prone", "supine"), "sampler": "motpe", "objective": "STH"},
-    "workers": {"worker_counts": (1, 2)},
-}
-PARTS = tuple(OPTIONS)
+#: The studies' budget and storage: the options every protocol here takes, with
+#: ``upright optimize``'s defaults (``storage`` None: each study's own file in its folder).
+BUDGET: dict[str, Any] = {"trials": 100, "repetitions": 3, "storage": None}
+
+#: Evaluation episodes per start when ``--episodes`` is not given.
+EPISODES = 100
+
+#: A measurement: the tables of a protocol and the extra data it keeps in ``results.json``.
+Measurement = Callable[[ExperimentContext], tuple[list[Table], dict[str, Any]]]
 
 
-def _options(name: str, settings: dict[str, Any]) -> dict[str, Any]:
-    known = OPTIONS[name]
-    unknown = set(settings) - set(known)
-    if unknown:
-        raise ValueError(f"unknown --set option(s) {sorted(unknown)} for --measure {name}; valid: {', '.join(known)}")
-    out = dict(known)
-    for key, value in settings.items():
-        out[key] = tuple(value) if isinstance(known[key], tuple) and isinstance(value, (tuple, list)) else \
-            ((value,) if isinstance(known[key], tuple) else value)
-    return out
+def measured(measure: Measurement) -> Protocol:
+    """The protocol that runs ``measure`` and keeps its data, the options and its wall time (s)
+    in ``results.json``."""
+    @functools.wraps(measure)
+    def protocol(ctx: ExperimentContext) -> list[Table]:
+        started = time.perf_counter()
+        tables, data = measure(ctx)
+        ctx.data.update(options=dict(ctx.options), wall_seconds=time.perf_counter() - started, **data)
+        return tables
+
+    return protocol
+
+
+def base_config(ctx: ExperimentContext) -> OptimizeConfig:
+    """The settings every study of ``ctx`` shares: the budget and storage options, the optional
+    ``conditions``, ``startup`` and ``start`` options, ``--seed``, ``--out`` and the ``--set``
+    items held fixed; controller and robot are set per study."""
+    options = ctx.options
+    return OptimizeConfig(controller="", robot="", start=options.get("start"), conditions=options.get("conditions"),
+                          trials=int(options["trials"]), repetitions=int(options["repetitions"]),
+                          storage=options["storage"], seed=ctx.seed, out=ctx.out, startup=options.get("startup"),
+                          settings=dict(ctx.settings), progress=False)
 
 
 def _study(config: OptimizeConfig) -> dict[str, Any]:
+    """One study's summary, with its wall time (s) added."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     started = time.perf_counter()
     summary = optimize(config)
@@ -70,24 +91,33 @@ def _study(config: OptimizeConfig) -> dict[str, Any]:
 
 
 def _run_all(configs: list[OptimizeConfig], workers: int) -> list[dict[str, Any]]:
+    """The studies ``configs``, ``workers`` of them side by side in worker processes."""
     if workers == 1:
         return [_study(c) for c in configs]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(_study, configs))
 
 
-def figure4(out: Path, base: OptimizeConfig, options: dict[str, Any], workers: int) -> tuple[list[Table], Any]:
+@register_experiment("optimize-figure4", "the spline paper's Figure 4: trials to success per sampler and objective",
+                     options={**BUDGET, "samplers": ("motpe", "tpe", "cmaes", "random"),
+                              "objectives": ("ST", "STH", "STP", "STHP"), "directions": ("front", "back"), "runs": 1,
+                              "startup": 10, "conditions": None})
+@measured
+def figure4(ctx: ExperimentContext) -> tuple[list[Table], dict[str, Any]]:
     """Figure 4: per direction, sampler and objective the mean TTS and best time over ``runs``."""
+    base, out, options = base_config(ctx), ctx.out, ctx.options
+    samplers = ctx.option_names("samplers", SAMPLERS)
+    objectives, directions = ctx.option_names("objectives"), ctx.option_names("directions")
     configs = []
-    for direction in options["directions"]:
-        for sampler in options["samplers"]:
-            for objective in options["objectives"]:
+    for direction in directions:
+        for sampler in samplers:
+            for objective in objectives:
                 for run in range(int(options["runs"])):
                     configs.append(replace(base, controller="spline", robot="wolfgang", start=direction,
                                            sampler=sampler, objective=objective, seed=base.seed + run,
                                            startup=int(options["startup"]), hand_tuned=False, progress=False,
                                            out=out / f"{direction}-{sampler}-{objective}-{run}"))
-    summaries = _run_all(configs, workers)
+    summaries = _run_all(configs, ctx.workers)
     rows: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for config, summary in zip(configs, summaries):
         rows.setdefault((config.start, config.sampler, config.objective), []).append(summary["measures"])
@@ -97,10 +127,10 @@ def figure4(out: Path, base: OptimizeConfig, options: dict[str, Any], workers: i
         return {"mean": float(np.mean(found)), "min": float(min(found)), "max": float(max(found))} if found else None
 
     tables = []
-    for direction in options["directions"]:
+    for direction in directions:
         table_rows = []
-        for sampler in options["samplers"]:
-            for objective in options["objectives"]:
+        for sampler in samplers:
+            for objective in objectives:
                 ms = rows[(direction, sampler, objective)]
                 table_rows.append({
                     "sampler": sampler, "objective": objective,
@@ -133,6 +163,9 @@ def figure4(out: Path, base: OptimizeConfig, options: dict[str, Any], workers: i
 
 def _evaluate(env_id: str, policy: Any, env_kwargs: dict[str, Any], episodes: int, seed: int,
               workers: int) -> dict[str, Any]:
+    """Success and stood-up counts, their times (s) and the per-episode values of ``episodes``
+    episodes from ``seed`` (the ``--set`` items do not reach them: the evaluation's conditions are
+    the protocol's)."""
     run = run_episodes(env_id, policy, episodes, env_kwargs=env_kwargs, seed=seed, workers=workers, progress=False)
     if run.interrupted:
         raise KeyboardInterrupt
@@ -151,9 +184,14 @@ def _evaluate(env_id: str, policy: Any, env_kwargs: dict[str, Any], episodes: in
                                                 "falls")} for r in recs]}
 
 
-def _tuned_vs_hand(out: Path, base: OptimizeConfig, controller: str, robot: str, starts: tuple[str, ...],
-                   optimise_conditions: str | None, eval_conditions: str, options: dict[str, Any],
-                   episodes: int, workers: int, title: str) -> tuple[list[Table], Any]:
+def tuned_vs_hand(ctx: ExperimentContext, controller: str, robot: str, starts: tuple[str, ...],
+                  optimise_conditions: str | None, eval_conditions: str, title: str
+                  ) -> tuple[list[Table], dict[str, Any]]:
+    """Per start: the best trial of a study (the hand-tuned set enqueued first) optimised under
+    ``optimise_conditions`` (None: the space's), and the hand-tuned and optimised sets evaluated on
+    ``--episodes`` episodes under ``eval_conditions``."""
+    base, out, options, workers = base_config(ctx), ctx.out, ctx.options, ctx.workers
+    episodes = ctx.episodes_or(EPISODES)
     configs = [replace(base, controller=controller, robot=robot, start=start, sampler=options["sampler"],
                        objective=options["objective"], conditions=optimise_conditions, hand_tuned=True,
                        progress=False, out=out / f"study-{start}") for start in starts]
@@ -190,13 +228,17 @@ def _tuned_vs_hand(out: Path, base: OptimizeConfig, controller: str, robot: str,
     return [table], {"studies": data}
 
 
-def workers_speed(out: Path, base: OptimizeConfig, options: dict[str, Any]) -> tuple[list[Table], Any]:
-    """Trials per minute of 1 and 2 local workers on one study in ``base.storage``."""
+@register_experiment("optimize-workers", "trials per minute of local workers on one PostgreSQL study",
+                     options={**BUDGET, "start": "back", "worker_counts": (1, 2)})
+@measured
+def workers_speed(ctx: ExperimentContext) -> tuple[list[Table], dict[str, Any]]:
+    """Trials per minute of each of ``worker_counts`` local workers on one study in ``storage``."""
+    base, out = base_config(ctx), ctx.out
     if not base.storage or base.storage.startswith(("sqlite", "journal")):
-        raise ValueError("--measure workers needs --storage with a server URL, e.g. postgresql://user@host/db")
+        raise ValueError("optimize-workers needs --set storage=URL with a server URL, e.g. postgresql://user@host/db")
     rows = []
-    for count_ in options["worker_counts"]:
-        config = replace(base, controller="spline", robot="wolfgang", start=base.start or "back", sampler="random",
+    for count_ in ctx.option_names("worker_counts"):
+        config = replace(base, controller="spline", robot="wolfgang", start=base.start, sampler="random",
                          objective="STH", workers=int(count_), hand_tuned=False, progress=False,
                          study=f"workers-{count_}-{int(time.time())}", out=out / f"workers-{count_}")
         # The same parameter sets for every worker count (drawn with the seed), enqueued before the
@@ -225,58 +267,37 @@ def workers_speed(out: Path, base: OptimizeConfig, options: dict[str, Any]) -> t
         Column("workers", "workers"), Column("trials", "trials"),
         Column("first start → last end (s)", "span", number(1)), Column("trials / minute", "per_minute", number(1)),
         Column("speed-up over 1 worker (mean of its rows)", "speedup", number(2)), Column("wall incl. start-up (s)", "wall", number(1))], rows,
-        notes=f"Spline on Wolfgang {base.start or 'back'}: the same {base.trials} random parameter sets (seed "
+        notes=f"Spline on Wolfgang {base.start}: the same {base.trials} random parameter sets (seed "
               f"{base.seed}) enqueued for each worker count, {base.repetitions} episode(s) per trial of at most "
               f"{base.settings.get('max_episode_seconds', 10.0)} s; one more trial than asked may start while "
               "the other worker finishes.")
     return [table], {"rows": rows}
 
 
-def measure(name: str, base: OptimizeConfig, settings: dict[str, Any], *, episodes: int, workers: int,
-            docs: bool, command: str | None = None) -> list[Table]:
-    """Run measurement ``name`` (see the module docstring) into ``base.out / name``."""
-    if name not in OPTIONS:
-        raise ValueError(f"unknown measurement {name!r}; valid: {', '.join(PARTS)}")
-    options = _options(name, settings)
-    out = base.out / name
-    runs: dict[str, Callable[[], tuple[list[Table], Any]]] = {
-        "figure4": lambda: figure4(out, base, options, workers),
-        "spline-thesis": lambda: _tuned_vs_hand(
-            out, base, "spline", "wolfgang", tuple("prone" if d == "front" else "supine" if d == "back" else d
-                                                   for d in options["directions"]),
-            base.conditions, "thesis", options, episodes, workers,
-            "Spline on Wolfgang under `thesis`: hand-tuned against optimised"),
-        "keyframe-competition": lambda: _tuned_vs_hand(
-            out, base, "keyframe", "nao", tuple(options["starts"]), "competition", "competition", options,
-            episodes, workers, "Keyframe on NAO under `competition`: B-Human's compensation against optimised"),
-        "workers": lambda: workers_speed(out, base, options),
-    }
-    started = time.perf_counter()
-    tables, data = runs[name]()
-    data = {"options": options, "wall_seconds": time.perf_counter() - started, **jsonable(data)}
-    write_tables(tables, out, f"optimize {name}", command=command, data=data)
-    if docs:
-        write_docs(base.out)
-    return tables
+@register_experiment("optimize-spline-thesis", "hand-tuned against optimised spline parameters on Wolfgang "
+                     "under `thesis`", options={**BUDGET, "startup": None, "conditions": None,
+                                                "directions": ("front", "back"), "sampler": "motpe", "objective": "STH"})
+@measured
+def spline_thesis(ctx: ExperimentContext) -> tuple[list[Table], dict[str, Any]]:
+    """The spline on Wolfgang, optimised under ``conditions`` (the space's by default), evaluated
+    under ``thesis``; ``directions`` front/back are the starts prone/supine."""
+    starts = tuple(START_ALIASES.get(direction, direction) for direction in ctx.option_names("directions"))
+    return tuned_vs_hand(ctx, "spline", "wolfgang", starts, ctx.options["conditions"], "thesis",
+                         "Spline on Wolfgang under `thesis`: hand-tuned against optimised")
 
 
-def write_docs(out: Path, path: Path = Path("docs/results/optimize.md")) -> Path:
-    """Collect the measurements found in ``out`` into ``path`` (one page, the commands included)."""
-    page = ["# upright optimize: measurements", "",
-            "Generated by `upright optimize --measure NAME --docs` (training/optimize/measure.py); each part "
-            "names the command that produced it and the machine it ran on.", ""]
-    for name in PARTS:
-        result = out / name / "results.md"
-        if not result.is_file():
-            continue
-        wall = json.loads((out / name / "results.json").read_text())["data"].get("wall_seconds", 0.0)
-        lines = result.read_text().splitlines()
-        page += [f"#{lines[0]}", *lines[1:], "",
-                 f"Wall time of this command's last run: {wall / 60:.1f} min (studies already finished in OUT "
-                 "resume at once, so a re-run to regenerate the tables is quick).", ""]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(page) + "\n")
-    return path
+@register_experiment("optimize-keyframe-competition", "B-Human's keyframe compensation against optimised "
+                     "parameters on NAO under `competition`",
+                     options={**BUDGET, "startup": None, "starts": ("prone", "supine"), "sampler": "motpe",
+                              "objective": "STH"})
+@measured
+def keyframe_competition(ctx: ExperimentContext) -> tuple[list[Table], dict[str, Any]]:
+    """The keyframe stand-up on NAO, optimised and evaluated under ``competition``."""
+    return tuned_vs_hand(ctx, "keyframe", "nao", ctx.option_names("starts"), "competition", "competition",
+                         "Keyframe on NAO under `competition`: B-Human's compensation against optimised")
 
 
-__all__ = ["OPTIONS", "PARTS", "figure4", "measure", "workers_speed", "write_docs"]
+__all__ = ["BUDGET", "EPISODES", "base_config", "figure4", "keyframe_competition", "measured", "spline_thesis",
+           "tuned_vs_hand", "workers_speed"]
+
+

@@ -1,4 +1,4 @@
-"""Search spaces as data: one YAML per controller and robot in ``training/optimize/spaces/``.
+"""Search spaces as data: one YAML per controller and robot in ``tuning/spaces/``.
 
 A space file (``<controller>_<robot>.yaml``) holds
 
@@ -13,7 +13,7 @@ A space file (``<controller>_<robot>.yaml``) holds
 * ``env``: environment keyword arguments of every trial episode (``max_episode_seconds``,
   ``conditions``); the command line's ``--conditions`` and ``--set`` go over them.
 * ``trial``: the get-up trial's success and early-stop rules (see
-  :class:`upright.training.optimize.objectives.GetUpRules`); for walks the command and speeds.
+  :class:`upright.tuning.objectives.GetUpRules`); for walks the command and speeds.
 * ``objective``: the default objective letters.
 
 The hand-tuned values of the searched parameters (the controller's default parameters, read
@@ -110,7 +110,7 @@ class SearchSpace:
 
 def spaces_dir() -> Path:
     """The folder with the shipped search spaces."""
-    return Path(str(resources.files("upright.training.optimize") / "spaces"))
+    return Path(str(resources.files("upright.tuning") / "spaces"))
 
 
 def available_spaces() -> list[str]:

@@ -31,10 +31,10 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from upright.eval.tables import Column, Table, jsonable, number, text
-from upright.training.optimize.storage import retried_trial
+from upright.tuning.storage import retried_trial
 
 if TYPE_CHECKING:
-    from upright.training.optimize.study import Plan
+    from upright.tuning.study import Plan
 
 
 def _complete(study: optuna.Study) -> list[FrozenTrial]:

@@ -1,5 +1,5 @@
-"""``upright train --sweep SPACE.yml``: a study of training runs on Optuna, with the storage, worker
-and summary machinery of ``upright optimize``.
+"""``upright train --sweep SPACE.yml``: a study of training runs on Optuna, with the search-space
+format, storage, worker and summary machinery of :mod:`upright.tuning` (``upright optimize``).
 
 Every trial is a full ``upright train`` run (:func:`upright.training.train.train`) in its own run
 folder ``OUT/runs/<env>/trial-<n>``, made from the space's ``train`` options, its ``set`` items, the
@@ -14,7 +14,7 @@ The space file (``training/sweeps/*.yml``)::
     eval_set:   # --eval-set items (the evaluation's environment, when it differs)
     objective:  # a learning-curve column (OBJECTIVES); default: success_rate (get-up), fall_rate (walk)
     prune:      # optional: {startup_trials: N, warmup_steps: S}, Optuna's median pruner
-    params:     # the searched values, upright optimize's format (space.parse_params), named as
+    params:     # the searched values, upright optimize's format (tuning.space.parse_params), named as
                 # --set keys: hp.learning_rate, reward_scales.upright, residual_scale, params.period
 
 The objective is measured on selection seeds, never on held-out ones: it is the ``objective``
@@ -28,10 +28,10 @@ evaluation of the final model, because it is the number of the model that ``upri
 ``prune``, each evaluation's ``objective`` is reported to Optuna and a run that its median pruner
 stops is saved as it stands (the trial is PRUNED).
 
-Storage as in :mod:`.storage`: SQLite in ``OUT`` by default, a journal file with local
-``--workers``, or a PostgreSQL URL that workers on many machines share; a worker killed mid-run
-has its trial failed (heartbeat, or :func:`.storage.fail_orphans`) and retried with the same
-values in a new run folder. Re-running the command (``--resume``: the study must exist) continues
+Storage as in :mod:`upright.tuning.storage`: SQLite in ``OUT`` by default, a journal file with
+local ``--workers``, or a PostgreSQL URL that workers on many machines share; a worker killed
+mid-run has its trial failed (heartbeat, or :func:`upright.tuning.storage.fail_orphans`) and
+retried with the same values in a new run folder. Re-running the command (``--resume``: the study must exist) continues
 the study up to ``--trials`` finished trials.
 """
 
@@ -55,15 +55,14 @@ from upright.eval.results import score
 from upright.eval.tables import Column, Table, jsonable, number, text
 from upright.policies.run_folder import TrainConfig, read_learning_curve
 from upright.training.config import next_run_dir, split_train_settings
-from upright.training.optimize.space import ParamSpec, parse_params
-from upright.training.optimize.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR,
-                                               check_storage, default_storage, fail_orphans, open_storage,
-                                               worker_id)
-from upright.training.optimize.study import run_trials, run_workers
-from upright.training.optimize.summary import write_plots, write_trials_csv
 from upright.training.train import OPTIONS as TRAIN_OPTIONS
 from upright.training.train import TrainingFailed, TrainingInterrupted, train
 from upright.training.train import resolve as resolve_run
+from upright.tuning.space import ParamSpec, parse_params
+from upright.tuning.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR, check_storage,
+                                    default_storage, fail_orphans, open_storage, worker_id)
+from upright.tuning.study import run_trials, run_workers
+from upright.tuning.summary import write_plots, write_trials_csv
 
 #: Learning-curve columns a sweep may optimise and whether more is better, per task.
 OBJECTIVES = {

@@ -25,13 +25,13 @@ from upright.envs.registration import env_id
 from upright.eval.runner import run_episodes
 from upright.eval.settings import split_settings
 from upright.policies.builtin import ControllerPolicy
-from upright.training.optimize.objectives import (DEFAULT_OBJECTIVE, GetUpRules, GetUpScore, episode_succeeded,
-                                                  mean_components, parse_objective)
-from upright.training.optimize.space import SearchSpace, load_space
-from upright.training.optimize.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR, check_storage,
-                                               default_storage, fail_and_retry, fail_orphans, open_storage,
-                                               retry_callback, worker_id)
-from upright.training.optimize.summary import write_summary
+from upright.tuning.objectives import (DEFAULT_OBJECTIVE, GetUpRules, GetUpScore, episode_succeeded,
+                                       mean_components, parse_objective)
+from upright.tuning.space import SearchSpace, load_space
+from upright.tuning.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR, check_storage,
+                                    default_storage, fail_and_retry, fail_orphans, open_storage, retry_callback,
+                                    worker_id)
+from upright.tuning.summary import write_summary
 
 SAMPLERS = ("tpe", "motpe", "cmaes", "random")
 #: ``--start`` aliases of the paper's directions.
@@ -282,7 +282,7 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
     running trial failed and retried.
     Ctrl-C stops every worker after failing (and enqueuing again) the running trials; the summary
     of the trials so far is written, then KeyboardInterrupt goes on. Returns the summary (see
-    :func:`upright.training.optimize.summary.summarize`).
+    :func:`upright.tuning.summary.summarize`).
     """
     plan = resolve(config)
     if config.progress:
