@@ -1,26 +1,14 @@
 """What the get-up and walk environments share: simulation, observation, action, prior, rendering.
 
-Observation (a flat ``Box``, built only from :class:`~upright.envs.sensors.Sensors`), in order:
+Observation (a flat ``Box``, built only from :class:`~upright.envs.sensors.Sensors`), in the order
+of :data:`upright.envs.observation.OBSERVATION` (an environment's own blocks:
+:meth:`UprightEnv.observation_slices`):
 
-====================  ======  ===========================================================
-block                 size    meaning (units)
-====================  ======  ===========================================================
-joint_pos             nj      measured joint angles (rad), robot joint order
-joint_vel             nj      joint velocities (rad/s)
-joint_target          nu      the targets commanded last cycle (rad), actuator order
-gyro                  3       IMU angular velocity (rad/s), IMU frame
-accel                 3       IMU specific force (m/s²), IMU frame
-gravity               3       unit gravity direction in the IMU frame (from the IMU quaternion)
-fused                 3       fused pitch, fused roll (rad), hemisphere (±1)
-foot_pressure         8       foot pressure sensors (N), 4 left then 4 right
-command               3       walk only: commanded (vx m/s, vy m/s, yaw rate rad/s)
-prior_target          nu      residual only: the prior controller's targets (rad)
-====================  ======  ===========================================================
+{observation table}
 
-NAO: nj = 24, nu = 23; Wolfgang: nj = nu = 20. Action: one value in [-1, 1] per actuator. Without
-a prior it maps linearly onto the joint range (-1 = lower limit, +1 = upper limit); with a prior
-the target is ``prior + residual_scale · action · half_range``, so a zero action reproduces the
-prior exactly.
+Action: one value in [-1, 1] per actuator. Without a prior it maps linearly onto the joint range
+(-1 = lower limit, +1 = upper limit); with a prior the target is
+``prior + residual_scale · action · half_range``, so a zero action reproduces the prior exactly.
 """
 
 from __future__ import annotations
@@ -39,8 +27,12 @@ from upright.envs.conditions import Conditions
 from upright.envs.render import Camera, RenderingUnavailable
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.metrics import Posture, StandingReference
+from upright.envs.observation import (ObservationBlock, block_slices, observation_blocks, observation_size,
+                                      with_observation_table)
 from upright.envs.sensors import Sensors, observation_from_sensors
 from upright.envs.simulation import Simulation
+
+__doc__ = with_observation_table(__doc__, None)
 
 RENDER_SIZE = (640, 480)
 
@@ -126,7 +118,7 @@ class UprightEnv(gym.Env):
         self.standing = self._standing_reference()
         nu = m.nu
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(nu,), dtype=np.float32)
-        size = self._observation_size()
+        size = observation_size(self.observation_blocks(), self.robot)
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(size,), dtype=np.float32)
         self._camera: Camera | None = None
         self._viewer = None
@@ -139,10 +131,19 @@ class UprightEnv(gym.Env):
         """Task-specific observation block (the walk command); empty by default."""
         return np.zeros(0)
 
-    def _observation_size(self) -> int:
-        nj, nu = len(self.robot.joint_names), self.sim.model.nu
-        size = 2 * nj + nu + 3 + 3 + 3 + 3 + len(self.robot.pressure_sensors) + self._extra_observation().size
-        return size + (nu if self.prior is not None else 0)
+    def _observation_options(self) -> set[str]:
+        """The options of :data:`~upright.envs.observation.OPTIONS` this environment observes."""
+        return {"prior"} if self.prior is not None else set()
+
+    def observation_blocks(self) -> tuple[ObservationBlock, ...]:
+        """The blocks of this environment's observation in order (rows of
+        :data:`~upright.envs.observation.OBSERVATION`)."""
+        return observation_blocks(self.task, self._observation_options())
+
+    def observation_slices(self) -> dict[str, slice]:
+        """Block name → the slice of the observation it occupies, e.g.
+        ``obs[env.observation_slices()["command"]]`` (the walk command: vx m/s, vy m/s, yaw rate rad/s)."""
+        return block_slices(self.observation_blocks(), self.robot)
 
     def _observe(self, s: Sensors) -> np.ndarray:
         return observation_from_sensors(s, self._extra_observation(),

@@ -15,6 +15,7 @@ from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.metrics import GetUpTracker, Posture, is_upright
 from upright.envs.numeric import mean, norm
+from upright.envs.observation import document_observation
 from upright.envs.rewards import GetUpRewardScales
 
 #: Lying starts (``random`` draws one of them) and ``standing`` (for tests and push recovery).
@@ -24,6 +25,7 @@ STARTS = (*LYING_STARTS, "random", "standing")
 PREROLL_SECONDS = 2.0
 
 
+@document_observation
 class GetUpEnv(UprightEnv):
     """Get up from the floor: ``upright/NaoGetUp-v0`` and ``upright/WolfgangGetUp-v0``.
 
@@ -39,19 +41,7 @@ class GetUpEnv(UprightEnv):
 
     ``Box(-inf, inf, (n,), float32)`` built only from the robot's sensors, in this order:
 
-    | block         | size | meaning (units, frame)                                 |
-    |---------------|------|--------------------------------------------------------|
-    | joint_pos     | nj   | measured joint angles (rad), robot joint order         |
-    | joint_vel     | nj   | joint velocities (rad/s)                               |
-    | joint_target  | nu   | the targets commanded last cycle (rad), actuator order |
-    | gyro          | 3    | IMU angular velocity (rad/s), IMU frame                |
-    | accel         | 3    | IMU specific force (m/s²), IMU frame                   |
-    | gravity       | 3    | unit gravity direction in the IMU frame                |
-    | fused         | 3    | fused pitch, fused roll (rad), hemisphere (±1)         |
-    | foot_pressure | 8    | foot pressure sensors (N), 4 left then 4 right         |
-    | prior_target  | nu   | only with a prior: the prior's targets (rad)           |
-
-    NAO: nj = 24, n = 91 (114 with a prior); Wolfgang: nj = 20, n = 80 (100 with a prior).
+    {observation table}
 
     ## Rewards
 

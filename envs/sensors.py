@@ -56,14 +56,10 @@ def observation_from_sensors(sensors: Sensors, task_block: np.ndarray | None = N
                              prior_targets: np.ndarray | None = None) -> np.ndarray:
     """The environments' observation (float32) of one cycle's ``sensors``: what ``env.step``
     returns, and what robot-side code feeds a trained policy (``docs/export.md``), so both build
-    it with this one function. Blocks in order (the layout table of :mod:`upright.envs.base`):
-    joint angles (rad, joint order), joint velocities (rad/s), last commanded targets (rad,
-    actuator order), gyro (rad/s, IMU frame), specific force (m/s², IMU frame), the unit gravity
-    direction in the IMU frame (from the IMU quaternion), fused pitch and roll (rad) and the
-    hemisphere (±1), foot pressures (N, 4 left then 4 right), then ``task_block`` (get-up: none;
-    walk: the command vx m/s, vy m/s, yaw rate rad/s, and with ``observe_odometry`` the prior's
-    measured velocity and speed correction, same units) and, for a residual policy, the prior's
-    ``prior_targets`` this cycle (rad, actuator order)."""
+    it with this one function. Its blocks in order are the rows of
+    :data:`upright.envs.observation.OBSERVATION`: the sensors' blocks, then ``task_block`` (get-up:
+    none; walk: the command and, with ``observe_odometry``, the prior's odometry) and, for a
+    residual policy, the prior's ``prior_targets`` this cycle (rad, actuator order)."""
     w, x, y, z = sensors.quat.tolist()
     gravity = [-(2 * (x * z - w * y)), -(2 * (y * z + w * x)), -(1 - 2 * (x * x + y * y))]
     parts = [sensors.joint_pos, sensors.joint_vel, sensors.joint_target, sensors.gyro, sensors.accel, gravity,

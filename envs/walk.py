@@ -16,6 +16,7 @@ from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.metrics import Posture, WalkTracker, is_fallen
 from upright.envs.numeric import norm
+from upright.envs.observation import document_observation
 from upright.envs.rewards import WalkRewardScales
 from upright.envs.sensors import Sensors
 
@@ -42,6 +43,7 @@ def _yaw(quat: np.ndarray) -> float:
     return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
 
 
+@document_observation
 class WalkEnv(UprightEnv):
     """Walk following a velocity command: ``upright/NaoWalk-v0`` and ``upright/WolfgangWalk-v0``.
 
@@ -58,21 +60,7 @@ class WalkEnv(UprightEnv):
 
     ``Box(-inf, inf, (n,), float32)`` built only from the robot's sensors and the command:
 
-    | block         | size | meaning (units, frame)                                 |
-    |---------------|------|--------------------------------------------------------|
-    | joint_pos     | nj   | measured joint angles (rad), robot joint order         |
-    | joint_vel     | nj   | joint velocities (rad/s)                               |
-    | joint_target  | nu   | the targets commanded last cycle (rad), actuator order |
-    | gyro          | 3    | IMU angular velocity (rad/s), IMU frame                |
-    | accel         | 3    | IMU specific force (m/s²), IMU frame                   |
-    | gravity       | 3    | unit gravity direction in the IMU frame                |
-    | fused         | 3    | fused pitch, fused roll (rad), hemisphere (±1)         |
-    | foot_pressure | 8    | foot pressure sensors (N), 4 left then 4 right         |
-    | command       | 3    | commanded vx (m/s), vy (m/s), yaw rate (rad/s)         |
-    | odometry      | 6    | only with ``observe_odometry``: see below              |
-    | prior_target  | nu   | only with a prior: the prior's targets (rad)           |
-
-    NAO: nj = 24, n = 94 (117 with a prior); Wolfgang: nj = 20, n = 83 (103 with a prior).
+    {observation table}
 
     ``observe_odometry=True`` (with a walk prior that has speed feedback: ``lipm``, ``step_adjust``)
     appends the prior's own odometry, robot-side estimates from its sensors: the velocity (vx m/s,
@@ -200,6 +188,9 @@ class WalkEnv(UprightEnv):
         self._sole_sites = [self.sim.model.site(s).id for s in self.robot.sole_sites]
         self._sole_velocity = np.zeros(6)  # mj_objectVelocity's output: angular, linear (world frame)
         self._reward_steps = max(1, round(self.tracking_window / self.robot.control_period))
+
+    def _observation_options(self) -> set[str]:
+        return super()._observation_options() | ({"observe_odometry"} if self.observe_odometry else set())
 
     def _extra_observation(self) -> np.ndarray:
         if not self.observe_odometry:

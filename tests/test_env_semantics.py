@@ -135,21 +135,10 @@ def test_walk_terms_standing_still_walking_and_falling():
 
 
 def _blocks(env, obs: np.ndarray) -> dict[str, np.ndarray]:
-    """Split an observation by the documented layout (envs/base.py)."""
-    nj, nu = len(env.robot.joint_names), env.sim.model.nu
-    sizes = [("joint_pos", nj), ("joint_vel", nj), ("joint_target", nu), ("gyro", 3), ("accel", 3),
-             ("gravity", 3), ("fused", 3), ("foot_pressure", 8)]
-    if env.task == "walk":
-        sizes.append(("command", 3))
-        if env.observe_odometry:
-            sizes.append(("odometry", 6))
-    if env.prior is not None:
-        sizes.append(("prior_target", nu))
-    assert obs.shape == (sum(n for _, n in sizes),)
-    out, i = {}, 0
-    for name, n in sizes:
-        out[name], i = obs[i:i + n], i + n
-    return out
+    """Split an observation by the layout table (envs/observation.py)."""
+    slices = env.observation_slices()
+    assert obs.shape == (max(part.stop for part in slices.values()),)
+    return {name: obs[part] for name, part in slices.items()}
 
 
 @pytest.mark.parametrize("env_id, sizes", [("upright/NaoGetUp-v0", (91, 114)), ("upright/WolfgangGetUp-v0", (80, 100))])

@@ -257,9 +257,10 @@ def test_observation_from_sensors_is_the_environments_observation(env_id, kwargs
                 k = int(re.search(r"\[(\d+)\]", row["source"])[1])
                 assert observation[row["index"]] == np.float32(info["prior_targets"][k]), row
     if base.task == "walk":
-        names = [row["name"] for row in layout]
-        assert names[91:94] == ["command.vx", "command.vy", "command.yaw_rate"] and names[94].startswith("odometry.")
-        np.testing.assert_array_equal(observation[91:94], base.command.astype(np.float32))
+        names, slices = [row["name"] for row in layout], base.observation_slices()
+        assert names[slices["command"]] == ["command.vx", "command.vy", "command.yaw_rate"]
+        assert all(name.startswith("odometry.") for name in names[slices["odometry"]])
+        np.testing.assert_array_equal(observation[slices["command"]], base.command.astype(np.float32))
 
 
 @pytest.mark.parametrize("name", zoo_names())

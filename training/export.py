@@ -32,6 +32,7 @@ a failed or killed export leaves the old folder (or none), never half of one.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import shutil
 from dataclasses import dataclass
@@ -199,8 +200,10 @@ def observation_layout(env: UprightEnv) -> list[dict[str, Any]]:
     """The observation of ``env`` index by index: ``name``, ``quantity``, ``unit``, ``frame``,
     ``source`` (the :class:`~upright.envs.sensors.Sensors` field and index it is, or what it is
     computed from) and ``prior_target`` (whether it is one of the prior's targets), in the order of
-    :func:`~upright.envs.sensors.observation_from_sensors`."""
+    :func:`~upright.envs.sensors.observation_from_sensors`; ValueError when the rows leave the
+    blocks of :meth:`~upright.envs.base.UprightEnv.observation_slices`."""
     robot = env.robot
+    slices = env.observation_slices()
     imu = "IMU frame (fixed to the torso: x forward, y left, z up)"
     rows: list[dict[str, Any]] = []
 
@@ -230,23 +233,24 @@ def observation_layout(env: UprightEnv) -> list[dict[str, Any]]:
     for k, sensor in enumerate(robot.pressure_sensors):
         add(f"foot_pressure.{sensor}", "normal force of a foot pressure sensor", "N", "sole",
             f"Sensors.foot_pressure[{k}]")
-    if env.task == "walk":
+    if "command" in slices:
         heading = "heading frame (x forward along the torso's yaw, z up)"
         velocity = (("vx", "m/s"), ("vy", "m/s"), ("yaw_rate", "rad/s"))
         for k, (component, unit) in enumerate(velocity):
             add(f"command.{component}", "commanded velocity", unit, heading, f"walk command[{k}] (not a sensor)")
-        if getattr(env, "observe_odometry", False):
+        if "odometry" in slices:
             for block, quantity in (("measured", "velocity the prior measured over its last step cycle"),
                                     ("correction", "speed correction the prior adds to the command")):
                 for k, (component, unit) in enumerate(velocity):
                     add(f"odometry.{block}.{component}", quantity, unit, heading, f"prior.feedback.{block}[{k}]")
-    if env.prior is not None:
+    if "prior_target" in slices:
         for k, actuator in enumerate(robot.actuator_names):
             add(f"prior_target.{actuator}", "the prior's joint target this cycle", "rad", f"joint {actuator}",
                 f"prior.step(sensors)[{k}]", prior_target=True)
-    size = env.observation_space.shape[0]
-    if len(rows) != size:
-        raise ValueError(f"the observation layout has {len(rows)} entries, the environment's observation {size}")
+    blocks = [(name, len(list(group))) for name, group in itertools.groupby(row["name"].split(".")[0] for row in rows)]
+    expected = [(name, part.stop - part.start) for name, part in slices.items()]
+    if blocks != expected:
+        raise ValueError(f"the observation layout's blocks (name, size) {blocks} are not the environment's {expected}")
     return rows
 
 
