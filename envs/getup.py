@@ -90,7 +90,7 @@ class GetUpEnv(UprightEnv):
 
     | parameter           | type                            | default   | description                                 |
     |---------------------|---------------------------------|-----------|---------------------------------------------|
-    | robot               | str                             | set by id | "nao" or "wolfgang"                         |
+    | robot               | str                             | set by id | a name of ROBOT_NAMES                       |
     | start               | str or sequence of str          | "prone"   | prone, supine, side, fall, random, standing |
     | conditions          | str, Conditions or None         | "lab"     | preset name or a Conditions (None: lab)     |
     | prior               | None, str or Controller         | None      | baseline or controller; action = residual   |

@@ -34,7 +34,7 @@ class Simulation:
     """MuJoCo model + data of one robot in one scene, with servo, sensor and disturbance models.
 
     Args:
-        robot: robot name (``"nao"``, ``"wolfgang"``) or a :class:`RobotSpec`.
+        robot: a robot name (:data:`~upright.envs.robots.ROBOT_NAMES`) or a :class:`RobotSpec`.
         conditions: a preset name or a :class:`Conditions` (default ``lab``).
     """
 

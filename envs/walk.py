@@ -116,7 +116,7 @@ class WalkEnv(UprightEnv):
 
     | parameter           | type                           | default    | description                               |
     |---------------------|--------------------------------|------------|-------------------------------------------|
-    | robot               | str                            | set by id  | "nao" or "wolfgang"                       |
+    | robot               | str                            | set by id  | a name of ROBOT_NAMES                     |
     | command             | (vx, vy, wz) or None           | None       | fixed (m/s, m/s, rad/s); None: drawn      |
     | command_ranges      | three (low, high) pairs        | see below  | ranges a command is drawn from            |
     | conditions          | str, Conditions or None        | "lab"      | preset name or a Conditions (None: lab)   |
