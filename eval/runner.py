@@ -34,6 +34,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator
 import numpy as np
 from tqdm import tqdm
 
@@ -326,8 +327,6 @@ def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any]) -> None:
     """Raise a ValueError naming the first keyword of ``env_kwargs`` that neither the environment
     ``env_id`` (registered) nor ``gym.make`` takes, and listing the valid ones: ``gym.make`` would
     raise a TypeError from deep inside the environment's constructor."""
-    from gymnasium.envs.registration import load_env_creator
-
     creator = gym.registry[env_id].entry_point
     creator = load_env_creator(creator) if isinstance(creator, str) else creator
     takes = inspect.signature(creator).parameters.values()

@@ -122,7 +122,7 @@ def write_plots(study: optuna.Study, out: Path, names: list[str], label: str) ->
     """Optuna's matplotlib plots as PNG of a study with the objectives ``names`` (one name: a
     single-objective study) written ``label`` (several objectives are plotted as their sum);
     returns {file: "" or the reason it was skipped}."""
-    import matplotlib
+    import matplotlib  # matplotlib: only when a figure is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -308,7 +308,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_train_sweep(args: argparse.Namespace) -> int:
     """``upright train --sweep SPACE.yml``: a study of training runs (docs/sweeps.md); with
     ``--summary`` only the summary of its trials so far."""
-    from upright.training.sweep import SweepConfig, sweep
+    from upright.training.sweep import SweepConfig, sweep  # torch, SB3, optuna: only this command
 
     if args.sweep is None:
         raise ValueError("--summary needs --sweep SPACE.yml (and --storage/--study/--out if the sweep had them)")
