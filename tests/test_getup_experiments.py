@@ -61,6 +61,19 @@ def test_keyframe_conditions_tiny_run(tmp_path):
     assert (tmp_path / "no_wear_hold_standing" / "results.json").exists()
 
 
+def test_keyframe_per_try_reads_the_papers_counts_and_names_the_intervals_a_rate_lies_in():
+    """Table 2's tries and percentages become counts; a simulated rate is placed in the Wilson
+    intervals that hold it (RoboCup 2024: 147/180, [0.754, 0.866])."""
+    from upright.eval.experiments.keyframe import inside_intervals, paper_tries
+
+    paper = paper_tries()
+    assert paper["RoboCup 2024"] == (147, 180) and paper["German Open 2025"] == (128, 131)
+    assert inside_intervals((160, 200), paper) == "RoboCup 2024"
+    assert inside_intervals((74, 100), paper) == "none"
+    assert "German Open 2025" in inside_intervals((97, 100), paper)
+    assert inside_intervals((0, 0), paper) == "—"
+
+
 def test_spline_standup_tiny_run(tmp_path):
     tables = run_experiment("spline-standup", tmp_path, episodes=1, progress=False,
                             settings={"only": "nao-lab", "max_episode_seconds": 0.6})

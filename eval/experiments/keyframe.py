@@ -37,7 +37,7 @@ from upright.envs.conditions import PRESETS, Conditions, SampledConditions, Wear
 from upright.envs.registration import env_id
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.runner import Observer
-from upright.eval.tables import Column, Table, mean_min_max, number, rate, text, wilson_interval
+from upright.eval.tables import MISSING, Column, Table, mean_min_max, number, rate, text, wilson_interval
 from upright.policies.base import Policy
 
 DATA = protocol_data(__name__)
@@ -185,10 +185,9 @@ def inside_intervals(tries: tuple[int, int], paper: dict[str, tuple[int, int]]) 
     comma-separated, or "none"."""
     k, n = tries
     if n == 0:
-        return "—"
-    inside = [event for event, counts in paper.items()
-              if wilson_interval(*counts)[0] <= k / n <= wilson_interval(*counts)[1]]
-    return ", ".join(inside) or "none"
+        return MISSING
+    bounds = {event: wilson_interval(*counts) for event, counts in paper.items()}
+    return ", ".join(event for event, (low, high) in bounds.items() if low <= k / n <= high) or "none"
 
 
 @register_experiment("keyframe-per-try", "keyframe stand-up per try (NAO, random starts) under the presets, "
