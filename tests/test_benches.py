@@ -106,8 +106,10 @@ def test_speed_bench_replays_every_episode_of_the_environment_to_the_bit():
 
 def test_parts_profile_times_every_part_of_a_real_step_and_puts_the_classes_back():
     """`upright bench --parts`: every part of PARTS that the environment has is timed on every step
-    (walk: the heading motion too, get-up: not), the parts and the physics fit inside the step, and
-    the timing wrappers are gone afterwards (a later environment steps through the class's methods)."""
+    (walk: the heading motion too, get-up: not), the glue is what the parts and the physics leave of
+    the step, and the timing wrappers are gone afterwards (a later environment steps through the
+    class's methods). No bound relates parts to step: the parts are wall-clock time, the step CPU
+    time, and a loaded machine puts wall-clock time above CPU time."""
     import gymnasium as gym
 
     from upright.envs.base import UprightEnv
@@ -121,7 +123,6 @@ def test_parts_profile_times_every_part_of_a_real_step_and_puts_the_classes_back
     for row in rows:
         assert all(value > 0 for value in row.parts.values()) and row.physics > 0
         assert row.step == pytest.approx(row.physics + sum(row.parts.values()) + row.glue)
-        assert sum(row.parts.values()) < row.step
     table = format_parts(rows)
     assert "NaoWalk lab" in table and "heading motion" in table and "glue" in table
     env = gym.make("upright/NaoWalk-v0")
