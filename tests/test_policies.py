@@ -136,6 +136,7 @@ def test_walk_controllers_receive_the_command(monkeypatch):
 
 
 def test_sb3_ppo_round_trip(env, tmp_path):
+    import torch
     from stable_baselines3 import PPO
 
     model = PPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=1, seed=0, device="cpu")
@@ -145,10 +146,28 @@ def test_sb3_ppo_round_trip(env, tmp_path):
     assert isinstance(policy, SB3Policy) and policy.algorithm == "PPO" and policy.name == "ppo_getup"
     observation, info = env.reset(seed=0)
     policy.reset(env, 0)
+    assert policy._mean is not None  # a Gaussian actor-critic: the mean without the distribution
+    for _ in range(20):  # SB3's own deterministic action, to the bit, along a real trajectory
+        action = policy.act(observation, info)
+        np.testing.assert_array_equal(action, model.predict(observation, deterministic=True)[0])
+        observation, *_, info = env.step(action)
+    with torch.no_grad():  # a mean outside the action space is clipped as predict clips it
+        policy.model.policy.action_net.bias.fill_(3.0)
     action = policy.act(observation, info)
-    expected, _ = model.predict(observation, deterministic=True)
-    np.testing.assert_allclose(action, expected, rtol=1e-6)
-    env.step(action)
+    np.testing.assert_array_equal(action, policy.model.predict(observation, deterministic=True)[0])
+    np.testing.assert_array_equal(action, env.action_space.high)
+
+
+def test_an_sb3_actor_without_a_gaussian_mean_acts_through_predict(env, tmp_path):
+    from stable_baselines3 import SAC
+
+    SAC("MlpPolicy", env, buffer_size=100, seed=0, device="cpu").save(tmp_path / "sac")
+    policy = load_policy(str(tmp_path / "sac.zip"))
+    observation, info = env.reset(seed=0)
+    policy.reset(env, 0)
+    assert policy._mean is None
+    np.testing.assert_array_equal(policy.act(observation, info),
+                                  policy.model.predict(observation, deterministic=True)[0])
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
