@@ -59,8 +59,8 @@ from upright.training.train import OPTIONS as TRAIN_OPTIONS
 from upright.training.train import TrainingFailed, TrainingInterrupted, train
 from upright.training.train import resolve as resolve_run
 from upright.tuning.space import ParamSpec, parse_params
-from upright.tuning.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR, check_storage,
-                                    default_storage, fail_orphans, open_storage, worker_id)
+from upright.tuning.storage import (WORKER_ATTR, StudyWorkers, check_storage, default_storage, fail_orphans,
+                                    open_storage, worker_id)
 from upright.tuning.study import run_trials, run_workers
 from upright.tuning.summary import write_plots, write_trials_csv
 
@@ -101,24 +101,17 @@ class SweepSpace:
 
 
 @dataclass(frozen=True)
-class SweepConfig:
+class SweepConfig(StudyWorkers):
     """One ``upright train --sweep`` run: ``trials`` counts the study's finished (complete or
     pruned) trials over every worker and run; ``settings`` are ``--set`` items held in every trial;
-    ``seed`` seeds the sampler (local worker i: ``seed + i``); ``resume``: the study must exist;
-    ``out`` None: ``results/sweeps/<space file name>``."""
+    ``resume``: the study must exist; ``out`` None: ``results/sweeps/<space file name>``; where
+    the study lives and who works on it: :class:`~upright.tuning.storage.StudyWorkers`."""
 
     space: str
     trials: int = 20
-    storage: str | None = None
-    study: str | None = None
-    workers: int = 1
-    seed: int = 0
     out: Path | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     resume: bool = False
-    heartbeat_interval: int = HEARTBEAT_INTERVAL
-    grace_period: int = GRACE_PERIOD
-    max_retry: int = MAX_RETRY
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ import logging
 import os
 import socket
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,23 @@ GRACE_PERIOD = 30
 MAX_RETRY = 2
 #: User attribute naming the process that runs a trial ("host:pid").
 WORKER_ATTR = "worker"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudyWorkers:
+    """Where a study lives and who works on it, the settings that ``upright optimize`` and
+    ``upright train --sweep`` share: ``storage`` a URL (None: :func:`default_storage`), ``study``
+    its name (None: the command's default), ``workers`` local processes, ``seed`` the sampler's
+    seed (local worker i: ``seed + i``), and the dead-worker handling of the module docstring
+    (``heartbeat_interval`` and ``grace_period`` in s, ``max_retry`` retries per trial)."""
+
+    storage: str | None = None
+    study: str | None = None
+    workers: int = 1
+    seed: int = 0
+    heartbeat_interval: int = HEARTBEAT_INTERVAL
+    grace_period: int = GRACE_PERIOD
+    max_retry: int = MAX_RETRY
 
 
 def default_storage(out: Path, workers: int) -> str:

@@ -28,9 +28,8 @@ from upright.policies.builtin import ControllerPolicy
 from upright.tuning.objectives import (DEFAULT_OBJECTIVE, GetUpRules, GetUpScore, episode_succeeded,
                                        mean_components, parse_objective)
 from upright.tuning.space import SearchSpace, load_space
-from upright.tuning.storage import (GRACE_PERIOD, HEARTBEAT_INTERVAL, MAX_RETRY, WORKER_ATTR, check_storage,
-                                    default_storage, fail_and_retry, fail_orphans, open_storage, retry_callback,
-                                    worker_id)
+from upright.tuning.storage import (WORKER_ATTR, StudyWorkers, check_storage, default_storage, fail_and_retry,
+                                    fail_orphans, open_storage, retry_callback, worker_id)
 from upright.tuning.summary import write_summary
 
 SAMPLERS = ("tpe", "motpe", "cmaes", "random")
@@ -39,8 +38,9 @@ START_ALIASES = {"front": "prone", "back": "supine"}
 
 
 @dataclass(frozen=True)
-class OptimizeConfig:
-    """Everything one ``upright optimize`` run needs (the command line's arguments).
+class OptimizeConfig(StudyWorkers):
+    """Everything one ``upright optimize`` run needs (the command line's arguments; where the
+    study lives and who works on it: :class:`~upright.tuning.storage.StudyWorkers`).
 
     ``start`` is the get-up start (``front``/``back`` are the paper's names for prone/supine;
     None for walks); ``settings`` are ``--set`` items: environment keyword arguments, and
@@ -56,10 +56,6 @@ class OptimizeConfig:
     objective: str | None = None
     trials: int = 100
     repetitions: int = 3
-    storage: str | None = None
-    study: str | None = None
-    workers: int = 1
-    seed: int = 0
     out: Path = Path("results/optimize")
     space: str | None = None
     startup: int | None = None
@@ -67,9 +63,6 @@ class OptimizeConfig:
     hand_tuned: bool = True
     settings: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
-    heartbeat_interval: int = HEARTBEAT_INTERVAL
-    grace_period: int = GRACE_PERIOD
-    max_retry: int = MAX_RETRY
 
 
 @dataclass(frozen=True)
