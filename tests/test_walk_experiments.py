@@ -115,6 +115,26 @@ def test_speed_table_runs_each_walk_with_its_raised_caps(tmp_path):
     assert "| lipm | nao | backward | 0.600 m/s |" in (tmp_path / "results.md").read_text()
 
 
+def test_walk_conditions_removes_one_factor_per_cell(tmp_path):
+    """A cell's conditions are the preset's with one factor removed (a part of the wear: only that
+    field of the wear), each cell a real run on the same seeds."""
+    from upright.envs.conditions import PRESETS
+    from upright.eval.experiments.walk import factor_removed
+    from upright.eval.results import result_conditions
+
+    run_experiment("walk-conditions", tmp_path, episodes=1, progress=False,
+                   settings={"policies": "lipm", "robots": "wolfgang", "variants": "competition,wear_no_lag",
+                             "seconds": 0.5})
+    competition = PRESETS["competition"]
+    cell = result_conditions(json.loads((tmp_path / "lipm_wolfgang_wear_no_lag" / "results.json").read_text()))
+    assert cell.random_wear.lag == (0.0, 0.0) and cell.random_wear.strength == competition.random_wear.strength
+    assert cell.with_(random_wear=competition.random_wear) == competition
+    rows = _data(tmp_path)["rows"]
+    assert [(r["variant"], r["fell"][1]) for r in rows] == [("competition", 1), ("wear_no_lag", 1)]
+    with pytest.raises(ValueError, match="random wear"):
+        factor_removed(PRESETS["lab"], {"random_wear": {"lag": [0.0, 0.0]}})
+
+
 def test_error_parts_recompute_the_environment_metric_and_split_it(tmp_path):
     """With nothing skipped and the metric's own window, the recomputed error is the environment's
     (the same WalkTracker); the bias is the distance of the mean velocity from the command."""

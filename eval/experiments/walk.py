@@ -1,4 +1,4 @@
-"""The walk papers' experiments for any walk baseline (``lipm``, ``step_adjust``, ...): six
+"""The walk papers' experiments for any walk baseline (``lipm``, ``step_adjust``, ...): seven
 registered protocols, their ladders and cells in ``walk.yaml``.
 
     upright experiment walk-speeds --set policy=lipm params.player.max_step_forward=0.15 --out results/walk/lipm-nao
@@ -37,6 +37,10 @@ registered protocols, their ladders and cells in ``walk.yaml``.
   (:func:`tracked`), and how many cells passed per walk, robot and condition.
 * ``walk-speed-table``: the four ladders of ``walk-speeds`` for every walk and robot with the walks'
   speed caps raised (``walk.yaml``), in one table beside the LIPM paper's NAO figures.
+* ``walk-conditions``: every walk on every robot under ``competition`` with one factor removed at a
+  time (the variants of ``walk.yaml``: the wear, two parts of it, the turf, the body variation),
+  ``--episodes`` (default 20) walks of ``seconds`` with commands from the environment's default
+  ranges: walks with a fall and the tracking errors, so that what defeats a walk is measured.
 
 ``--set params.KEY=VALUE`` changes the controller's parameters (dotted into nested ones,
 ``params.player.max_step_forward=0.14``); it raises the walks' own speed caps so that a ladder
@@ -47,18 +51,18 @@ parallel, so it helps with ``--episodes`` above 1.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from upright.envs.conditions import Impulse, get_conditions
+from upright.envs.conditions import Conditions, Impulse, get_conditions
 from upright.envs.registration import env_id
 from upright.envs.robots import ROBOT_NAMES
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.runner import Observer
-from upright.eval.tables import Column, Table, count, number
+from upright.eval.tables import Column, Table, count, mean_min_max, number, rate
 from upright.policies.base import Policy
 
 DATA = protocol_data(__name__)
@@ -518,3 +522,48 @@ def walk_speed_table(ctx: ExperimentContext) -> list[Table]:
                    Column("first command that fell", "fell_at", _speeds_cell)], rows,
                   notes=f"Speed caps raised: {caps_text}. The highest command sustained: it and every lower command "
                         "of the ladder ran without a fall.")]
+
+
+# ---------------------------------------------------------------------------------------- conditions
+
+
+def factor_removed(preset: Conditions, change: dict[str, Any]) -> Conditions:
+    """``preset`` with the fields of ``change`` replaced; a ``random_wear`` mapping replaces those
+    fields of the preset's wear (``{lag: [0, 0]}``: the same wear without lag), ``None`` removes it."""
+    wear = change.get("random_wear")
+    if isinstance(wear, dict):
+        if preset.random_wear is None:
+            raise ValueError(f"a random_wear change {wear!r} needs a preset with random wear")
+        change = {**change, "random_wear": replace(preset.random_wear, **wear)}
+    return preset.with_(**change)
+
+
+@register_experiment("walk-conditions", "each walk under competition with one factor removed at a time (both robots)",
+                     options={"policies": ("lipm", "step_adjust"), "robots": ROBOT_NAMES,
+                              "variants": tuple(DATA["conditions"]["variants"]),
+                              "seconds": DATA["conditions"]["seconds"]})
+def walk_conditions(ctx: ExperimentContext) -> list[Table]:
+    """One results folder per cell (``POLICY_ROBOT_VARIANT``), the same seeds in every cell."""
+    spec = DATA["conditions"]
+    episodes, seconds = ctx.episodes_or(spec["episodes"]), float(ctx.options["seconds"])
+    preset = get_conditions(spec["preset"])
+    rows = []
+    for policy in ctx.option_names("policies"):
+        for robot in ctx.option_names("robots"):
+            for name in ctx.option_names("variants", spec["variants"]):
+                result = ctx.run_cell(f"{policy}_{robot}_{name}", env_id(robot, "walk"), ctx.policy(policy),
+                                      {"conditions": factor_removed(preset, spec["variants"][name]),
+                                       "max_episode_seconds": seconds}, episodes)
+                rows.append({"policy": policy, "robot": robot, "variant": name,
+                             "fell": (result["falls"]["episodes_with_fall"], result["episodes"]),
+                             "linear": result["linear_tracking_error"], "yaw": result["yaw_tracking_error"]})
+    ctx.data.update({"params": ctx.params, "seconds": seconds, "episodes": episodes, "rows": rows})
+    return [Table(f"Walks under {spec['preset']} with one factor removed ({_params_text(ctx)})",
+                  [Column("walk", "policy"), Column("robot", "robot"), Column("variant", "variant"),
+                   Column("walks with a fall", "fell", rate),
+                   Column("linear tracking error (m/s) mean / min / max", "linear", mean_min_max(3)),
+                   Column("yaw tracking error (rad/s) mean / min / max", "yaw", mean_min_max(3))], rows,
+                  notes=f"{episodes} walks of {seconds:g} s per cell, seeds {ctx.seed}..{ctx.seed + episodes - 1} "
+                        "(the same in every cell), commands from the walk environment's default ranges; "
+                        "tracking errors on 1 s window means. wear_no_lag and wear_full_strength keep the "
+                        "preset's wear with its lag, or its strength loss, removed.")]
