@@ -123,7 +123,7 @@ def test_walk_conditions_removes_one_factor_per_cell(tmp_path):
     from upright.eval.results import result_conditions
 
     run_experiment("walk-conditions", tmp_path, episodes=1, progress=False,
-                   settings={"policies": "lipm", "robots": "wolfgang", "variants": "competition,wear_no_lag",
+                   settings={"policies": "lipm", "robots": "wolfgang", "variants": ("competition", "wear_no_lag"),
                              "seconds": 0.5})
     competition = PRESETS["competition"]
     cell = result_conditions(json.loads((tmp_path / "lipm_wolfgang_wear_no_lag" / "results.json").read_text()))
