@@ -119,7 +119,7 @@ def test_walk_conditions_removes_one_factor_per_cell(tmp_path):
     """A cell's conditions are the preset's with one factor removed (a part of the wear: only that
     field of the wear), each cell a real run on the same seeds."""
     from upright.envs.conditions import PRESETS
-    from upright.eval.experiments.walk import factor_removed
+    from upright.eval.experiments import factor_removed
     from upright.eval.results import result_conditions
 
     run_experiment("walk-conditions", tmp_path, episodes=1, progress=False,

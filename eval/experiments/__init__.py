@@ -22,13 +22,14 @@ import importlib
 import json
 import pkgutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from upright.baselines import controller_names
+from upright.envs.conditions import Conditions
 from upright.eval import bench
 from upright.eval.results import aggregate, write_results
 from upright.eval.runner import EvalRun, Observer, Wrap, resolve_policy, run_episodes
@@ -167,6 +168,17 @@ class Experiment:
     options: Mapping[str, Any]
 
 
+def factor_removed(preset: Conditions, change: dict[str, Any]) -> Conditions:
+    """``preset`` with the fields of ``change`` replaced; a ``random_wear`` mapping replaces those
+    fields of the preset's wear (``{lag: [0, 0]}``: the same wear without lag), ``None`` removes it."""
+    wear = change.get("random_wear")
+    if isinstance(wear, dict):
+        if preset.random_wear is None:
+            raise ValueError(f"a random_wear change {wear!r} needs a preset with random wear")
+        change = {**change, "random_wear": replace(preset.random_wear, **wear)}
+    return preset.with_(**change)
+
+
 _REGISTRY: dict[str, Experiment] = {}
 
 
@@ -224,5 +236,5 @@ def run_experiment(name: str, out: Path, *, episodes: int | None = None, workers
     return tables
 
 
-__all__ = ["DOCS_RESULTS", "Experiment", "ExperimentContext", "Protocol", "experiments", "get_experiment",
-           "protocol_data", "register_experiment", "run_experiment"]
+__all__ = ["DOCS_RESULTS", "Experiment", "ExperimentContext", "Protocol", "experiments", "factor_removed",
+           "get_experiment", "protocol_data", "register_experiment", "run_experiment"]

@@ -35,7 +35,7 @@ import numpy as np
 
 from upright.envs.conditions import PRESETS, Conditions, SampledConditions, Wear
 from upright.envs.registration import env_id
-from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
+from upright.eval.experiments import ExperimentContext, factor_removed, protocol_data, register_experiment
 from upright.eval.runner import Observer
 from upright.eval.tables import MISSING, Column, Table, mean_min_max, number, rate, text, wilson_interval
 from upright.policies.base import Policy
@@ -160,7 +160,7 @@ def keyframe_conditions(ctx: ExperimentContext) -> list[Table]:
     env = env_id(DATA["robot"], "getup")
     rows = []
     for name in ctx.option_names("variants", CONDITIONS["variants"]):
-        conditions = PRESETS[CONDITIONS["preset"]].with_(**CONDITIONS["variants"][name])
+        conditions = factor_removed(PRESETS[CONDITIONS["preset"]], CONDITIONS["variants"][name])
         cells = [("keyframe", start) for start in ctx.option_names("starts")] + [("hold", "standing")]
         for policy, start in cells:
             result = ctx.run_cell(f"{name}_{policy}_{start}", env, ctx.policy(policy),

@@ -51,16 +51,16 @@ parallel, so it helps with ``--episodes`` above 1.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from upright.envs.conditions import Conditions, Impulse, get_conditions
+from upright.envs.conditions import Impulse, get_conditions
 from upright.envs.registration import env_id
 from upright.envs.robots import ROBOT_NAMES
-from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
+from upright.eval.experiments import ExperimentContext, factor_removed, protocol_data, register_experiment
 from upright.eval.runner import Observer
 from upright.eval.tables import Column, Table, count, mean_min_max, number, rate
 from upright.policies.base import Policy
@@ -525,17 +525,6 @@ def walk_speed_table(ctx: ExperimentContext) -> list[Table]:
 
 
 # ---------------------------------------------------------------------------------------- conditions
-
-
-def factor_removed(preset: Conditions, change: dict[str, Any]) -> Conditions:
-    """``preset`` with the fields of ``change`` replaced; a ``random_wear`` mapping replaces those
-    fields of the preset's wear (``{lag: [0, 0]}``: the same wear without lag), ``None`` removes it."""
-    wear = change.get("random_wear")
-    if isinstance(wear, dict):
-        if preset.random_wear is None:
-            raise ValueError(f"a random_wear change {wear!r} needs a preset with random wear")
-        change = {**change, "random_wear": replace(preset.random_wear, **wear)}
-    return preset.with_(**change)
 
 
 @register_experiment("walk-conditions", "each walk under competition with one factor removed at a time (both robots)",
