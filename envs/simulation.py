@@ -371,6 +371,11 @@ class Simulation:
         self._last_command = self.data.ctrl.copy()
         return self.sensors()
 
+    def torso_push(self) -> np.ndarray:
+        """The horizontal force on the torso in the last physics step (N, world x/y): the random
+        push, :attr:`torso_force` and the scheduled impulses together."""
+        return self._torso_xfrc.copy()
+
     def com(self) -> np.ndarray:
         """Whole-robot centre of mass, world frame (m)."""
         return self._torso_com.copy()

@@ -76,6 +76,13 @@ def gaussian_mean(model: Any) -> Callable[[np.ndarray], np.ndarray] | None:
     return mean
 
 
+def actor_size(model: Any) -> int:
+    """The number of observation entries ``model``'s actor reads: the ``actor_size`` of an
+    asymmetric actor-critic (:mod:`upright.policies.asymmetric`, whose model also observes
+    privileged entries after the robot's), else the whole observation."""
+    return int(getattr(model.policy, "actor_size", model.observation_space.shape[0]))
+
+
 class ModelPolicy(Policy):
     """Deterministic actions of an in-memory SB3 ``model``; observations are normalised first
     with ``normalizer`` (a VecNormalize whose statistics are used frozen), when given."""
@@ -85,15 +92,20 @@ class ModelPolicy(Policy):
         self.normalizer = normalizer
         self.name = name
         self._mean = gaussian_mean(model)
+        self._model_size = int(model.observation_space.shape[0])
+        self._actor_size = actor_size(model)
 
     def reset(self, env: gym.Env, seed: int | None) -> None:
-        for kind, ours, theirs in (("observation", env.observation_space, self.model.observation_space),
-                                   ("action", env.action_space, self.model.action_space)):
-            if ours.shape != theirs.shape:
-                raise ValueError(f"policy {self.name!r} was trained with {kind} shape {theirs.shape}, "
-                                 f"the environment has {ours.shape} (another robot, task or prior?)")
+        for kind, ours, theirs in (("observation", env.observation_space.shape, (self._actor_size,)),
+                                   ("action", env.action_space.shape, self.model.action_space.shape)):
+            if ours != theirs:
+                raise ValueError(f"policy {self.name!r} was trained with {kind} shape {theirs}, "
+                                 f"the environment has {ours} (another robot, task or prior?)")
 
     def act(self, observation: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        if self._model_size > self._actor_size:  # zeros where the critic's privileged entries go
+            observation = np.concatenate((observation, np.zeros(self._model_size - self._actor_size,
+                                                                dtype=observation.dtype)))
         if self.normalizer is not None:
             observation = self.normalizer.normalize_obs(observation)
         if self._mean is not None:
@@ -113,4 +125,4 @@ class SB3Policy(ModelPolicy):
         super().__init__(getattr(stable_baselines3, self.algorithm).load(self.path, device="cpu"), name=self.path.stem)
 
 
-__all__ = ["ALGORITHMS", "ModelPolicy", "SB3Policy", "detect_algorithm", "gaussian_mean"]
+__all__ = ["ALGORITHMS", "ModelPolicy", "SB3Policy", "actor_size", "detect_algorithm", "gaussian_mean"]

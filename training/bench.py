@@ -1,7 +1,7 @@
 """Training speed (``upright bench --training``): end-to-end training steps per second against the
 environment alone, for the residual configurations of the shipped hyperparameter files
 (:data:`CONFIGS`), with the vector environment, normalisation and thread setting ``upright train``
-uses (``make_train_env``; VecNormalize when the hyperparameters say so; one torch thread).
+uses (``train_env``; VecNormalize when the hyperparameters say so; one torch thread).
 
 Two tables:
 
@@ -51,8 +51,7 @@ from upright.policies.algorithms import ALGORITHMS, algorithm
 from upright.policies.run_folder import TrainConfig
 from upright.training.config import choose_vec_env, usable_cores
 from upright.training.callbacks import RewardTerms
-from upright.training.train import new_model, resolve, unchecked_distributions
-from upright.training.vec_env import make_train_env
+from upright.training.train import new_model, resolve, train_env, unchecked_distributions
 
 #: (environment id, prior) of the residual configurations in training/hyperparams/*.yml.
 CONFIGS = (("upright/NaoGetUp-v0", "keyframe"), ("upright/WolfgangGetUp-v0", "spline"),
@@ -186,8 +185,7 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
     with TemporaryDirectory() as tmp:
         config = resolve(TrainConfig(env_id=env_id, prior=prior, algo=algo, steps=steps, n_envs=n_envs,
                                      hp_overrides=overrides, out=tmp, progress=False, vec_env=chosen))
-        venv = make_train_env(env_id, config.env_kwargs_with_prior, n_envs, config.seed, vec_env=chosen,
-                              normalize=bool(config.hyperparams.get("normalize")), on_policy=on_policy)
+        venv = train_env(config)
         try:
             model = new_model(config, venv, Path(tmp) / "tb")
             actions: list[np.ndarray] = []

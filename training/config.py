@@ -37,6 +37,9 @@ HP_PREFIX = "hp."
 #: ``action_noise_sigma`` (TD3: Gaussian exploration noise, normalised action units),
 #: ``initial_residual`` (PPO with a prior: the residual the policy starts from instead of zero, joint
 #: target offsets in rad by actuator name, e.g. a hand-set correction that training refines),
+#: ``privileged_critic`` (PPO, A2C: an asymmetric actor-critic, whose value network also reads
+#: privileged simulator state, :mod:`upright.envs.privileged`, while the actor reads the robot's
+#: observation; fine-tuning a symmetric policy widens its critic with zero weights),
 #: ``imitate`` (PPO with a prior: a hand-designed residual, ``feedback:NAME`` or its ``.yml``, whose
 #: rollouts the fresh actor is fitted to before PPO, :mod:`upright.training.imitation`) with
 #: ``imitate_steps`` (environment steps of its rollouts; they count in the run's steps, so
@@ -44,7 +47,7 @@ HP_PREFIX = "hp."
 #: ``imitate_batch_size`` and ``imitate_learning_rate`` (the regression's Adam). A run stopped
 #: during its imitation is saved as it stands; ``--resume`` goes on with PPO from that actor.
 OWN_KEYS = ("normalize", "warmup_steps", "zero_init", "log_std_init", "action_noise_sigma", "initial_residual",
-            "imitate", "imitate_steps", "imitate_epochs", "imitate_batch_size", "imitate_learning_rate")
+            "privileged_critic", "imitate", "imitate_steps", "imitate_epochs", "imitate_batch_size", "imitate_learning_rate")
 #: Defaults of the imitation keys when ``imitate`` is set.
 IMITATE_DEFAULTS = {"imitate_steps": 100_000, "imitate_epochs": 20, "imitate_batch_size": 1024,
                     "imitate_learning_rate": 1e-3}
@@ -135,7 +138,7 @@ VALUE_RULES: dict[str, Rule] = {
     "learning_starts": _count(0), "tau": _above(0, 1), "gradient_steps": _count(-1),
     "target_update_interval": _count(1), "policy_delay": _count(1), "target_policy_noise": _above(0, closed=True),
     "target_noise_clip": _above(0, closed=True), "use_sde": _BOOLEAN, "normalize_advantage": _BOOLEAN,
-    "normalize": _BOOLEAN, "zero_init": _BOOLEAN, "warmup_steps": _count(0), "log_std_init": _FINITE,
+    "normalize": _BOOLEAN, "zero_init": _BOOLEAN, "privileged_critic": _BOOLEAN, "warmup_steps": _count(0), "log_std_init": _FINITE,
     "action_noise_sigma": _above(0, closed=True), "imitate_steps": _count(1), "imitate_epochs": _count(1),
     "imitate_batch_size": _count(1), "imitate_learning_rate": _above(0),
     "policy_kwargs.log_std_init": _FINITE, "policy_kwargs.ortho_init": _BOOLEAN,

@@ -164,10 +164,11 @@ def build_graph(layers: list[Dense], normalizer: Any, action_space: gym.spaces.B
         return output
 
     x = INPUT_NAME
+    size = int(layers[0].weight.shape[1])  # the actor's inputs: an asymmetric critic's privileged entries are not
     if normalizer is not None:
-        mean = np.asarray(normalizer.obs_rms.mean, dtype=np.float64)
+        mean = np.asarray(normalizer.obs_rms.mean, dtype=np.float64)[:size]
         mean_hi = mean.astype(np.float32)
-        scale = 1.0 / np.sqrt(np.asarray(normalizer.obs_rms.var, dtype=np.float64) + normalizer.epsilon)
+        scale = 1.0 / np.sqrt(np.asarray(normalizer.obs_rms.var, dtype=np.float64)[:size] + normalizer.epsilon)
         x = node("Sub", [x, constant("obs_mean_hi", mean_hi)], "obs_centred_hi")
         x = node("Sub", [x, constant("obs_mean_lo", mean - mean_hi)], "obs_centred")
         x = node("Mul", [x, constant("obs_scale", scale)], "obs_scaled")
@@ -186,7 +187,7 @@ def build_graph(layers: list[Dense], normalizer: Any, action_space: gym.spaces.B
     node("Clip", [x, constant("action_low", low[0]), constant("action_high", high[0])], OUTPUT_NAME)
     graph = helper.make_graph(
         nodes, name,
-        [helper.make_tensor_value_info(INPUT_NAME, TensorProto.FLOAT, ["batch", int(layers[0].weight.shape[1])])],
+        [helper.make_tensor_value_info(INPUT_NAME, TensorProto.FLOAT, ["batch", size])],
         [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch", int(layers[-1].weight.shape[0])])],
         initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,

@@ -117,7 +117,11 @@ def resolve(config: TrainConfig) -> TrainConfig:
     algo = algorithm(config.algo)
     check_counts(config)
     hp = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file, config.hp_overrides)
-    env = check_env(config.env_id, config.env_kwargs_with_prior)
+    privileged = bool(hp.get("privileged_critic"))
+    if privileged and not (algo.on_policy and algo.residual_start):
+        raise ValueError(f"privileged_critic needs an actor-critic algorithm ({residual_start_names()}), "
+                         f"got {config.algo!r}")
+    env = check_env(config.env_id, config.env_kwargs_with_prior, privileged)
     try:
         if config.eval_env_kwargs:
             if "prior" in config.eval_env_kwargs:
@@ -193,7 +197,9 @@ def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[
         data, _, _ = load_from_zip_file(model_path, device="cpu", load_data=True)
         for name in ("observation_space", "action_space"):
             theirs, ours = data[name].shape, getattr(env, name).shape
-            if theirs != ours:
+            # a policy of the robot's observation may start an asymmetric critic's run (widened)
+            robots = (env.actor_size,) if name == "observation_space" and hasattr(env, "actor_size") else ours
+            if theirs not in (ours, robots):
                 raise ValueError(f"init {init!r}: its {name} has shape {theirs}, this environment's {ours}")
     normalizer = normalizer_path(model_path)
     if normalizer.is_file() != normalize:
@@ -254,7 +260,13 @@ def new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path |
 
         size = venv.action_space.shape[0]
         kwargs["action_noise"] = NormalActionNoise(np.zeros(size), np.full(size, hp.get("action_noise_sigma", 0.1)))
-    model = algo_class(config.algo)("MlpPolicy", venv, seed=config.seed, device="cpu", verbose=0,
+    policy: Any = "MlpPolicy"
+    if hp.get("privileged_critic"):
+        from upright.policies.asymmetric import AsymmetricActorCriticPolicy  # torch: only when a model is built
+
+        policy = AsymmetricActorCriticPolicy
+        kwargs["policy_kwargs"] = {**kwargs.get("policy_kwargs", {}), "actor_size": venv.get_attr("actor_size", 0)[0]}
+    model = algo_class(config.algo)(policy, venv, seed=config.seed, device="cpu", verbose=0,
                                     tensorboard_log=None if tb_dir is None else str(tb_dir), **kwargs)
     if hp.get("zero_init", config.prior is not None):
         initial = hp.get("initial_residual")
@@ -263,8 +275,24 @@ def new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path |
     if config.init is not None:  # fine-tuning: the trained weights (and optimiser state) replace the fresh ones
         if start is None:
             start, _ = init_files(config.init, config.algo, bool(hp.get("normalize")))  # spaces: checked by resolve
-        model.set_parameters(str(start), exact_match=True, device="cpu")
+        _load_init(model, start)
     return model
+
+
+def _load_init(model: Any, start: Path) -> None:
+    """Load the weights and optimiser state of the model file ``start`` into ``model``; a policy of
+    the robot's observation into an asymmetric critic's model gets its critic widened
+    (:func:`~upright.policies.asymmetric.widen_critic`) and a fresh optimiser (Adam's moments do
+    not fit the widened layer)."""
+    from stable_baselines3.common.save_util import load_from_zip_file  # SB3 (and torch): only when a model loads
+
+    data, params, _ = load_from_zip_file(start, device="cpu", load_data=True)
+    if data["observation_space"].shape == model.observation_space.shape:
+        model.set_parameters(str(start), exact_match=True, device="cpu")
+        return
+    from upright.policies.asymmetric import widen_critic
+
+    model.policy.load_state_dict(widen_critic(params["policy"], model))
 
 
 def _imitate(model: Any, venv: Any, config: TrainConfig, run_dir: Path) -> float:
@@ -321,6 +349,16 @@ def _carry_init(config: TrainConfig, run_dir: Path) -> tuple[Path, Path | None]:
     return folder / "model.zip", copied
 
 
+def train_env(config: TrainConfig, normalizer: Path | None = None) -> Any:
+    """The training environments of ``config`` (resolved): ``config.n_envs`` copies in its vector
+    environment class, normalised as its hyperparameters say (``normalizer``: saved statistics to
+    go on from), with the privileged state for an asymmetric critic (``hp.privileged_critic``)."""
+    hp = config.hyperparams
+    return make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
+                          normalize=bool(hp.get("normalize")), on_policy=algorithm(config.algo).on_policy,
+                          normalizer=normalizer, vec_env=config.vec_env, privileged=bool(hp.get("privileged_critic")))
+
+
 def _write_config(run_dir: Path, config: TrainConfig) -> None:
     write_text_atomically(run_dir / "config.yml", yaml.safe_dump(config.to_yaml(), sort_keys=False))
 
@@ -342,9 +380,7 @@ def train(config: TrainConfig, callbacks: Sequence[Any] = ()) -> Path:
     write_text_atomically(run_dir / "command.txt", command + "\n")
     _write_config(run_dir, config)
     start, normalizer = _carry_init(config, run_dir) if config.init is not None else (None, None)
-    venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
-                          normalize=bool(config.hyperparams.get("normalize")), on_policy=algorithm(config.algo).on_policy,
-                          normalizer=normalizer, vec_env=config.vec_env)
+    venv = train_env(config, normalizer)
     model = new_model(config, venv, run_dir / "tb", start)
     return _session(config, run_dir, model, fresh=True, extra=callbacks)
 
@@ -435,8 +471,7 @@ def resume(run_dir: str | Path, changes: Mapping[str, Any] | None = None, *, com
     normalizer = normalizer_path(state) if normalize else None
     if normalizer is not None:
         check_pair(state, done, load_normalizer(normalizer), normalizer)
-    venv = make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
-                          normalize=normalize, on_policy=on_policy, normalizer=normalizer, vec_env=config.vec_env)
+    venv = train_env(config, normalizer)
     model = algo_class(config.algo).load(state, env=venv, device="cpu", tensorboard_log=str(run_dir / "tb"))
     if not on_policy:
         model.load_replay_buffer(replay_buffer_path(state))
@@ -506,4 +541,5 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
 
 
 __all__ = ["OPTIONS", "RESUMABLE", "TrainingFailed", "TrainingInterrupted", "check_teacher", "init_files",
-           "new_model", "resolve", "resume", "resume_config", "train", "unchecked_distributions", "zero_actor_output"]
+           "new_model", "resolve", "resume", "resume_config", "train", "train_env", "unchecked_distributions",
+           "zero_actor_output"]

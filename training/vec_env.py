@@ -19,6 +19,7 @@ stderr.
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 
+from upright.envs.privileged import PrivilegedObservation
 from upright.eval.runner import check_env_id
 from upright.training.config import choose_vec_env
 
@@ -93,33 +95,55 @@ class TrainSubprocVecEnv(SubprocVecEnv):
 
 def make_train_env(env_id: str, env_kwargs: dict[str, Any], n_envs: int, seed: int, *, normalize: bool,
                    on_policy: bool, monitor_dir: Path | None = None, normalizer: Path | None = None,
-                   vec_env: str = "dummy") -> VecEnv:
+                   vec_env: str = "dummy", privileged: bool = False) -> VecEnv:
     """``n_envs`` environments ``gym.make(env_id, **env_kwargs)`` seeded ``seed``, ``seed + 1``, ...
     in the vector environment ``vec_env`` (``dummy``, ``subproc``, or ``auto`` resolved by
-    :func:`~upright.training.config.choose_vec_env`). With ``normalize`` the observations are normalised (and the rewards
-    too for on-policy algorithms, as rl-baselines3-zoo does); ``normalizer`` reloads saved
-    statistics (resume, or fine-tuning a trained policy)."""
+    :func:`~upright.training.config.choose_vec_env`), each with the privileged state appended to
+    its observation (:class:`~upright.envs.privileged.PrivilegedObservation`) when ``privileged``.
+    With ``normalize`` the observations are normalised (and the rewards too for on-policy
+    algorithms, as rl-baselines3-zoo does); ``normalizer`` reloads saved statistics (resume, or
+    fine-tuning a trained policy: :func:`load_train_normalizer`)."""
     chosen = choose_vec_env(vec_env, n_envs)
     venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs,
                         vec_env_cls=TrainSubprocVecEnv if chosen == "subproc" else DummyVecEnv,
                         monitor_dir=None if monitor_dir is None else str(monitor_dir),
-                        monitor_kwargs={"info_keywords": ("is_success",)})
+                        monitor_kwargs={"info_keywords": ("is_success",)},
+                        wrapper_class=PrivilegedObservation if privileged else None)
     if normalizer is not None:
-        loaded = VecNormalize.load(str(normalizer), venv)
-        loaded.training = True  # statistics saved beside an evaluated model may have been frozen
-        return loaded
+        return load_train_normalizer(normalizer, venv)
     if normalize:
         return VecNormalize(venv, norm_obs=True, norm_reward=on_policy, gamma=0.99)
     return venv
 
 
-def check_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
-    """Build one environment (ValueError naming a bad id, keyword argument or prior) and return it."""
+def load_train_normalizer(path: Path, venv: VecEnv) -> VecNormalize:
+    """The VecNormalize saved at ``path`` on ``venv``, updating its statistics again. Statistics of
+    the robot's observation on a ``venv`` that appends privileged entries (fine-tuning a symmetric
+    policy with an asymmetric critic) are widened with mean 0 and variance 1 for those entries,
+    which are of order one (:mod:`upright.envs.privileged`), and then learnt as training goes on."""
+    with open(path, "rb") as file:
+        loaded = pickle.load(file)
+    size, wanted = loaded.observation_space.shape[0], venv.observation_space.shape[0]
+    if size < wanted:
+        rms = loaded.obs_rms
+        rms.mean = np.concatenate((rms.mean, np.zeros(wanted - size)))
+        rms.var = np.concatenate((rms.var, np.ones(wanted - size)))
+        loaded.observation_space = venv.observation_space
+    loaded.set_venv(venv)  # ValueError when the shapes differ otherwise
+    loaded.training = True  # statistics saved beside an evaluated model may have been frozen
+    return loaded
+
+
+def check_env(env_id: str, env_kwargs: dict[str, Any], privileged: bool = False) -> gym.Env:
+    """Build one environment (ValueError naming a bad id, keyword argument or prior) and return it,
+    with the privileged state appended to its observation when ``privileged``."""
     check_env_id(env_id)
     try:
-        return gym.make(env_id, **env_kwargs)
+        env = gym.make(env_id, **env_kwargs)
     except TypeError as error:  # an unknown keyword argument
         raise ValueError(f"{env_id}: {error}") from None
+    return PrivilegedObservation(env) if privileged else env
 
 
-__all__ = ["START_METHOD", "TrainSubprocVecEnv", "WORKER_THREADS", "check_env", "make_train_env"]
+__all__ = ["START_METHOD", "TrainSubprocVecEnv", "WORKER_THREADS", "check_env", "load_train_normalizer",
+           "make_train_env"]
