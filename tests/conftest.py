@@ -103,3 +103,17 @@ def postgres_url():
         subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+
+
+#: Test modules holding the suite's longest tests (tens of seconds each: held-out outcomes,
+#: obstacle course, the PostgreSQL sweep), run first: pytest-xdist's workers then end the run on
+#: short tests, instead of one worker finishing a long test alone while the other idles.
+LONGEST_FIRST = ("test_outcomes.py", "test_obstacle_course.py", "test_sweep.py", "test_walk_experiments.py",
+                 "test_getup_experiments.py")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Move the tests of :data:`LONGEST_FIRST` to the front (a stable sort: every module keeps
+    its own order, so module-scoped fixtures are built once as before)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))
