@@ -132,7 +132,7 @@ class GetUpEnv(UprightEnv):
         #: The start name, or the tuple of names one is drawn from per episode.
         self.start: str | tuple[str, ...] = start if isinstance(start, str) else names
         self._tracker: GetUpTracker | None = None
-        self._weight = self.sim.total_mass * 9.81
+        self._weight = self.sim.weight
         self._feet = {self.sim.model.body(self.sim.model.site_bodyid[self.sim.model.site(s).id]).name
                       for s in self.robot.sole_sites}
         #: Joint angles (rad, actuator order) within 2 % of the range from the lower / upper limit.

@@ -21,9 +21,6 @@ import numpy as np
 from upright.envs.observation import ObservationBlock, block_slices, observation_size
 from upright.envs.robots import RobotSpec
 
-#: Standard gravity (m/s²), the unit of the contact forces' scale (the robot's weight).
-GRAVITY = 9.81
-
 #: The privileged blocks, in order, after the observation.
 PRIVILEGED: tuple[ObservationBlock, ...] = (
     ObservationBlock("episode_time", "1", "simulated time over the episode's length (0 at the start, 1 at its end)"),
@@ -63,7 +60,7 @@ class PrivilegedState:
         self.size = privileged_size(env.robot)
         feet = [m.body(m.site_bodyid[m.site(site).id]).name for site in env.robot.sole_sites]
         self._feet = feet
-        self._weight = sim.total_mass * GRAVITY
+        self._weight = sim.weight
         self._rotation = np.zeros(9)
 
     def __call__(self) -> np.ndarray:
@@ -107,5 +104,5 @@ class PrivilegedObservation(gym.ObservationWrapper):
         return np.concatenate((observation, self._state())).astype(np.float32)
 
 
-__all__ = ["GRAVITY", "PRIVILEGED", "PrivilegedObservation", "PrivilegedState", "privileged_size",
+__all__ = ["PRIVILEGED", "PrivilegedObservation", "PrivilegedState", "privileged_size",
            "privileged_slices"]

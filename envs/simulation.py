@@ -87,6 +87,8 @@ class Simulation:
             "geom_friction": m.geom_friction.copy(),
         }
         self.total_mass = float(m.body_subtreemass[self._torso])
+        #: The robot's weight (N): its mass times the model's gravity (along -z in every scene).
+        self.weight = self.total_mass * abs(float(m.opt.gravity[2]))
         self.servos = Servos(m, r.control_period)
         self.rng = np.random.default_rng(0)
         self.sampled: SampledConditions | None = None

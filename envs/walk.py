@@ -261,7 +261,7 @@ class WalkEnv(UprightEnv):
         loads = (sensors.foot_pressure[:4].sum(), sensors.foot_pressure[4:].sum())
         v = self._sole_velocity
         for site, load in zip(self._sole_sites, loads):
-            if load > 0.1 * self.sim.total_mass * 9.81:
+            if load > 0.1 * self.sim.weight:
                 mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, site, v, 0)
                 slip += float(v[3] ** 2 + v[4] ** 2)
         (vx, vy, wz), (cx, cy, cz) = velocity.tolist(), self.command.tolist()
