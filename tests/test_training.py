@@ -741,7 +741,7 @@ def test_ctrl_c_saves_a_subproc_run_and_ends_its_workers(tmp_path):
 
 
 def test_training_bench_rows():
-    from upright.training.bench import PARTS, TARGET_RATIO, format_training_bench, measure
+    from upright.training.bench import PARTS, TARGET_RATIO, format_scaling_bench, format_training_bench, measure
 
     rows = [measure("sac", ENV, "spline", 32), measure("ppo", ENV, "spline", 32, hp_overrides=TINY_PPO)]
     assert [r.algo for r in rows] == ["sac", "ppo"] and all(r.train_steps_per_s > 0 < r.env_steps_per_s for r in rows)
@@ -759,6 +759,9 @@ def test_training_bench_rows():
     assert (ppo.vec_env, ppo.clock, sac.vec_env, sac.clock) == ("dummy", "cpu", "dummy", "cpu")
     table = format_training_bench(rows)
     assert "train steps/s" in table and "update ms" in table and "Where the training time goes" in table
+    # the scaling table has the parts too, per vector environment and number of copies
+    scaling = format_scaling_bench([ppo]).splitlines()
+    assert scaling[-2].split()[:5] == ["ppo", ENV, "spline", "dummy", "4"] and "Where the training time goes" in scaling[-1]
 
 
 @pytest.mark.parametrize("warmup, frozen", [(10**6, True), (0, False)])

@@ -265,7 +265,7 @@ def format_scaling_bench(rows: list[TrainingBenchRow], *, cores: int | None = No
                  "start). x linear = the rate over envs times the same configuration's 1-environment DummyVecEnv "
                  f"rate (target for training: >= {TARGET_EFFICIENCY}); / env = training over the environment alone "
                  f"(target: >= {TARGET_RATIO}). One torch thread in the parent, one BLAS/torch thread per worker.")
-    return "\n".join(lines)
+    return "\n".join(lines + _format_parts(rows))
 
 
 def format_training_bench(rows: list[TrainingBenchRow]) -> str:
@@ -288,18 +288,27 @@ def format_training_bench(rows: list[TrainingBenchRow]) -> str:
                  f"Targets: / env >= {TARGET_RATIO}, train >= {TARGET_RATE:.0f} steps/s. Off-policy: steps/update = "
                  "environment steps per gradient step in the run, update ms = one gradient step alone, needed = "
                  f"the fewest environment steps per gradient step that could reach / env >= {TARGET_RATIO} at that cost.")
+    return "\n".join(lines + _format_parts(rows))
+
+
+def _format_parts(rows: list[TrainingBenchRow]) -> list[str]:
+    """Where the on-policy rows' training time goes (:data:`PARTS`, µs per environment step of
+    ``learn``, by each row's clock), one line per row; no lines when no row was timed by parts."""
     timed = [r for r in rows if r.parts]
-    if timed:
-        lines += ["", f"{'algo':<5} {'environment':<26} {'prior':<12} "
-                  + " ".join(f"{part:>11}" for part in PARTS) + f" {'total':>7}"]
-        for r in timed:
-            lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} "
-                         + " ".join(f"{r.parts[part] * 1e6:>11.1f}" for part in PARTS)
-                         + f" {sum(r.parts.values()) * 1e6:>7.1f}")
-        lines.append("Where the training time goes, µs per environment step of learn: environment = the vector "
-                     "env's step (VecNormalize included), policy = the forward pass while collecting, buffer = "
-                     "the rollout buffer's adds and advantages, update = the epochs of gradient steps, rest = the "
-                     "remainder (tensor conversion, clipping, SB3's episode bookkeeping, logging).")
+    if not timed:
+        return []
+    lines = ["", f"{'algo':<5} {'environment':<26} {'prior':<12} {'vec env':<8} {'envs':>4} "
+             + " ".join(f"{part:>11}" for part in PARTS) + f" {'total':>7}"]
+    for r in timed:
+        lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} {r.vec_env:<8} {r.n_envs:>4} "
+                     + " ".join(f"{r.parts[part] * 1e6:>11.1f}" for part in PARTS)
+                     + f" {sum(r.parts.values()) * 1e6:>7.1f}")
+    lines.append("Where the training time goes, µs per environment step of learn: environment = the vector "
+                 "env's step (VecNormalize included; with SubprocVecEnv the wait for the workers), policy = the "
+                 "forward pass while collecting, buffer = the rollout buffer's adds and advantages, update = the "
+                 "epochs of gradient steps, rest = the remainder (tensor conversion, clipping, SB3's episode "
+                 "bookkeeping, logging).")
+    return lines
     return "\n".join(lines)
 
 
