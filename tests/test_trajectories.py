@@ -23,8 +23,9 @@ What the tolerance catches: a reward weight changed by 1 % or every servo's stre
 the first case off by many times the tolerance within its horizon
 (:func:`test_a_small_deliberate_change_exceeds_the_tolerance`).
 
-``python tests/test_trajectories.py`` records again (trajectories and horizons): only for an intended
-change of behaviour, saying so in the commit; a refactoring is checked with ``upright check-same``.
+``python tests/test_trajectories.py [CASE ...]`` records again (trajectories and horizons; every case,
+or only the named ones, keeping the others): only for an intended change of behaviour, saying so in
+the commit; a refactoring is checked with ``upright check-same``.
 """
 
 from __future__ import annotations
@@ -132,8 +133,16 @@ def test_a_small_deliberate_change_exceeds_the_tolerance(change, recording):
 
 
 if __name__ == "__main__":
+    # Named cases are recorded again and the others kept; no names: every case afresh.
+    named = sys.argv[1:]
+    unknown = [name for name in named if name not in CASES]
+    if unknown:
+        sys.exit(f"unknown cases: {', '.join(unknown)} (cases: {', '.join(CASES)})")
     arrays = {}
-    for name in (sys.argv[1:] or CASES):
+    if named and RECORDING.exists():
+        with np.load(RECORDING) as kept:
+            arrays = {key: kept[key] for key in kept.files if key.split("/")[0] not in named}
+    for name in (named or CASES):
         plain = trajectory(CASES[name], name, 2 * MAX_HORIZON)
         steps = horizon(name, plain)
         arrays.update({f"{name}/{key}": value[:steps] for key, value in plain.items()})
