@@ -309,7 +309,6 @@ def _format_parts(rows: list[TrainingBenchRow]) -> list[str]:
                  "epochs of gradient steps, rest = the remainder (tensor conversion, clipping, SB3's episode "
                  "bookkeeping, logging).")
     return lines
-    return "\n".join(lines)
 
 
 __all__ = ["ALGOS", "CLOCKS", "CONFIGS", "PARTS", "TARGET_EFFICIENCY", "TARGET_RATE", "TARGET_RATIO", "UPDATE_REPEATS",
