@@ -432,6 +432,29 @@ def test_legs_solved_for_a_given_shared_hip_reach_their_positions_and_sole_norma
     assert kin.legs_ik_values(*flat, polish=False, quick_mean=True)[0] == free
 
 
+def test_the_request_limit_scales_a_command_onto_its_ellipsoid_keeping_its_direction():
+    """B-Human's speedMax: inside the ellipsoid a command is planned as given; outside it is scaled
+    onto it; a backward command meets the backward semi-axis. The walk keeps the user's command."""
+    from upright.baselines.walk.lipm import LipmParams, LipmWalk
+
+    params = LipmParams.load("wolfgang").with_overrides({"speed_max": (0.3, 0.15, 0.5), "speed_max_backward": 0.2})
+    assert params.limited((0.15, 0.0, 0.25)) == (0.15, 0.0, 0.25)
+    for command in [(0.3, 0.0, 0.5), (-0.2, 0.1, -0.4), (0.0, -0.3, 0.0)]:
+        limited = np.array(params.limited(command))
+        back = 0.2 if command[0] < 0 else 0.3
+        assert np.linalg.norm(limited / [back, 0.15, 0.5]) == pytest.approx(1.0)
+        assert np.allclose(limited / np.linalg.norm(limited), np.array(command) / np.linalg.norm(command))
+    walk = LipmWalk("wolfgang", params)
+    walk.set_command(np.array([0.3, 0.0, 0.5]))
+    assert walk.command.tolist() == [0.3, 0.0, 0.5]
+    unlimited = LipmParams.load("nao").with_overrides({"speed_max": None, "speed_max_backward": None})
+    assert unlimited.limited((5.0, 5.0, 5.0)) == (5.0, 5.0, 5.0)
+    with pytest.raises(ValueError, match="together"):
+        LipmParams.load("nao").with_overrides({"speed_max": (0.3, 0.1, 0.5), "speed_max_backward": None})
+    with pytest.raises(ValueError, match="must be > 0"):
+        LipmParams.load("nao").with_overrides({"speed_max": (0.3, 0.0, 0.5), "speed_max_backward": 0.2})
+
+
 def test_lipm_rejects_a_bad_hip_period():
     """A hip period that is not a whole number of cycles >= 1 fails when the walk is built."""
     from upright.baselines.walk.lipm import LipmParams, LipmWalk

@@ -89,6 +89,31 @@ class LipmParams(Params):
     #: solve the legs for it (:mod:`~upright.baselines.walk.ik_samples`). 1: every cycle. A robot
     #: without a shared hip ignores it.
     hip_period: int = 1
+    #: The request limit of B-Human's walking engines (speedMax, speedMaxBackwards): a command
+    #: outside the ellipsoid with these semi-axes (forward m/s, sideways m/s, turn rad/s; backward
+    #: m/s for a backward command) is scaled onto it, keeping its direction, before the walk plans
+    #: for it. The step caps of ``player`` limit each axis alone; a walk that turns while it walks
+    #: fast can fall inside them. None: no such limit.
+    speed_max: tuple[float, float, float] | None = None
+    speed_max_backward: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.speed_max is None) != (self.speed_max_backward is None):
+            raise ValueError("LipmParams.speed_max and speed_max_backward are set together or not at all, "
+                             f"got {self.speed_max!r} and {self.speed_max_backward!r}")
+        if self.speed_max is not None and not min(*self.speed_max, self.speed_max_backward) > 0.0:
+            raise ValueError(f"LipmParams.speed_max and speed_max_backward must be > 0, got {self.speed_max!r} "
+                             f"and {self.speed_max_backward!r}")
+
+    def limited(self, command: tuple[float, float, float]) -> tuple[float, float, float]:
+        """``command`` (vx m/s, vy m/s, yaw rate rad/s) scaled onto the ``speed_max`` ellipsoid
+        when it lies outside it; unchanged inside it or without a limit."""
+        if self.speed_max is None:
+            return command
+        forward, sideways, turn = self.speed_max
+        vx, vy, wz = command
+        size = math.hypot(vx / (forward if vx >= 0.0 else self.speed_max_backward), vy / sideways, wz / turn)
+        return command if size <= 1.0 else (vx / size, vy / size, wz / size)
 
 
 def _smoothstep(x: float) -> float:
@@ -145,12 +170,13 @@ class LipmWalk:
         return Diagnostics(*self._diagnostics) if self._diagnostics is not None else Diagnostics()
 
     def set_command(self, command: np.ndarray) -> None:
-        """Velocity command (vx m/s, vy m/s, yaw rate rad/s); applied from the next phase on."""
+        """Velocity command (vx m/s, vy m/s, yaw rate rad/s); applied from the next phase on, within
+        the request limit (``LipmParams.speed_max``)."""
         command = np.asarray(command, dtype=float)
         if command.shape != (3,) or not np.all(np.isfinite(command)):
             raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
         self.command = command.copy()
-        self._command = tuple(self.command.tolist())
+        self._command = self.params.limited(tuple(self.command.tolist()))
         if self._player is not None:
             self._player.command = self._command
 
