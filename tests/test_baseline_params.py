@@ -32,6 +32,10 @@ def test_overrides_reach_nested_fields_and_convert_to_the_field_type():
     assert changed.observer_measurement_std == (0.2, 0.003)
     assert changed.player.foot_y == params.player.foot_y and params.player.max_step_forward != 0.15
     assert params.with_overrides({"player": {"max_turn": 0.5}}).player.max_turn == 0.5
+    # an optional field takes the command line's "null" as None
+    wolfgang = default_params("lipm", "wolfgang")
+    unlimited = wolfgang.with_overrides({"speed_max": "null", "speed_max_backward": "null"})
+    assert wolfgang.speed_max is not None and unlimited.speed_max is None and unlimited.speed_max_backward is None
     with pytest.raises(FrozenInstanceError):
         params.com_height = 1.0  # type: ignore[misc]
 

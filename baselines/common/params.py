@@ -85,11 +85,12 @@ def from_mapping(cls: type, values: Mapping[str, Any], where: str) -> Any:
 
 def coerce(value: Any, hint: Any, key: str) -> Any:
     """``value`` converted to the type ``hint`` (float, int, bool, str, tuples, ``X | None``,
-    nested dataclasses); ValueError naming ``key`` when it cannot be."""
+    nested dataclasses); ValueError naming ``key`` when it cannot be. For ``X | None`` the string
+    ``null`` (YAML's word, as a command line's ``--set KEY=null`` gives it) is None too."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(hint)
-        if value is None and type(None) in options:
+        if (value is None or value == "null") and type(None) in options:
             return None
         errors = []
         for option in options:
