@@ -88,6 +88,9 @@ class UprightEnv(gym.Env):
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 50}
     #: ``"getup"`` or ``"walk"``: which baselines may serve as this environment's prior.
     task: str = ""
+    #: What a residual action moves: ``"joints"``, the prior's joint targets (every task), or
+    #: ``"steps"``, a walk prior's step targets (:class:`~upright.envs.walk.WalkEnv`).
+    residual_on: str = "joints"
 
     def __init__(
         self,
@@ -160,28 +163,36 @@ class UprightEnv(gym.Env):
         return ((np.asarray(targets, dtype=float) - self._mid) / self._half).astype(np.float32)
 
     @property
+    def residual_names(self) -> tuple[str, ...]:
+        """What each entry of a residual action moves: the actuators' names (actuator order); a walk
+        with ``residual_on="steps"`` names its prior's step-target offsets instead."""
+        return tuple(self.robot.actuator_names)
+
+    @property
     def residual_limits(self) -> np.ndarray:
-        """The largest residual per actuator (rad, actuator order): a residual action of ±1 moves
-        that actuator's target this far from the prior's (``residual_scale`` · half range)."""
+        """The largest residual per action entry (:attr:`residual_names`; rad for a joint): a
+        residual action of ±1 moves that actuator's target this far from the prior's
+        (``residual_scale`` · half range)."""
         return self.residual_scale * self._half
 
     def residual_action(self, offsets: Mapping[str, float]) -> np.ndarray:
-        """The action (float32) whose residual moves the named actuators' targets by ``offsets``
-        (rad, by actuator name; the others by 0) from the prior's: offset / (residual_scale · half
-        range). ValueError without a prior, for an unknown actuator name or for an offset beyond
-        the residual range."""
+        """The action (float32) whose residual moves the named entries (:attr:`residual_names`:
+        actuators, rad) by ``offsets`` (the others by 0) from the prior's targets: offset / limit
+        (:attr:`residual_limits`). ValueError without a prior, for an unknown name or for an offset
+        beyond the residual range."""
         if self.prior is None:
             raise ValueError("residual_action needs a prior: without one an action is a joint target, not a residual")
-        names = self.robot.actuator_names
+        names, limits = self.residual_names, self.residual_limits
         action = np.zeros(self.action_space.shape)
         for name, offset in offsets.items():
             if name not in names:
-                raise ValueError(f"unknown actuator {name!r} for {self.robot.name}; valid: {', '.join(names)}")
+                what = "actuator" if self.residual_on == "joints" else "step residual entry"
+                raise ValueError(f"unknown {what} {name!r} for {self.robot.name}; valid: {', '.join(names)}")
             i = names.index(name)
-            action[i] = float(offset) / self.residual_limits[i]
+            action[i] = float(offset) / limits[i]
             if not abs(action[i]) <= 1.0:
-                raise ValueError(f"offset {offset!r} rad for {name!r} is beyond the residual range "
-                                 f"±{self.residual_limits[i]:.4g} rad (residual_scale {self.residual_scale})")
+                raise ValueError(f"offset {offset!r} for {name!r} is beyond the residual range "
+                                 f"±{limits[i]:.4g} (residual_scale {self.residual_scale})")
         return action.astype(np.float32)
 
     def targets_from_action(self, action: np.ndarray) -> np.ndarray:
@@ -245,9 +256,15 @@ class UprightEnv(gym.Env):
         clipped = self._clipped(action)
         sensors = self.sim.step(self._targets(clipped))
         if self.prior is not None and not self.sim.unstable:
-            self._prior_targets = np.asarray(self.prior.step(sensors), dtype=float)
+            self._prior_targets = np.asarray(self._prior_step(sensors, clipped), dtype=float)
         self._sensors = sensors
         return sensors, clipped
+
+    def _prior_step(self, sensors: Sensors, clipped: np.ndarray) -> np.ndarray:
+        """The prior's joint targets (rad, actuator order) for the next control period, from the
+        ``sensors`` after this one; ``clipped``, this period's action, is for environments whose
+        residual acts inside the prior (a walk's ``residual_on="steps"``)."""
+        return self.prior.step(sensors)
 
     def _base_info(self, sensors: Sensors, posture: Posture) -> dict[str, Any]:
         """The ``info`` entries every step and reset has, for ``sensors`` and ``posture`` (now)."""

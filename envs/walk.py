@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import gymnasium as gym
 import mujoco
 import numpy as np
 
@@ -21,6 +22,8 @@ from upright.envs.rewards import WalkRewardScales
 from upright.envs.sensors import Sensors
 
 DEFAULT_COMMAND_RANGES = ((-0.2, 0.3), (-0.1, 0.1), (-0.5, 0.5))
+#: What a residual action may move (``residual_on``): the prior's joint targets or its step targets.
+RESIDUAL_ON = ("joints", "steps")
 #: Default widths of the tracking rewards' Gaussians: m/s for (vx, vy), rad/s for the yaw rate.
 TRACKING_XY_WIDTH = 0.25
 TRACKING_YAW_WIDTH = 0.5
@@ -55,6 +58,15 @@ class WalkEnv(UprightEnv):
     baseline such as ``lipm`` or ``step_adjust``, given the command) the joint target is
     ``prior target + residual_scale · action · half range`` (rad), so a zero action reproduces the
     prior exactly. Targets pass the servo model (delay, strength, play, lag).
+
+    With ``residual_on="steps"`` (a prior that exposes its step targets: ``step_adjust``) the action
+    is ``Box(-1, 1, (3,), float32)`` instead, offsets of the swing foot's landing target in the
+    walk frame (``env.residual_names``: x forward, y left, yaw left), each ±1 = the prior's
+    ``step_residual_limits`` (``env.residual_limits``; NAO 3 cm, 3 cm, 0.15 rad). The prior plans
+    its steps with them from the next control cycle on and its joint targets go to the servos
+    unchanged, so a zero action again reproduces the prior exactly. A lateral offset towards the
+    support foot is dropped (the feet would collide). Three numbers per cycle instead of one per
+    joint: foot placement, what catches a sideways fall, is one action entry away.
 
     ## Observation space
 
@@ -122,6 +134,7 @@ class WalkEnv(UprightEnv):
     | conditions          | str, Conditions or None        | "lab"      | preset name or a Conditions (None: lab)   |
     | prior               | None, str or Controller        | None       | baseline or controller; action = residual |
     | residual_scale      | float                          | 0.2        | residual range / joint half range         |
+    | residual_on         | "joints" or "steps"            | "joints"   | what the residual moves (see above)       |
     | max_episode_seconds | float                          | 20.0       | episode length (s)                        |
     | start               | str                            | "standing" | the only start of a walk                  |
     | reward_scales       | WalkRewardScales, dict or None | None       | weights; a dict replaces the named ones   |
@@ -158,7 +171,10 @@ class WalkEnv(UprightEnv):
         tracking_widths: Sequence[float] = (TRACKING_XY_WIDTH, TRACKING_YAW_WIDTH),
         tracking_window: float = 0.0,
         observe_odometry: bool = False,
+        residual_on: str = "joints",
     ) -> None:
+        if residual_on not in RESIDUAL_ON:
+            raise ValueError(f"unknown residual_on {residual_on!r}; valid: {', '.join(RESIDUAL_ON)}")
         if start != "standing":
             raise ValueError(f"unknown start {start!r} for a walk; valid starts: standing")
         self.reward_scales = WalkRewardScales.resolve(reward_scales)
@@ -184,10 +200,44 @@ class WalkEnv(UprightEnv):
         if self.observe_odometry and not hasattr(self.prior, "feedback"):
             raise ValueError(f"observe_odometry needs a walk prior with speed feedback (lipm, step_adjust), "
                              f"got prior {prior!r}")
+        self.residual_on = residual_on
+        if residual_on == "steps":
+            if not hasattr(self.prior, "set_step_residual"):
+                raise ValueError(f"residual_on='steps' needs a walk prior that exposes its step targets "
+                                 f"(step_adjust), got prior {prior!r}")
+            limits = self.prior.step_residual_limits
+            if not np.all(limits > 0):
+                raise ValueError(f"residual_on='steps' needs the prior's step_residual_limits > 0 (m, m, rad), "
+                                 f"got {limits.tolist()}")
+            self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(len(limits),), dtype=np.float32)
         self._tracker: WalkTracker | None = None
         self._sole_sites = [self.sim.model.site(s).id for s in self.robot.sole_sites]
         self._sole_velocity = np.zeros(6)  # mj_objectVelocity's output: angular, linear (world frame)
         self._reward_steps = max(1, round(self.tracking_window / self.robot.control_period))
+
+    @property
+    def residual_names(self) -> tuple[str, ...]:
+        if self.residual_on == "steps":
+            return tuple(self.prior.step_residual_names)
+        return super().residual_names
+
+    @property
+    def residual_limits(self) -> np.ndarray:
+        """The largest residual per action entry: rad per actuator, or with ``residual_on="steps"``
+        the prior's ``step_residual_limits`` (m, m, rad)."""
+        if self.residual_on == "steps":
+            return self.prior.step_residual_limits
+        return super().residual_limits
+
+    def _targets(self, clipped: np.ndarray) -> np.ndarray:
+        if self.residual_on == "steps":  # the action moved the steps the prior planned these targets for
+            return self._prior_targets
+        return super()._targets(clipped)
+
+    def _prior_step(self, sensors: Sensors, clipped: np.ndarray) -> np.ndarray:
+        if self.residual_on == "steps":
+            self.prior.set_step_residual(clipped * self.prior.step_residual_limits)
+        return self.prior.step(sensors)
 
     def _observation_options(self) -> set[str]:
         return super()._observation_options() | ({"observe_odometry"} if self.observe_odometry else set())

@@ -123,6 +123,9 @@ class FeedbackResidualPolicy(Policy):
         if getattr(base, "prior", None) is None:
             raise ValueError(f"{self.name}: a hand-designed residual needs an environment with a prior "
                              f"(it was made for prior {self.spec.prior!r})")
+        if base.residual_on != "joints":
+            raise ValueError(f"{self.name}: a hand-designed residual moves joint targets; this environment's "
+                             f"residual moves {base.residual_on} (residual_on={base.residual_on!r})")
         names = list(base.robot.actuator_names)
         self._limits = np.asarray(base.residual_limits, dtype=float)
         self._offsets = self._vector(self.spec.offsets, names)

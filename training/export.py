@@ -257,7 +257,16 @@ def observation_layout(env: UprightEnv) -> list[dict[str, Any]]:
 
 def action_spec(env: UprightEnv) -> dict[str, Any]:
     """The action of ``env`` for the spec: size, clip, what a value commands, the joints in order
-    with their limits and (residual) the largest residual each."""
+    with their limits and (residual) the largest residual each; for a walk's step residual
+    (``residual_on="steps"``) the step-target offsets with their limits instead."""
+    if env.residual_on == "steps":
+        offsets = [{"index": k, "offset": name, "limit": float(limit)}
+                   for k, (name, limit) in enumerate(zip(env.residual_names, env.residual_limits))]
+        return {"size": len(offsets), "clip": [-1.0, 1.0], "clip_in_graph": True, "kind": "step residual",
+                "adds_to": "the prior's swing-foot landing target (walk frame: x m forward, y m left, yaw rad "
+                           "left), from the prior's next control cycle on; its joint targets go to the servos "
+                           "unchanged (the prior's set_step_residual)",
+                "offset": "action[k] * limit[k]", "offsets": offsets}
     lower, upper = env.sim.model.actuator_ctrlrange.T
     half = (upper - lower) / 2
     joints = []

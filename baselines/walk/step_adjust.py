@@ -55,6 +55,10 @@ from upright.envs.sensors import Sensors
 
 SIDES = ("left", "right")
 
+#: The step residual's entries (:meth:`StepAdjustWalk.set_step_residual`): offsets of the swing
+#: foot's landing target in the walk frame, x (m, forward), y (m, left) and yaw (rad, left).
+STEP_RESIDUAL = ("swing_x", "swing_y", "swing_yaw")
+
 #: The paper's configurations: (step adjustment, swing-foot leveling).
 CONFIGURATIONS: dict[str, tuple[bool, bool]] = {
     "Old": (False, False),
@@ -147,6 +151,9 @@ class StepAdjustParams(Params):
     com_velocity_lowpass: float
     #: Fraction of the weight (of the summed pressure) below which a foot counts as unloaded.
     unloaded_fraction: float
+    #: Largest offsets (m, m, rad) of the swing foot's landing target that a step residual of ±1
+    #: commands (:data:`STEP_RESIDUAL`): a learned policy's range, not part of the papers' walk.
+    step_residual_limits: tuple[float, float, float]
     leveling: LevelingParams
     #: Speed feedback from the robot's odometry (ours, :mod:`~upright.baselines.walk.odometry`).
     feedback: FeedbackParams = FeedbackParams()
@@ -187,6 +194,9 @@ class _Foot:
 class StepAdjustWalk:
     """The walk controller (see the module docstring); ``params`` may be changed before ``reset``."""
 
+    #: What :meth:`set_step_residual`'s entries move (m, m, rad).
+    step_residual_names = STEP_RESIDUAL
+
     def __init__(self, robot: RobotSpec, params: StepAdjustParams | None = None) -> None:
         self.robot = robot
         self.params = params if params is not None else StepAdjustParams.load(robot.name)
@@ -209,6 +219,7 @@ class StepAdjustWalk:
         self.leveling = SwingFootLeveling(self.params.leveling)
         self.feedback = SpeedFeedback(self.params.feedback)
         self._log: tuple[float, ...] = ()  # the last frame's diagnostics, see log
+        self._step_offset = (0.0, 0.0, 0.0)  # the step residual (m, m, rad), see set_step_residual
 
     def _standing_joints(self) -> np.ndarray:
         """Joint angles (robot joint order) of the standing keyframe of the robot's own model."""
@@ -225,9 +236,30 @@ class StepAdjustWalk:
             raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
         self.command = command
 
+    @property
+    def step_residual_limits(self) -> np.ndarray:
+        """The largest step residual per entry of :data:`STEP_RESIDUAL` (m, m, rad)."""
+        return np.asarray(self.params.step_residual_limits, dtype=float)
+
+    def set_step_residual(self, offsets: np.ndarray) -> None:
+        """Offsets (m, m, rad; :data:`STEP_RESIDUAL`) added to the swing foot's landing target from
+        the next control cycle on, until changed; ``reset`` sets them to zero. The swing foot moves
+        there along the walk's own step profile, so an offset given late in a step moves the foot
+        while it is near the ground. A lateral offset towards the support foot is dropped: the
+        walk's own closing steps already bring the feet as close as they may come. ValueError for
+        a wrong shape, a non-finite value or one beyond :attr:`step_residual_limits`."""
+        o = np.asarray(offsets, dtype=float)
+        limits = self.step_residual_limits
+        if o.shape != (3,) or not np.all(np.isfinite(o)):
+            raise ValueError(f"a step residual is three finite offsets {STEP_RESIDUAL} (m, m, rad), got {offsets!r}")
+        if np.any(np.abs(o) > limits * (1.0 + 1e-9)):
+            raise ValueError(f"step residual {o.tolist()} is beyond step_residual_limits {limits.tolist()} (m, m, rad)")
+        self._step_offset = (float(o[0]), float(o[1]), float(o[2]))
+
     def reset(self, sensors: Sensors, rng: np.random.Generator) -> None:
         """Start from the measured pose: first move into the walking posture, then walk."""
         p = self.params
+        self._step_offset = (0.0, 0.0, 0.0)
         self.leveling = SwingFootLeveling(p.leveling)
         self.feedback = SpeedFeedback(p.feedback)
         self._time = 0.0
@@ -326,7 +358,11 @@ class StepAdjustWalk:
         a, b = self._start[sw], self._start[su]
         s_x, s_y, s_t = self._step_size
         ps, lin = parabolic_step(f), (1.0 if 1.0 < f else f)  # min(f, 1.0)
-        swing = _Foot(a.x + (s_x / 2 - a.x) * ps, a.y + (s_y / 2 - a.y) * ps, a.yaw + (s_t / 2 - a.yaw) * ps)
+        o_x, o_y, o_t = self._step_offset
+        if o_y != 0.0 and (o_y < 0.0) == (sw == "left"):  # towards the support foot: dropped
+            o_y = 0.0
+        w_x, w_y, w_t = s_x / 2 + o_x, s_y / 2 + o_y, s_t / 2 + o_t  # the swing foot's landing target
+        swing = _Foot(a.x + (w_x - a.x) * ps, a.y + (w_y - a.y) * ps, a.yaw + (w_t - a.yaw) * ps)
         support = _Foot(b.x + (-s_x / 2 - b.x) * lin, b.y + (-s_y / 2 - b.y) * lin, b.yaw + (-s_t / 2 - b.yaw) * lin)
         p = self.params
         overtime = self._phase - self._period - p.stretch_after
