@@ -16,7 +16,8 @@ from typing import TypeVar
 from upright.envs.robots import ROBOTS, RobotSpec
 
 #: An environment option that adds a block → how the tables name it (``code`` marks a code span).
-OPTIONS = {"observe_odometry": "{code}observe_odometry{code}", "prior": "a prior"}
+OPTIONS = {"observe_odometry": "{code}observe_odometry{code}", "observe_gait": "{code}observe_gait{code}",
+           "prior": "a prior"}
 
 #: The tables' header row.
 HEADER = ("block", "size", "meaning (units, frame)")
@@ -58,6 +59,8 @@ OBSERVATION: tuple[ObservationBlock, ...] = (
     ObservationBlock("odometry", "6", "the prior's velocity over its last step cycle (zeros before one), then its "
                      "speed correction: vx, vy (m/s), yaw rate (rad/s), heading frame",
                      task="walk", option="observe_odometry"),
+    ObservationBlock("gait", "2", "the prior's support foot (+1 left, −1 right, 0 on both feet) and the fraction of "
+                     "its current step that has passed", task="walk", option="observe_gait"),
     ObservationBlock("prior_target", "nu", "the prior's joint targets this cycle (rad), actuator order",
                      option="prior"),
 )

@@ -74,6 +74,12 @@ class WalkEnv(UprightEnv):
 
     {observation table}
 
+    ``observe_gait=True`` (with a walk prior: ``lipm``, ``step_adjust``) appends the prior's gait
+    clock, which a robot's walk has too: its support foot (+1 left, −1 right, 0 on both feet, before
+    walking) and the fraction of the current step that has passed (0 at the support switch; above
+    1 on a ``step_adjust`` step that overruns). A residual that moves the step targets needs to know
+    which foot swings and how far the step is.
+
     ``observe_odometry=True`` (with a walk prior that has speed feedback: ``lipm``, ``step_adjust``)
     appends the prior's own odometry, robot-side estimates from its sensors: the velocity (vx m/s,
     vy m/s, yaw rate rad/s, heading frame) it measured over its last full step cycle (zeros before
@@ -141,6 +147,7 @@ class WalkEnv(UprightEnv):
     | tracking_widths     | (σ_xy m/s, σ_yaw rad/s)        | 0.25, 0.5  | widths of the tracking rewards            |
     | tracking_window     | float                          | 0.0        | s of velocity the tracking rewards average |
     | observe_odometry    | bool                           | False      | observe the prior's odometry (see above)  |
+    | observe_gait        | bool                           | False      | observe the prior's gait clock (above)    |
     | render_mode         | str or None                    | None       | "rgb_array" or "human"                    |
     | prior_params        | dict, YAML path or None        | None       | the prior's parameter overrides (dotted)  |
 
@@ -172,6 +179,7 @@ class WalkEnv(UprightEnv):
         tracking_window: float = 0.0,
         observe_odometry: bool = False,
         residual_on: str = "joints",
+        observe_gait: bool = False,
     ) -> None:
         if residual_on not in RESIDUAL_ON:
             raise ValueError(f"unknown residual_on {residual_on!r}; valid: {', '.join(RESIDUAL_ON)}")
@@ -196,10 +204,13 @@ class WalkEnv(UprightEnv):
         self.command_ranges = ranges
         self.command = np.zeros(3) if command is None else command
         self.observe_odometry = bool(observe_odometry)
+        self.observe_gait = bool(observe_gait)
         super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
         if self.observe_odometry and not hasattr(self.prior, "feedback"):
             raise ValueError(f"observe_odometry needs a walk prior with speed feedback (lipm, step_adjust), "
                              f"got prior {prior!r}")
+        if self.observe_gait and not hasattr(self.prior, "gait"):
+            raise ValueError(f"observe_gait needs a walk prior with a gait clock (lipm, step_adjust), got prior {prior!r}")
         self.residual_on = residual_on
         if residual_on == "steps":
             if not hasattr(self.prior, "set_step_residual"):
@@ -240,15 +251,24 @@ class WalkEnv(UprightEnv):
         return self.prior.step(sensors)
 
     def _observation_options(self) -> set[str]:
-        return super()._observation_options() | ({"observe_odometry"} if self.observe_odometry else set())
+        options = super()._observation_options()
+        if self.observe_odometry:
+            options.add("observe_odometry")
+        if self.observe_gait:
+            options.add("observe_gait")
+        return options
 
     def _extra_observation(self) -> np.ndarray:
-        if not self.observe_odometry:
+        if not (self.observe_odometry or self.observe_gait):
             return self.command
-        feedback = getattr(self.prior, "feedback", None)
-        measured = (0.0, 0.0, 0.0) if feedback is None or feedback.measured is None else feedback.measured
-        correction = (0.0, 0.0, 0.0) if feedback is None else feedback.correction
-        return np.array([*self.command, *measured, *correction])
+        values = [*self.command]
+        if self.observe_odometry:
+            feedback = getattr(self.prior, "feedback", None)
+            values += (0.0, 0.0, 0.0) if feedback is None or feedback.measured is None else feedback.measured
+            values += (0.0, 0.0, 0.0) if feedback is None else feedback.correction
+        if self.observe_gait:
+            values += self.prior.gait
+        return np.array(values)
 
     def set_command(self, command: np.ndarray) -> None:
         """Changes the command mid-episode (vx m/s, vy m/s, yaw rate rad/s; a steering layer such as

@@ -234,7 +234,8 @@ def test_eval_runs_an_export_in_the_environment_of_its_spec(relu_export, tmp_pat
 
 @pytest.mark.parametrize("env_id, kwargs", [
     ("upright/NaoGetUp-v0", {"prior": "keyframe", "start": "prone"}),
-    ("upright/NaoWalk-v0", {"prior": "step_adjust", "command": (0.1, 0.0, 0.0), "observe_odometry": True}),
+    ("upright/NaoWalk-v0", {"prior": "step_adjust", "command": (0.1, 0.0, 0.0), "observe_odometry": True,
+                            "observe_gait": True}),
 ])
 def test_observation_from_sensors_is_the_environments_observation(env_id, kwargs):
     """The robot-side function gives the environment's observation to the bit, and the layout of
@@ -260,6 +261,8 @@ def test_observation_from_sensors_is_the_environments_observation(env_id, kwargs
         names, slices = [row["name"] for row in layout], base.observation_slices()
         assert names[slices["command"]] == ["command.vx", "command.vy", "command.yaw_rate"]
         assert all(name.startswith("odometry.") for name in names[slices["odometry"]])
+        assert names[slices["gait"]] == ["gait.support", "gait.phase"]
+        np.testing.assert_array_equal(observation[slices["gait"]], np.array(base.prior.gait, dtype=np.float32))
         np.testing.assert_array_equal(observation[slices["command"]], base.command.astype(np.float32))
 
 

@@ -22,6 +22,7 @@ CASES = [
     ("upright/WolfgangGetUp-v0", {}), ("upright/WolfgangGetUp-v0", {"prior": "spline"}),
     ("upright/NaoWalk-v0", {}), ("upright/NaoWalk-v0", {"prior": "step_adjust", "observe_odometry": True}),
     ("upright/WolfgangWalk-v0", {}), ("upright/WolfgangWalk-v0", {"prior": "lipm", "command": (0.1, 0.0, 0.2)}),
+    ("upright/NaoWalk-v0", {"prior": "lipm", "observe_odometry": True, "observe_gait": True}),
 ]
 
 
@@ -42,6 +43,9 @@ def test_observations_are_the_tables_blocks():
         if env.task == "walk":
             np.testing.assert_array_equal(blocks["command"], env.command.astype(np.float32))
         assert ("odometry" in slices) == bool(kwargs.get("observe_odometry"))
+        assert ("gait" in slices) == bool(kwargs.get("observe_gait"))
+        if "gait" in slices:  # the prior's clock before it walks
+            np.testing.assert_array_equal(blocks["gait"], np.array(env.prior.gait, dtype=np.float32))
         if env.prior is not None:
             np.testing.assert_array_equal(blocks["prior_target"], info["prior_targets"].astype(np.float32))
         seen |= set(slices)

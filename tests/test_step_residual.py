@@ -1,6 +1,7 @@
 """A walk residual on the prior's step targets (``residual_on="steps"``): the zero action is the
 prior to the bit, a lateral offset moves the robot sideways, bad uses are refused by name, and a
-real (tiny) PPO run trains, exports and evaluates in that action space.
+real (tiny) PPO run trains, exports and evaluates in that action space; the prior's gait clock in
+the observation (``observe_gait``) follows the support switches.
 
 Real MuJoCo physics with the ``step_adjust`` prior on NaoWalk.
 """
@@ -113,3 +114,29 @@ def test_a_step_residual_trains_exports_and_evaluates(tmp_path):
         ("swing_x", 0.03), ("swing_y", 0.03), ("swing_yaw", 0.15)]
     assert spec["environment"]["kwargs"]["residual_on"] == "steps"
     assert main(["eval", "--env", ENV, "--policy", f"onnx:{out}", "--episodes", "1", "--out", str(tmp_path / "eval")]) == 0
+
+
+@pytest.mark.parametrize("prior", ["step_adjust", "lipm"])
+def test_the_gait_clock_counts_each_step_and_names_its_support_foot(prior):
+    """``observe_gait``: the support foot alternates between +1 and −1 once walking, each step's
+    phase rises from about 0 and starts again at the switch; before walking both read 0."""
+    env = gym.make(ENV, prior=prior, observe_gait=True, command=(0.1, 0.0, 0.0))
+    gait = env.unwrapped.observation_slices()["gait"]
+    observation, _ = env.reset(seed=5)
+    assert observation[gait].tolist() == [0.0, 0.0]
+    clock = []
+    for _ in range(round(4.0 / env.unwrapped.robot.control_period)):
+        observation, *_ = env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+        clock.append(observation[gait].copy())
+    clock = np.array(clock)
+    walking = clock[clock[:, 0] != 0]
+    supports = walking[:, 0]
+    switches = np.flatnonzero(np.diff(supports) != 0) + 1
+    assert set(supports.tolist()) == {1.0, -1.0}
+    assert len(switches) >= 6  # steps of 0.25-0.3 s over the 3 s or so of walking
+    # a step's phase ends above 0.6 and the next one starts below 0.2, rising in between
+    assert np.all(walking[switches - 1, 1] > 0.6) and np.all(walking[switches, 1] < 0.2)
+    rises = np.diff(walking[:, 1])
+    assert np.all(np.delete(rises, switches - 1) > 0.0) and np.all(walking[:, 1] >= 0.0)
+    with pytest.raises(ValueError, match="observe_gait needs a walk prior with a gait clock"):
+        gym.make(ENV, observe_gait=True)

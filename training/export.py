@@ -244,6 +244,10 @@ def observation_layout(env: UprightEnv) -> list[dict[str, Any]]:
                                     ("correction", "speed correction the prior adds to the command")):
                 for k, (component, unit) in enumerate(velocity):
                     add(f"odometry.{block}.{component}", quantity, unit, heading, f"prior.feedback.{block}[{k}]")
+        if "gait" in slices:
+            add("gait.support", "the prior's support foot: +1 left, -1 right, 0 on both feet", "1", "robot",
+                "prior.gait[0]")
+            add("gait.phase", "fraction of the prior's current step that has passed", "1", "step", "prior.gait[1]")
     if "prior_target" in slices:
         for k, actuator in enumerate(robot.actuator_names):
             add(f"prior_target.{actuator}", "the prior's joint target this cycle", "rad", f"joint {actuator}",

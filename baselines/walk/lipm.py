@@ -163,11 +163,25 @@ class LipmWalk:
         self._diagnostics: tuple | None = None
         self._player: PendulumPlayer | None = None
         self._observer: ComObserver | None = None
+        #: The speed feedback and its odometry (new each ``reset``; here already so that an
+        #: environment can check for it, ``observe_odometry``).
+        self.feedback = SpeedFeedback(self.params.feedback)
 
     @property
     def diagnostics(self) -> Diagnostics:
         """The observer's view of the last cycle (built when asked for)."""
         return Diagnostics(*self._diagnostics) if self._diagnostics is not None else Diagnostics()
+
+    @property
+    def gait(self) -> tuple[float, float]:
+        """(support, phase): the support foot of the pendulum's current phase (+1 left, −1 right, 0
+        on both feet: the posture, settling and start phases) and the fraction of that phase's
+        duration that has passed (0 before walking)."""
+        player = self._player
+        if self.status != "working" or not self._walking or player is None or player.phase is None:
+            return 0.0, 0.0
+        phase = player.phase
+        return float(phase.support), (player.t - phase.tb) / (phase.te - phase.tb)
 
     def set_command(self, command: np.ndarray) -> None:
         """Velocity command (vx m/s, vy m/s, yaw rate rad/s); applied from the next phase on, within

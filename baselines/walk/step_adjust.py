@@ -237,6 +237,15 @@ class StepAdjustWalk:
         self.command = command
 
     @property
+    def gait(self) -> tuple[float, float]:
+        """(support, phase): the support foot (+1 left, −1 right, 0 while still moving into the
+        walking posture) and the fraction of the current step's planned duration that has passed
+        (0 at the support switch; above 1 on a step that overruns)."""
+        if self.status != "working" or not self._started:
+            return 0.0, 0.0
+        return (1.0 if self._support == "left" else -1.0), self._phase / self._period
+
+    @property
     def step_residual_limits(self) -> np.ndarray:
         """The largest step residual per entry of :data:`STEP_RESIDUAL` (m, m, rad)."""
         return np.asarray(self.params.step_residual_limits, dtype=float)
