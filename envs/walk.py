@@ -62,7 +62,7 @@ class WalkEnv(UprightEnv):
     With ``residual_on="steps"`` (a prior that exposes its step targets: ``step_adjust``) the action
     is ``Box(-1, 1, (3,), float32)`` instead, offsets of the swing foot's landing target in the
     walk frame (``env.residual_names``: x forward, y left, yaw left), each ±1 = the prior's
-    ``step_residual_limits`` (``env.residual_limits``; NAO 3 cm, 3 cm, 0.15 rad). The prior plans
+    ``step_residual_limits`` (``env.residual_limits``, from its parameter file). The prior plans
     its steps with them from the next control cycle on and its joint targets go to the servos
     unchanged, so a zero action again reproduces the prior exactly. A lateral offset towards the
     support foot is dropped (the feet would collide). Three numbers per cycle instead of one per
@@ -263,9 +263,9 @@ class WalkEnv(UprightEnv):
             return self.command
         values = [*self.command]
         if self.observe_odometry:
-            feedback = getattr(self.prior, "feedback", None)
-            values += (0.0, 0.0, 0.0) if feedback is None or feedback.measured is None else feedback.measured
-            values += (0.0, 0.0, 0.0) if feedback is None else feedback.correction
+            feedback = self.prior.feedback  # present: checked at construction
+            values += (0.0, 0.0, 0.0) if feedback.measured is None else feedback.measured
+            values += feedback.correction
         if self.observe_gait:
             values += self.prior.gait
         return np.array(values)
