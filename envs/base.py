@@ -27,6 +27,7 @@ from upright.envs.conditions import Conditions
 from upright.envs.render import Camera, RenderingUnavailable
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.metrics import Posture, StandingReference
+from upright.envs.numeric import all_finite
 from upright.envs.observation import (ObservationBlock, block_slices, observation_blocks, observation_size,
                                       with_observation_table)
 from upright.envs.sensors import Sensors, observation_from_sensors
@@ -205,7 +206,7 @@ class UprightEnv(gym.Env):
         a = np.asarray(action, dtype=float)
         if a.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got {a.shape}")
-        if not np.isfinite(a).all():
+        if not all_finite(a):
             raise ValueError(f"action contains non-finite values: {a}")
         return np.minimum(np.maximum(a, -1.0), 1.0)  # np.clip's result for finite values
 

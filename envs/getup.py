@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -239,8 +240,8 @@ class GetUpEnv(UprightEnv):
         return {
             "head_progress": progress,
             "head_height": w.head_height * min(head / h_stand, 1.0),
-            "upright": float(w.upright * (1.0 + np.cos(p.tilt)) / 2.0),
-            "still": w.still * float(np.exp(-p.angular_speed**2)) if up else 0.0,
+            "upright": w.upright * (1.0 + math.cos(p.tilt)) / 2.0,
+            "still": w.still * math.exp(-p.angular_speed**2) if up else 0.0,
             "torque": -w.torque * torque,
             "action_rate": -w.action_rate * mean((clipped - self._last_action) ** 2),
             "joint_limits": -w.joint_limits * near_limit,

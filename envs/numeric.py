@@ -24,6 +24,25 @@ def mean(v: np.ndarray) -> float:
     return float(np.add.reduce(v)) / v.size
 
 
+def total(v: np.ndarray) -> float:
+    """Sum of the float64 array ``v``: exactly ``float(v.sum())``, without the method's Python-level
+    wrapper."""
+    return float(np.add.reduce(v, axis=None))
+
+
+def all_finite(v: np.ndarray) -> bool:
+    """Whether every entry of the float64 vector ``v`` is finite: a finite ``v · v`` (the cheapest
+    reduction) proves it; only a non-finite one (a NaN or infinite entry, or entries beyond about
+    1e154 whose squares overflow) needs the entry-wise test."""
+    return math.isfinite(v.dot(v)) or bool(np.isfinite(v).all())
+
+
+def within(v: np.ndarray, bound: float) -> bool:
+    """Whether every entry of the float64 vector ``v`` lies in [-bound, bound] (False for a NaN):
+    ``v · v <= bound²`` proves it; only otherwise are the extremes compared."""
+    return bool(v.dot(v) <= bound * bound) or bool(-bound <= np.minimum.reduce(v) and np.maximum.reduce(v) <= bound)
+
+
 def consecutive(indices: Sequence[int] | np.ndarray) -> slice | np.ndarray:
     """``indices`` as a slice when they are consecutive and increasing (indexing with a slice is
     cheaper), else as an integer array; either selects the same elements."""

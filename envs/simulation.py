@@ -10,13 +10,14 @@ never for controllers. A physics blow-up sets :attr:`Simulation.unstable` instea
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Collection, Iterator
 
 import mujoco
 import numpy as np
 
 from upright.envs.conditions import Conditions, SampledConditions, get_conditions
-from upright.envs.numeric import consecutive, gather, norm
+from upright.envs.numeric import all_finite, consecutive, gather, norm, within
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensors import Sensors, fused_angles, fused_tilt
 from upright.envs.servo import Servos
@@ -75,6 +76,7 @@ class Simulation:
         self._torso_xmat, self._torso_com = d.xmat[self._torso], d.subtree_com[self._torso]
         self._head_top_xpos = d.site_xpos[self._head_top]
         self._velocity = np.zeros(6)  # mj_objectVelocity's output: angular, then linear
+        self._wrench = np.zeros(6)  # mj_contactForce's output: force, then torque (contact frame)
         self._robot_bodies = np.array([b for b in range(m.nbody) if m.body_rootid[b] == self._torso])
         self._is_ground = m.geom_bodyid == 0
         # Per geom (lists, for the per-contact loop): whether it is the ground's, its body's name.
@@ -204,7 +206,7 @@ class Simulation:
         targets = np.asarray(joint_targets, dtype=float)
         if targets.shape != (m.nu,):
             raise ValueError(f"joint_targets must have shape ({m.nu},) for {self.robot.name}, got {targets.shape}")
-        if not np.isfinite(targets).all():
+        if not all_finite(targets):
             raise ValueError(f"joint_targets contain non-finite values: {targets}")
         targets = np.minimum(np.maximum(targets, self._ctrl_low), self._ctrl_high)
         self._last_command = targets
@@ -306,12 +308,7 @@ class Simulation:
 
     def _check_stability(self) -> None:
         warnings = int(self._warning_counts[BADQACC])
-        # A NaN speed fails the comparison too.
-        if (
-            warnings != self._warnings
-            or not np.isfinite(self._qpos).all()
-            or not np.abs(self._qvel).max() <= MAX_SANE_VELOCITY
-        ):
+        if warnings != self._warnings or not all_finite(self._qpos) or not within(self._qvel, MAX_SANE_VELOCITY):
             self.unstable = True
         self._warnings = warnings
 
@@ -397,8 +394,8 @@ class Simulation:
 
     def torso_tilt(self) -> float:
         """Angle (rad) between the torso's z axis and the world's z axis."""
-        cos_tilt = float(self._torso_xmat[8])  # R[2, 2], clipped as np.clip (NaN stays NaN)
-        return float(np.arccos(-1.0 if cos_tilt < -1.0 else 1.0 if cos_tilt > 1.0 else cos_tilt))
+        cos_tilt = float(self._torso_xmat[8])  # R[2, 2], clipped to [-1, 1] (NaN stays NaN)
+        return math.acos(-1.0 if cos_tilt < -1.0 else 1.0 if cos_tilt > 1.0 else cos_tilt)
 
     def actuated_joint_pos(self) -> np.ndarray:
         """Angles (rad) of the actuated joints, actuator order, noise-free."""
@@ -425,20 +422,25 @@ class Simulation:
         if ncon == 0:
             return forces
         contact = d.contact
-        to_world = contact.frame[:ncon].reshape(ncon, 3, 3).transpose(0, 2, 1)  # contact frame → world
-        wrench = np.zeros(6)
+        frames = None
+        wrench = self._wrench
         force = wrench[:3]  # in the contact frame, whose normal points from geom1 to geom2
+        ground, body_name = self._ground_geom, self._geom_body_name
         for i, (geom1, geom2) in enumerate(contact.geom[:ncon].tolist()):
-            if self._ground_geom[geom1]:
-                name, on_geom2 = self._geom_body_name[geom2], True  # the force on geom2 is +f
-            elif self._ground_geom[geom2]:
-                name, on_geom2 = self._geom_body_name[geom1], False
+            if ground[geom1]:
+                name, on_geom2 = body_name[geom2], True  # the force on geom2 is +f
+            elif ground[geom2]:
+                name, on_geom2 = body_name[geom1], False
             else:
                 continue
             if name in exclude:
                 continue
+            if frames is None:
+                # The contact frames' rows are their axes in world coordinates (normal first), so
+                # f · frame is the force in the world frame.
+                frames = contact.frame[:ncon].reshape(ncon, 3, 3)
             mujoco.mj_contactForce(m, d, i, wrench)
-            f_world = to_world[i] @ force
+            f_world = force @ frames[i]
             forces[name] = forces.get(name, 0.0) + (f_world if on_geom2 else -f_world)
         return forces
 

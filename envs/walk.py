@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.metrics import Posture, WalkTracker, is_fallen
-from upright.envs.numeric import norm
+from upright.envs.numeric import norm, total
 from upright.envs.observation import document_observation
 from upright.envs.rewards import WalkRewardScales
 from upright.envs.sensors import Sensors
@@ -43,7 +44,7 @@ def _command_vector(command: Any) -> np.ndarray:
 def _yaw(quat: np.ndarray) -> float:
     """Yaw (rad) of the body-to-world quaternion ``(w, x, y, z)``."""
     w, x, y, z = quat.tolist()
-    return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
 @document_observation
@@ -286,7 +287,7 @@ class WalkEnv(UprightEnv):
         ``quat`` (w, x, y, z)."""
         vx, vy, _, _, _, wz = self.sim.torso_velocity().tolist()
         yaw = _yaw(quat)
-        c, s = float(np.cos(yaw)), float(np.sin(yaw))
+        c, s = math.cos(yaw), math.sin(yaw)
         return np.array([c * vx + s * vy, -s * vx + c * vy, wz])
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -328,7 +329,7 @@ class WalkEnv(UprightEnv):
         w = self.reward_scales
         m, d = self.sim.model, self.sim.data
         slip = 0.0
-        loads = (sensors.foot_pressure[:4].sum(), sensors.foot_pressure[4:].sum())
+        loads = (total(sensors.foot_pressure[:4]), total(sensors.foot_pressure[4:]))
         v = self._sole_velocity
         for site, load in zip(self._sole_sites, loads):
             if load > 0.1 * self.sim.weight:
@@ -339,10 +340,10 @@ class WalkEnv(UprightEnv):
         xy_error = dx * dx + dy * dy  # np.sum(Δ ** 2) of the two: NumPy squares an array by multiplying
         yaw_error = (wz - cz) ** 2
         return {
-            "tracking_xy": w.tracking_xy * float(np.exp(-xy_error / self.tracking_widths[0] ** 2)),
-            "tracking_yaw": w.tracking_yaw * float(np.exp(-yaw_error / self.tracking_widths[1] ** 2)),
-            "upright": w.upright * float(1.0 + np.cos(posture.tilt)) / 2.0,
-            "energy": -w.energy * float(np.sum(np.abs(self.sim.actuator_power()))),
+            "tracking_xy": w.tracking_xy * math.exp(-xy_error / self.tracking_widths[0] ** 2),
+            "tracking_yaw": w.tracking_yaw * math.exp(-yaw_error / self.tracking_widths[1] ** 2),
+            "upright": w.upright * (1.0 + math.cos(posture.tilt)) / 2.0,
+            "energy": -w.energy * total(np.abs(self.sim.actuator_power())),
             "foot_slip": -w.foot_slip * slip,
             "fall": -w.fall if fallen else 0.0,
         }

@@ -1,11 +1,13 @@
-"""The hot-path helpers of ``envs/numeric.py`` and the memoised fused angles give NumPy's results
-exactly (not just closely): the environments must not change by using them."""
+"""The hot-path helpers of ``envs/numeric.py`` give NumPy's results exactly (not just closely), and
+the fused angles (plain :mod:`math` on floats) agree with an independent rotation-matrix
+computation: the environments must not change by using them."""
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
-from upright.envs.numeric import consecutive, gather, mean, norm
+from upright.envs.numeric import all_finite, consecutive, gather, mean, norm, total, within
 from upright.envs.sensors import fused_angles, fused_tilt
 
 
@@ -16,10 +18,22 @@ def _vectors():
             yield rng.normal(0.0, scale, size)
 
 
-def test_norm_and_mean_are_numpys_bit_for_bit():
+def test_norm_mean_and_total_are_numpys_bit_for_bit():
     for v in _vectors():
         assert norm(v) == float(np.linalg.norm(v))
         assert mean(v) == float(np.mean(v))
+        assert total(v) == float(v.sum())
+
+
+def test_all_finite_and_within_decide_as_the_entrywise_tests():
+    bound = 200.0
+    cases = [*_vectors(), np.array([np.nan, 1.0]), np.array([1.0, np.inf]), np.array([-np.inf]),
+             np.array([1e200, -1e200]), np.array([bound, -bound]), np.array([150.0, 150.0, 150.0]),
+             np.array([np.nextafter(bound, np.inf), 0.0]), np.array([-1e3, 1.0]), np.zeros(0)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for v in cases:
+            assert all_finite(v) is bool(np.isfinite(v).all()), v
+            assert within(v, bound) is bool(np.all(np.abs(v) <= bound)), v
 
 
 def test_consecutive_indices_become_a_slice_that_gathers_a_copy():
@@ -38,5 +52,18 @@ def test_fused_tilt_is_fused_angles_without_the_yaw_and_results_are_fresh():
         angles = fused_angles(quat)
         pitch, roll, hemisphere = fused_tilt(quat)
         assert (pitch, roll, hemisphere) == (angles[0], angles[1], angles[3])
-        angles[:] = 0.0  # the remembered angles are not shared with the caller
+        angles[:] = 0.0  # each call returns a new array
         assert fused_angles(quat)[0] == pitch
+
+
+def test_fused_angles_match_the_rotation_matrix_definition():
+    """pitch = asin(-R[2,0]), roll = asin(R[2,1]), yaw = 2 atan2(z, w) wrapped, hemisphere = sign R[2,2],
+    with R from SciPy (which takes (x, y, z, w)); unnormalised quaternions are normalised."""
+    rng = np.random.default_rng(2)
+    for quat in rng.normal(size=(500, 4)) * rng.uniform(0.1, 10.0, (500, 1)):
+        w, x, y, z = quat / np.linalg.norm(quat)
+        r = Rotation.from_quat([x, y, z, w]).as_matrix()
+        yaw = 2.0 * np.arctan2(z, w)
+        expected = [np.arcsin(-r[2, 0]), np.arcsin(r[2, 1]), np.arctan2(np.sin(yaw), np.cos(yaw)),
+                    1.0 if r[2, 2] >= 0 else -1.0]
+        np.testing.assert_allclose(fused_angles(quat), expected, rtol=0, atol=1e-9)
