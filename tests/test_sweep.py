@@ -4,6 +4,7 @@ cluster with one killed mid-trial."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -163,3 +164,25 @@ def test_two_workers_on_postgresql_one_killed_mid_trial(postgres_url, tmp_path):
     assert retry.state == TrialState.COMPLETE and retry.params == trials[killed].params
     assert retry.user_attrs["run_dir"] != trials[killed].user_attrs["run_dir"]
     assert {t.user_attrs["worker"].rsplit(":", 1)[1] for t in trials} >= {str(first.pid), str(second.pid)}
+
+
+def test_sweep_workers_measures_the_same_trials_per_worker_count(postgres_url, tmp_path, capsys):
+    """``upright experiment sweep-workers``: a file storage is refused before anything starts; on
+    PostgreSQL each worker count trains the same enqueued parameter sets to completion and the
+    page reports a positive rate for each."""
+    assert main(["experiment", "sweep-workers", "--set", f"storage=sqlite:///{tmp_path}/x.db",
+                 "--out", str(tmp_path / "refused")]) == 2
+    assert "server URL" in capsys.readouterr().err
+    out = tmp_path / "measure"
+    assert main(["experiment", "sweep-workers", "--set", f"storage={postgres_url}", f"space={TINY}", "trials=2",
+                 "worker_counts=1,2", "--out", str(out)]) == 0
+    data = json.loads((out / "results.json").read_text())
+    rows = data["data"]["rows"]
+    assert [r["workers"] for r in rows] == [1, 2]
+    for row in rows:
+        assert row["trials"] >= 2 and row["per_hour"] > 0 and row["numbers_unique"]
+    studies = [s for s in optuna.get_all_study_summaries(postgres_url) if s.study_name.startswith("sweep-workers-")]
+    params = [sorted((t.number, t.params["residual_scale"]) for t in
+                     optuna.load_study(study_name=s.study_name, storage=postgres_url).get_trials()
+                     if t.state == TrialState.COMPLETE)[:2] for s in studies]
+    assert len(params) == 2 and [v for _, v in params[0]] == [v for _, v in params[1]]

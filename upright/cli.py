@@ -216,7 +216,9 @@ def _setting_text(value: Any) -> str:
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
-    # Registers the optimize-* protocols, which sit above eval's registry (optuna: only this command).
+    # Registers the optimize-* and sweep-* protocols, which sit above eval's registry (optuna: only
+    # this command).
+    from upright.training import sweep_workers  # noqa: F401
     from upright.tuning import protocols  # noqa: F401
 
     if args.list:
