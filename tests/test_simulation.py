@@ -3,6 +3,8 @@ disturbances' statistics are in ``test_disturbances.py``)."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -92,6 +94,18 @@ def test_sensors_standing_upright(robot):
     weight = sim.total_mass * 9.81
     assert s.foot_pressure.sum() == pytest.approx(weight, rel=0.1)
     assert s.foot_pressure[:4].sum() > 0.2 * weight and s.foot_pressure[4:].sum() > 0.2 * weight
+
+
+def test_sensors_deep_copy_is_equal_and_shares_no_array():
+    """SB3's DummyVecEnv deep-copies each step's info, sensors included."""
+    sim = Simulation("nao")
+    s = sim.reset(seed=0)
+    c = copy.deepcopy(s)
+    assert c == s and type(c) is type(s)
+    for name in s.__dataclass_fields__:
+        value = getattr(s, name)
+        if isinstance(value, np.ndarray):
+            assert not np.shares_memory(getattr(c, name), value), name
 
 
 def test_sensors_lying_prone_and_supine(robot):
