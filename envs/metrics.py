@@ -30,6 +30,7 @@ walked before the first fall. ``docs/environments.md`` lists every metric.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -42,6 +43,8 @@ STILL_GYRO = 0.15  # rad/s, norm of the IMU angular velocity
 HOLD_SECONDS = 1.0  # s
 FALLEN_TILT = np.deg2rad(60.0)  # rad, torso z axis against the vertical
 FALLEN_HEAD_FRACTION = 0.5  # of the standing head height
+#: Rows a walk tracker's velocity buffer starts with (it doubles when full).
+_INITIAL_ROWS = 256
 TRACKING_WINDOW_SECONDS = 1.0  # s, window the walk velocities are averaged over before comparing
 
 
@@ -180,14 +183,39 @@ class WalkTracker:
 
     command: np.ndarray  # (vx m/s, vy m/s, yaw rate rad/s)
     window: int  # control steps in the averaging window
-    velocities: list[np.ndarray] = field(default_factory=list)
     distance: float = 0.0
     distance_before_fall: float | None = None
     falls: int = 0
+    #: The recorded velocities in the first :attr:`_count` rows of a buffer that doubles when full,
+    #: so that a step appends in place and the mean of the last steps is one reduction of a slice.
+    _rows: np.ndarray = field(default_factory=lambda: np.empty((_INITIAL_ROWS, 3)), repr=False,
+                             compare=False)
+    _count: int = field(default=0, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.window < 1:
             raise ValueError(f"window must be at least one step, got {self.window!r}")
+
+    @property
+    def velocities(self) -> np.ndarray:
+        """The heading-frame velocities (vx m/s, vy m/s, yaw rate rad/s) recorded so far, ``(n, 3)``,
+        one row per step (a view: later updates do not change it)."""
+        return self._rows[: self._count]
+
+    @velocities.setter
+    def velocities(self, rows: Sequence[np.ndarray] | np.ndarray) -> None:
+        rows = np.asarray(rows, dtype=float).reshape(-1, 3)
+        self._rows = np.concatenate([rows, np.empty((_INITIAL_ROWS, 3))])
+        self._count = len(rows)
+
+    def recent_mean(self, steps: int) -> np.ndarray:
+        """Mean velocity (vx m/s, vy m/s, yaw rate rad/s) of the last ``steps`` steps (all of them
+        while fewer have passed); zeros before the first step."""
+        count = self._count
+        if count == 0:
+            return np.zeros(3)
+        recent = self._rows[max(0, count - steps):count]
+        return np.add.reduce(recent, axis=0) / len(recent)
 
     @classmethod
     def for_period(cls, command: np.ndarray, control_period: float) -> WalkTracker:
@@ -197,7 +225,10 @@ class WalkTracker:
     def update(self, velocity: np.ndarray, step_distance: float, fallen: bool) -> None:
         """``velocity``: (vx m/s, vy m/s, yaw rate rad/s) in the heading frame; ``step_distance``:
         horizontal distance (m) the torso moved this step."""
-        self.velocities.append(np.asarray(velocity, dtype=float))
+        if self._count == len(self._rows):
+            self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
+        self._rows[self._count] = velocity
+        self._count += 1
         self.distance += step_distance
         if fallen and self.distance_before_fall is None:
             self.falls += 1
@@ -205,7 +236,7 @@ class WalkTracker:
 
     def windowed_velocities(self) -> np.ndarray:
         """``(n, 3)`` sliding-window means v̄_t, one row per step from the first full window on."""
-        v = np.array(self.velocities) if self.velocities else np.zeros((1, 3))
+        v = self.velocities if self._count else np.zeros((1, 3))
         window = min(self.window, len(v))
         return sliding_window_view(v, window, axis=0).mean(axis=-1)
 
@@ -216,7 +247,7 @@ class WalkTracker:
 
     def episode_metrics(self, episode_seconds: float, sim_unstable: bool) -> dict[str, object]:
         """The per-episode summary (JSON-serialisable)."""
-        v = np.array(self.velocities) if self.velocities else np.zeros((1, 3))
+        v = self.velocities if self._count else np.zeros((1, 3))
         error = self.windowed_velocities() - self.command
         return {
             "mean_velocity": v.mean(axis=0).tolist(),

@@ -315,8 +315,7 @@ class WalkEnv(UprightEnv):
         fallen = bool(is_fallen(posture, self.standing))
         self._tracker.update(velocity, norm(xy[:2] - self._xy), fallen)
         self._xy = xy[:2]
-        recent = self._tracker.velocities[-self._reward_steps:]
-        tracked = velocity if self._reward_steps == 1 else np.mean(recent, axis=0)
+        tracked = velocity if self._reward_steps == 1 else self._tracker.recent_mean(self._reward_steps)
         terms = self._reward_terms(tracked, sensors, posture, fallen)
         return self._finish_step(sensors, posture, terms, fallen, self._tracker, fallen=fallen,
                                  command=self.command.copy(), velocity=velocity)

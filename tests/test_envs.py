@@ -491,6 +491,26 @@ def test_walk_tracking_errors_on_window_means():
         WalkTracker(np.zeros(3), window=0)
 
 
+def test_walk_tracker_records_every_step_and_means_the_last_ones():
+    """The velocity record grows past its first buffer without losing a row; ``recent_mean`` is the
+    mean of the last steps (all of them at first), as the windowed tracking rewards use it."""
+    from upright.envs.metrics import WalkTracker
+
+    tracker = WalkTracker(np.zeros(3), window=83)
+    np.testing.assert_array_equal(tracker.recent_mean(83), np.zeros(3))
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(1000, 3))
+    for k, v in enumerate(rows):
+        tracker.update(v, 0.0, False)
+        first = tracker.velocities
+        np.testing.assert_allclose(tracker.recent_mean(83), rows[max(0, k - 82):k + 1].mean(axis=0), rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(tracker.velocities, rows)
+    tracker.update(np.ones(3), 0.0, False)
+    assert len(first) == 1000 and len(tracker.velocities) == 1001  # a view of the rows so far
+    tracker.velocities = rows[:10]
+    np.testing.assert_array_equal(tracker.velocities, rows[:10])
+
+
 def test_set_command_steers_the_prior_and_the_next_reset_restores_the_command():
     """A steering layer's command reaches the observation and the prior's walk (which then walks
     sideways); the tracking metrics keep the first command and the next reset starts from it."""
