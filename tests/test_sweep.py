@@ -29,7 +29,7 @@ def _study(out: Path, name: str = "sweep-tiny") -> optuna.Study:
     return optuna.load_study(study_name=name, storage=f"sqlite:///{out}/study.db")
 
 
-def test_sweep_runs_each_trial_as_a_run_then_summarises_and_resumes(tmp_path, capsys):
+def test_sweep_runs_each_trial_as_a_run_then_summarises_and_resumes(tmp_path, capsys, monkeypatch):
     out = tmp_path / "sweep"
     assert main(["train", "--sweep", str(TINY), "--trials", "2", "--out", str(out), "--seed", "1"]) == 0
     study = _study(out)
@@ -65,6 +65,14 @@ def test_sweep_runs_each_trial_as_a_run_then_summarises_and_resumes(tmp_path, ca
     assert "hp.learning_rate" in page and "linear_tracking_error (objective)" in page and str(runs[1]) in page
     assert (out / "history.png").stat().st_size > 0 and (out / "importance.png").stat().st_size > 0
     assert len((out / "trials.csv").read_text().splitlines()) == 3
+    # --docs: the same page under docs/results with its command, and the plots beside it
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--sweep", str(TINY), "--summary", "--out", str(out), "--docs"]) == 0
+    docs = tmp_path / "docs" / "results"
+    page = (docs / "sweep-sweep-tiny.md").read_text()
+    assert ship in page and "--summary" in page and "Machine:" in page
+    for name in ("history.png", "importance.png"):
+        assert (docs / "sweeps" / f"sweep-tiny-{name}").stat().st_size > 0 and f"sweeps/sweep-tiny-{name}" in page
     # --resume continues the study: one more trial for --trials 3
     assert main(["train", "--sweep", str(TINY), "--trials", "3", "--resume", "--out", str(out)]) == 0
     assert [t.state for t in _study(out).get_trials()] == [TrialState.COMPLETE] * 3

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import shutil
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -51,6 +52,7 @@ from optuna.trial import FrozenTrial, TrialState
 from stable_baselines3.common.callbacks import BaseCallback
 
 from upright.envs.registration import ENVIRONMENTS
+from upright.eval.machine import machine_line
 from upright.eval.results import score
 from upright.eval.tables import Column, Table, jsonable, number, text
 from upright.policies.run_folder import TrainConfig, read_learning_curve
@@ -314,10 +316,13 @@ def _worker(plan: SweepPlan, index: int) -> None:
     run_trials(study, SweepObjective(plan), plan.config.trials, plan.config.max_retry)
 
 
-def sweep(config: SweepConfig, *, run: bool = True) -> dict[str, Any]:
-    """Run (or continue) the sweep of ``config`` and write its summary to its output folder; with
-    ``run`` False only the summary of the trials so far. Ctrl-C fails and retries the running
-    trials, writes the summary, then KeyboardInterrupt goes on. Returns the summary."""
+def sweep(config: SweepConfig, *, run: bool = True, docs: Path | None = None, command: str | None = None
+          ) -> dict[str, Any]:
+    """Run (or continue) the sweep of ``config`` and write its summary to its output folder (and,
+    with ``docs``, the page ``docs/sweep-STUDY.md`` with ``command`` and the plots in
+    ``docs/sweeps/``); with ``run`` False only the summary of the trials so far. Ctrl-C fails and
+    retries the running trials, writes the summary, then KeyboardInterrupt goes on. Returns the
+    summary."""
     plan = resolve(config)
     study = open_sweep(plan, create=run and not config.resume)
     plan.out.mkdir(parents=True, exist_ok=True)
@@ -331,7 +336,7 @@ def sweep(config: SweepConfig, *, run: bool = True) -> dict[str, Any]:
                 run_workers(study, partial(_worker, plan), config.workers, config.max_retry, "sweep")
         except KeyboardInterrupt:
             interrupted = True
-    summary = write_sweep_summary(study, plan)
+    summary = write_sweep_summary(study, plan, docs=docs, command=command)
     if interrupted:
         raise KeyboardInterrupt
     return summary
@@ -348,10 +353,13 @@ def ship_command(trial: FrozenTrial, study_name: str) -> str:
                        "--model", "best"])
 
 
-def write_sweep_summary(study: optuna.Study, plan: SweepPlan) -> dict[str, Any]:
+def write_sweep_summary(study: optuna.Study, plan: SweepPlan, docs: Path | None = None,
+                        command: str | None = None) -> dict[str, Any]:
     """Write ``summary.md`` / ``summary.json`` (every trial: parameters, selection numbers, run
     folder; the best trial and the command that ships it), ``trials.csv``, and Optuna's
-    ``history.png`` and ``importance.png`` into the output folder; return the summary."""
+    ``history.png`` and ``importance.png`` into the output folder; with ``docs`` (a results
+    folder) also the page ``docs/sweep-STUDY.md``, headed by ``command`` and the machine, and the
+    plots as ``docs/sweeps/STUDY-history.png`` and ``-importance.png``; return the summary."""
     out, space = plan.out, plan.space
     trials = study.get_trials(deepcopy=False)
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
@@ -383,7 +391,25 @@ def write_sweep_summary(study: optuna.Study, plan: SweepPlan) -> dict[str, Any]:
         page += [f"Best: trial {best.number}, {space.objective} {best.value:.4g}. Ship it with", "", "```", ship, "```", ""]
     (out / "summary.md").write_text("\n".join(page))
     (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+    if docs is not None:
+        _write_docs_page(page, plots, plan, docs, command)
     return summary
+
+
+def _write_docs_page(page: list[str], plots: dict[str, str], plan: SweepPlan, docs: Path, command: str | None) -> None:
+    """The summary ``page`` as ``docs/sweep-STUDY.md`` (with the command that wrote it and the
+    machine) and the drawn ``plots`` beside it in ``docs/sweeps/``."""
+    figures = docs / "sweeps"
+    figures.mkdir(parents=True, exist_ok=True)
+    shown = []
+    for name, skipped in plots.items():
+        if not skipped:
+            target = figures / f"{plan.study_name}-{name}"
+            shutil.copyfile(plan.out / name, target)
+            shown.append(f"![{name}](sweeps/{target.name})")
+    head = [page[0], "", "Produced by", "", "```", command or "upright train --sweep ... --summary --docs", "```", "",
+            f"Machine: {machine_line()}.", ""]
+    (docs / f"sweep-{plan.study_name}.md").write_text("\n".join([*head, *page[2:], *shown, ""]))
 
 
 __all__ = ["DEFAULT_OBJECTIVE", "OBJECTIVES", "SELECTION", "SweepConfig", "SweepObjective", "SweepPlan", "SweepSpace",

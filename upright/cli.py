@@ -274,8 +274,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         return _cmd_train_sweep(args)
     if args.resume == "":
         raise ValueError("give --resume RUN_DIR (a bare --resume continues a --sweep study)")
-    if args.trials is not None or args.storage is not None or args.study is not None or args.workers is not None:
-        raise ValueError("--trials, --storage, --study and --workers are options of --sweep SPACE.yml")
+    if (args.trials is not None or args.storage is not None or args.study is not None or args.workers is not None
+            or args.docs):
+        raise ValueError("--trials, --storage, --study, --workers and --docs are options of --sweep SPACE.yml")
     env_kwargs, hp = split_train_settings(parse_settings(args.set))
     eval_env_kwargs, eval_hp = split_train_settings(parse_settings(args.eval_set))
     if eval_hp:
@@ -322,7 +323,8 @@ def _cmd_train_sweep(args: argparse.Namespace) -> int:
     config = SweepConfig(space=args.sweep, trials=args.trials or 20, storage=args.storage, study=args.study,
                          workers=args.workers or 1, seed=args.seed or 0, out=Path(args.out) if args.out else None,
                          settings=parse_settings(args.set), resume=args.resume == "")
-    summary = sweep(config, run=not args.summary)
+    summary = sweep(config, run=not args.summary, docs=Path("docs", "results") if args.docs else None,
+                    command=args.command_line)
     states = summary["states"]
     print(f"study {summary['study']} in {summary['storage']}: {states['complete']} complete, {states['pruned']} "
           f"pruned, {states['fail']} failed trials")
@@ -579,6 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="--sweep: local worker processes (default: 1)")
     p.add_argument("--summary", action="store_true",
                    help="--sweep: only write the summary of the study's trials so far (table, plots, ship command)")
+    p.add_argument("--docs", action="store_true",
+                   help="--sweep: also write the summary to docs/results/sweep-STUDY.md and its plots to "
+                        "docs/results/sweeps/")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("soak", help="random and extreme actions in every environment, preset, start and prior; "
