@@ -188,7 +188,7 @@ def test_sweep_workers_measures_the_same_trials_per_worker_count(postgres_url, t
     rows = data["data"]["rows"]
     assert [r["workers"] for r in rows] == [1, 2]
     for row in rows:
-        assert row["trials"] >= 2 and row["per_hour"] > 0 and row["numbers_unique"]
+        assert row["trials"] >= 2 and row["rate"] > 0 and row["numbers_unique"]
     studies = [s for s in optuna.get_all_study_summaries(postgres_url) if s.study_name.startswith("sweep-workers-")]
     params = [sorted((t.number, t.params["residual_scale"]) for t in
                      optuna.load_study(study_name=s.study_name, storage=postgres_url).get_trials()

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -44,6 +44,7 @@ from upright.eval.experiments import ExperimentContext, Protocol, register_exper
 from upright.eval.runner import run_episodes
 from upright.eval.tables import Column, Table, count, mean_min_max, number, rate, text
 from upright.policies.builtin import ControllerPolicy
+from upright.tuning.space import ParamSpec
 from upright.tuning.study import SAMPLERS, START_ALIASES, OptimizeConfig, open_study, optimize, resolve
 
 #: The studies' budget and storage: the options every protocol here takes, with
@@ -228,49 +229,91 @@ def tuned_vs_hand(ctx: ExperimentContext, controller: str, robot: str, starts: t
     return [table], {"studies": data}
 
 
+def random_params(params: Sequence[ParamSpec], rng: np.random.Generator) -> dict[str, float]:
+    """One uniform draw of each of ``params`` (log-uniform with ``log``, on its grid with ``step``)."""
+    values = {}
+    for p in params:
+        if p.log:
+            value = float(np.exp(rng.uniform(np.log(p.low), np.log(p.high))))
+        else:
+            value = rng.uniform(p.low, p.high)
+            if p.step:
+                value = min(p.low + round((value - p.low) / p.step) * p.step, p.high)
+        values[p.name] = float(value)
+    return values
+
+
+def worker_rates(counts: Sequence[str], trials: int, seed: int, storage: str,
+                 start: Callable[[int], tuple[optuna.Study, Sequence[ParamSpec]]],
+                 run: Callable[[int], None], per_seconds: float) -> list[dict[str, Any]]:
+    """Finished trials per ``per_seconds`` for each worker count of ``counts``: ``start(count)`` makes a
+    fresh study in ``storage`` (a server URL) and returns it with its searched parameters, into which the same
+    ``trials`` random parameter sets (drawn with ``seed``) are enqueued before ``run(count)`` works
+    on it, so every count does the same trials. The rate is the finished trials over the span from
+    the first start to the last end; ``wall`` (s) includes the workers' start-up; ``speedup`` is
+    against the mean rate of the one-worker rows."""
+    rows = []
+    for count_ in counts:
+        count = int(count_)
+        study, params = start(count)
+        rng = np.random.default_rng(seed)
+        for _ in range(trials):
+            study.enqueue_trial(random_params(params, rng))
+        started = time.perf_counter()
+        run(count)
+        wall = time.perf_counter() - started
+        study = optuna.load_study(study_name=study.study_name, storage=storage)
+        done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if not done:
+            raise RuntimeError(f"no trial of the {count}-worker study {study.study_name!r} completed")
+        span = (max(t.datetime_complete for t in done) - min(t.datetime_start for t in done)).total_seconds()
+        rows.append({"workers": count, "trials": len(done), "span": span, "rate": per_seconds * len(done) / span,
+                     "wall": wall, "numbers_unique": len({t.number for t in study.trials}) == len(study.trials)})
+    single = [r["rate"] for r in rows if r["workers"] == 1]
+    for row in rows:
+        row["speedup"] = row["rate"] / float(np.mean(single)) if single else None
+    return rows
+
+
+def workers_table(title: str, rows: list[dict[str, Any]], rate_label: str, digits: int, notes: str) -> Table:
+    """The table of :func:`worker_rates` rows, the rate column headed ``rate_label`` (e.g. "trials / minute")."""
+    return Table(title, [
+        Column("workers", "workers"), Column("trials", "trials"),
+        Column("first start → last end (s)", "span", number(1)), Column(rate_label, "rate", number(digits)),
+        Column("speed-up over 1 worker (mean of its rows)", "speedup", number(2)),
+        Column("wall incl. start-up (s)", "wall", number(1))], rows, notes=notes)
+
+
+def server_storage(name: str, storage: str | None) -> str:
+    """``storage`` when it is a server URL; ValueError naming the protocol ``name`` otherwise."""
+    if not storage or str(storage).startswith(("sqlite", "journal")):
+        raise ValueError(f"{name} needs --set storage=URL with a server URL, e.g. postgresql://user@host/db")
+    return str(storage)
+
+
 @register_experiment("optimize-workers", "trials per minute of local workers on one PostgreSQL study",
                      options={**BUDGET, "start": "back", "worker_counts": (1, 2)})
 @measured
 def workers_speed(ctx: ExperimentContext) -> tuple[list[Table], dict[str, Any]]:
     """Trials per minute of each of ``worker_counts`` local workers on one study in ``storage``."""
     base, out = base_config(ctx), ctx.out
-    if not base.storage or base.storage.startswith(("sqlite", "journal")):
-        raise ValueError("optimize-workers needs --set storage=URL with a server URL, e.g. postgresql://user@host/db")
-    rows = []
-    for count_ in ctx.option_names("worker_counts"):
-        config = replace(base, controller="spline", robot="wolfgang", start=base.start, sampler="random",
-                         objective="STH", workers=int(count_), hand_tuned=False, progress=False,
-                         study=f"workers-{count_}-{int(time.time())}", out=out / f"workers-{count_}")
-        # The same parameter sets for every worker count (drawn with the seed), enqueued before the
-        # workers start: both runs do the same episodes.
-        plan = resolve(config)
-        study = open_study(plan)
-        rng = np.random.default_rng(base.seed)
-        for _ in range(base.trials):
-            study.enqueue_trial({p.name: float(np.exp(rng.uniform(np.log(p.low), np.log(p.high))) if p.log
-                                               else rng.uniform(p.low, p.high)) for p in plan.space.params})
-        started = time.perf_counter()
-        optimize(config)
-        wall = time.perf_counter() - started
-        study = optuna.load_study(study_name=config.study, storage=config.storage)
-        done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        first = min(t.datetime_start for t in done)
-        last = max(t.datetime_complete for t in done)
-        span = (last - first).total_seconds()
-        rows.append({"workers": int(count_), "trials": len(done), "span": span,
-                     "per_minute": 60.0 * len(done) / span, "wall": wall,
-                     "numbers_unique": len({t.number for t in study.trials}) == len(study.trials)})
-    single = [r["per_minute"] for r in rows if r["workers"] == 1]
-    for row in rows:
-        row["speedup"] = row["per_minute"] / float(np.mean(single)) if single else None
-    table = Table("Local workers on one PostgreSQL study", [
-        Column("workers", "workers"), Column("trials", "trials"),
-        Column("first start → last end (s)", "span", number(1)), Column("trials / minute", "per_minute", number(1)),
-        Column("speed-up over 1 worker (mean of its rows)", "speedup", number(2)), Column("wall incl. start-up (s)", "wall", number(1))], rows,
-        notes=f"Spline on Wolfgang {base.start}: the same {base.trials} random parameter sets (seed "
-              f"{base.seed}) enqueued for each worker count, {base.repetitions} episode(s) per trial of at most "
-              f"{base.settings.get('max_episode_seconds', 10.0)} s; one more trial than asked may start while "
-              "the other worker finishes.")
+    storage = server_storage("optimize-workers", base.storage)
+    configs: dict[int, OptimizeConfig] = {}
+
+    def start(count: int) -> tuple[optuna.Study, Sequence[ParamSpec]]:
+        configs[count] = replace(base, controller="spline", robot="wolfgang", start=base.start, sampler="random",
+                                 objective="STH", workers=count, hand_tuned=False, progress=False,
+                                 study=f"workers-{count}-{int(time.time())}", out=out / f"workers-{count}")
+        plan = resolve(configs[count])
+        return open_study(plan), plan.space.params
+
+    rows = worker_rates(ctx.option_names("worker_counts"), base.trials, base.seed, storage, start,
+                        lambda count: optimize(configs[count]), 60.0)
+    table = workers_table("Local workers on one PostgreSQL study", rows, "trials / minute", 1,
+                          f"Spline on Wolfgang {base.start}: the same {base.trials} random parameter sets (seed "
+                          f"{base.seed}) enqueued for each worker count, {base.repetitions} episode(s) per trial of at "
+                          f"most {base.settings.get('max_episode_seconds', 10.0)} s; one more trial than asked may "
+                          "start while the other worker finishes.")
     return [table], {"rows": rows}
 
 
@@ -297,7 +340,7 @@ def keyframe_competition(ctx: ExperimentContext) -> tuple[list[Table], dict[str,
                          "Keyframe on NAO under `competition`: B-Human's compensation against optimised")
 
 
-__all__ = ["BUDGET", "EPISODES", "base_config", "figure4", "keyframe_competition", "measured", "spline_thesis",
-           "tuned_vs_hand", "workers_speed"]
+__all__ = ["BUDGET", "EPISODES", "base_config", "figure4", "keyframe_competition", "measured", "random_params",
+           "server_storage", "spline_thesis", "tuned_vs_hand", "worker_rates", "workers_speed", "workers_table"]
 
 
