@@ -280,7 +280,7 @@ class Simulation:
         impulses = self._impulses_act()
         force[:] = self._impulse_force(d.time, push.copy())
         for _ in range(self.n_substeps):
-            out[:] = ctrl(setpoint, qpos)
+            ctrl(setpoint, qpos, out)
             if impulses:
                 force[:] = self._impulse_force(d.time, push.copy())
             mujoco.mj_step(m, d)
