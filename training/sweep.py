@@ -319,8 +319,8 @@ def _worker(plan: SweepPlan, index: int) -> None:
 def sweep(config: SweepConfig, *, run: bool = True, docs: Path | None = None, command: str | None = None
           ) -> dict[str, Any]:
     """Run (or continue) the sweep of ``config`` and write its summary to its output folder (and,
-    with ``docs``, the page ``docs/sweep-STUDY.md`` with ``command`` and the plots in
-    ``docs/sweeps/``); with ``run`` False only the summary of the trials so far. Ctrl-C fails and
+    with ``docs``, a results folder, the study's page there with ``command`` and its plots, see
+    :func:`write_sweep_summary`); with ``run`` False only the summary of the trials so far. Ctrl-C fails and
     retries the running trials, writes the summary, then KeyboardInterrupt goes on. Returns the
     summary."""
     plan = resolve(config)
@@ -358,8 +358,9 @@ def write_sweep_summary(study: optuna.Study, plan: SweepPlan, docs: Path | None 
     """Write ``summary.md`` / ``summary.json`` (every trial: parameters, selection numbers, run
     folder; the best trial and the command that ships it), ``trials.csv``, and Optuna's
     ``history.png`` and ``importance.png`` into the output folder; with ``docs`` (a results
-    folder) also the page ``docs/sweep-STUDY.md``, headed by ``command`` and the machine, and the
-    plots as ``docs/sweeps/STUDY-history.png`` and ``-importance.png``; return the summary."""
+    folder) also the page ``sweep-<study>.md`` there, headed by ``command`` and the machine, and the
+    plots as ``<study>-history.png`` and ``<study>-importance.png`` in its ``sweeps`` folder; return
+    the summary."""
     out, space = plan.out, plan.space
     trials = study.get_trials(deepcopy=False)
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
@@ -397,8 +398,8 @@ def write_sweep_summary(study: optuna.Study, plan: SweepPlan, docs: Path | None 
 
 
 def _write_docs_page(page: list[str], plots: dict[str, str], plan: SweepPlan, docs: Path, command: str | None) -> None:
-    """The summary ``page`` as ``docs/sweep-STUDY.md`` (with the command that wrote it and the
-    machine) and the drawn ``plots`` beside it in ``docs/sweeps/``."""
+    """The summary ``page`` as ``sweep-<study>.md`` in the results folder ``docs`` (with the command
+    that wrote it and the machine) and the drawn ``plots`` in its ``sweeps`` folder."""
     figures = docs / "sweeps"
     figures.mkdir(parents=True, exist_ok=True)
     shown = []

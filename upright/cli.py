@@ -582,8 +582,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--summary", action="store_true",
                    help="--sweep: only write the summary of the study's trials so far (table, plots, ship command)")
     p.add_argument("--docs", action="store_true",
-                   help="--sweep: also write the summary to docs/results/sweep-STUDY.md and its plots to "
-                        "docs/results/sweeps/")
+                   help="--sweep: also write the summary to docs/results (sweep-<study>.md, and its plots in "
+                        "docs/results/sweeps)")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("soak", help="random and extreme actions in every environment, preset, start and prior; "
