@@ -413,36 +413,53 @@ class Simulation:
         """Positions (m, world) of the left and right sole sites, shape (2, 3)."""
         return self.data.site_xpos[self._soles].copy()
 
+    def _ground_contacts(self, exclude: Collection[str]) -> Iterator[tuple[int, str, bool]]:
+        """The contacts between the ground and a robot body not named in ``exclude``: (contact index,
+        the body's name, whether the body is the contact's geom2)."""
+        ncon = self.data.ncon
+        if ncon == 0:
+            return
+        ground, body_name = self._ground_geom, self._geom_body_name
+        for i, (geom1, geom2) in enumerate(self.data.contact.geom[:ncon].tolist()):
+            if ground[geom1]:
+                name, on_geom2 = body_name[geom2], True
+            elif ground[geom2]:
+                name, on_geom2 = body_name[geom1], False
+            else:
+                continue
+            if name not in exclude:
+                yield i, name, on_geom2
+
     def contact_forces(self, exclude: Collection[str] = ()) -> dict[str, np.ndarray]:
         """Total ground-contact force (N, world frame) on each robot body that touches the ground,
         except the bodies named in ``exclude``."""
         m, d = self.model, self.data
         forces: dict[str, np.ndarray] = {}
-        ncon = d.ncon
-        if ncon == 0:
-            return forces
-        contact = d.contact
         frames = None
         wrench = self._wrench
         force = wrench[:3]  # in the contact frame, whose normal points from geom1 to geom2
-        ground, body_name = self._ground_geom, self._geom_body_name
-        for i, (geom1, geom2) in enumerate(contact.geom[:ncon].tolist()):
-            if ground[geom1]:
-                name, on_geom2 = body_name[geom2], True  # the force on geom2 is +f
-            elif ground[geom2]:
-                name, on_geom2 = body_name[geom1], False
-            else:
-                continue
-            if name in exclude:
-                continue
+        for i, name, on_geom2 in self._ground_contacts(exclude):
             if frames is None:
                 # The contact frames' rows are their axes in world coordinates (normal first), so
                 # f · frame is the force in the world frame.
-                frames = contact.frame[:ncon].reshape(ncon, 3, 3)
+                frames = d.contact.frame[: d.ncon].reshape(-1, 3, 3)
             mujoco.mj_contactForce(m, d, i, wrench)
-            f_world = force @ frames[i]
+            f_world = force @ frames[i]  # the force on geom2 is +f
             forces[name] = forces.get(name, 0.0) + (f_world if on_geom2 else -f_world)
         return forces
+
+    def ground_force_bound(self, exclude: Collection[str] = ()) -> float:
+        """The sum of the norms (N) of the ground-contact forces on robot bodies not named in
+        ``exclude``: at least the norm of any such body's total ground force (the norm of a sum is
+        at most the sum of the norms; a rotation keeps norms, so no contact frame is needed), at a
+        fraction of :meth:`contact_forces`' cost."""
+        m, d = self.model, self.data
+        wrench = self._wrench
+        total = 0.0
+        for i, _, _ in self._ground_contacts(exclude):
+            mujoco.mj_contactForce(m, d, i, wrench)
+            total += norm(wrench[:3])
+        return total
 
     def kinetic_energy(self) -> float:
         """Kinetic energy of the robot (J)."""

@@ -108,6 +108,24 @@ def test_sensors_deep_copy_is_equal_and_shares_no_array():
             assert not np.shares_memory(getattr(c, name), value), name
 
 
+def test_ground_force_bound_bounds_every_body_total(robot):
+    """The cheap bound the get-up reward's impact term checks first is at least every body's total
+    ground force, on the turf through a drop hard enough (over 3 weights) to take the exact path."""
+    sim = Simulation(robot, "turf")
+    sim.reset("prone", seed=1, height_offset=0.2)
+    hardest = []
+    for _ in range(60):
+        sim.step(sim.data.ctrl.copy())
+        forces = sim.contact_forces()
+        largest = max((float(np.linalg.norm(f)) for f in forces.values()), default=0.0)
+        assert sim.ground_force_bound() >= largest * (1 - 1e-12)
+        hardest.append(largest / sim.weight)
+        some = sorted(forces)[:1]  # leaving bodies out leaves their forces out of the bound
+        rest = [float(np.linalg.norm(f)) for name, f in forces.items() if name not in some]
+        assert sim.ground_force_bound(exclude=some) >= max(rest, default=0.0) * (1 - 1e-12)
+    assert max(hardest) > 3.0
+
+
 def test_sensors_lying_prone_and_supine(robot):
     sim = Simulation(robot)
     sim.reset("prone", seed=0)
