@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 from upright.cli import main
 from upright.policies.run_folder import load_run_config, read_learning_curve
 from upright.tuning.storage import retried_trial
-from upright.training.sweep import SweepConfig, best_evaluation, resolve, trial_config
+from upright.training.sweep import SweepConfig, best_evaluation, open_sweep, resolve, trial_config
 
 #: The tiny space: 256 PPO steps per run, evaluations at 128 and 256 steps of one 0.4 s walk.
 TINY = Path(__file__).parent / "data" / "sweep-tiny.yml"
@@ -90,6 +90,24 @@ def test_pruning_reports_every_evaluation(tmp_path):
         reported = {int(r["steps"]): r["linear_tracking_error"] for r in rows}
         assert trial.intermediate_values == pytest.approx(reported)
         assert trial.state in (TrialState.COMPLETE, TrialState.PRUNED)
+
+
+def test_a_sampled_combination_train_refuses_fails_its_trial_not_the_worker(tmp_path):
+    """A fixed initial residual of 0.08 rad on LHipRoll needs residual_scale above about 0.137: the
+    trial with 0.1 fails with the error recorded, and the worker goes on to a complete one."""
+    space = yaml.safe_load(TINY.read_text())
+    space["set"]["hp.initial_residual.LHipRoll"] = 0.08
+    path = tmp_path / "initial.yml"
+    path.write_text(yaml.safe_dump(space))
+    out = tmp_path / "out"
+    plan = resolve(SweepConfig(space=str(path), trials=1, out=out))
+    study = open_sweep(plan)
+    study.enqueue_trial({"hp.learning_rate": 1e-4, "reward_scales.upright": 1.0, "residual_scale": 0.1})
+    assert main(["train", "--sweep", str(path), "--trials", "1", "--out", str(out)]) == 0
+    trials = _study(out, "initial").get_trials()
+    assert [t.state for t in trials] == [TrialState.FAIL, TrialState.COMPLETE]
+    assert "beyond the residual range" in trials[0].user_attrs["error"]
+    assert trials[1].params["residual_scale"] != 0.1
 
 
 @pytest.mark.parametrize(("change", "named"), [

@@ -280,7 +280,8 @@ def best_evaluation(run_dir: Path) -> dict[str, float | None]:
 class SweepObjective:
     """The objective Optuna calls: one ``upright train`` run per trial, valued by its best
     evaluation's ``objective`` (see the module docstring). A run whose optimiser diverged fails its
-    trial (recorded as the ``error`` attribute; not retried: the same values would diverge again)."""
+    trial (recorded as the ``error`` attribute; not retried: the same values would diverge again), as
+    does a sampled combination of values that ``upright train`` refuses (the error names it)."""
 
     def __init__(self, plan: SweepPlan) -> None:
         self.plan = plan
@@ -293,6 +294,13 @@ class SweepObjective:
         run_dir = next_run_dir(config.out, config.env_id, config.algo, config.prior, config.name)
         trial.set_user_attr("run_dir", str(run_dir))
         trial.set_user_attr("command", config.command)
+        try:
+            resolve_run(config)
+        except ValueError as error:
+            # A sampled combination upright train refuses (e.g. a residual range too small for a
+            # fixed initial residual) fails its trial, not the worker: the sweep goes on.
+            trial.set_user_attr("error", str(error))
+            return math.nan
         pruning = Pruning(trial, run_dir, space.objective, config.eval_every) if space.prune else None
         try:
             train(config, callbacks=[pruning] if pruning else [])
