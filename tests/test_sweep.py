@@ -70,12 +70,15 @@ def test_sweep_runs_each_trial_as_a_run_then_summarises_and_resumes(tmp_path, ca
     assert main(["train", "--sweep", str(TINY), "--summary", "--out", str(out), "--docs"]) == 0
     docs = tmp_path / "docs" / "results"
     page = (docs / "sweep-sweep-tiny.md").read_text()
-    assert ship in page and "--summary" in page and "Machine:" in page
+    assert ship in page and "--summary" in page and page.count("Machine:") == 1
     for name in ("history.png", "importance.png"):
         assert (docs / "sweeps" / f"sweep-tiny-{name}").stat().st_size > 0 and f"sweeps/sweep-tiny-{name}" in page
     # --resume continues the study: one more trial for --trials 3
     assert main(["train", "--sweep", str(TINY), "--trials", "3", "--resume", "--out", str(out)]) == 0
-    assert [t.state for t in _study(out).get_trials()] == [TrialState.COMPLETE] * 3
+    trials = _study(out).get_trials()
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 3
+    # the continued sampler draws new values, not its first run's first ones again
+    assert trials[2].params not in (trials[0].params, trials[1].params)
 
 
 def test_pruning_reports_every_evaluation(tmp_path):

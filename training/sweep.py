@@ -61,8 +61,8 @@ from upright.training.train import OPTIONS as TRAIN_OPTIONS
 from upright.training.train import TrainingFailed, TrainingInterrupted, train
 from upright.training.train import resolve as resolve_run
 from upright.tuning.space import ParamSpec, parse_params
-from upright.tuning.storage import (WORKER_ATTR, StudyWorkers, check_storage, default_storage, fail_orphans,
-                                    open_storage, worker_id)
+from upright.tuning.storage import (WORKER_ATTR, StudyWorkers, check_storage, continued_seed, default_storage,
+                                    fail_orphans, open_storage, worker_id)
 from upright.tuning.study import run_trials, run_workers
 from upright.tuning.summary import write_plots, write_trials_csv
 
@@ -233,7 +233,8 @@ def open_sweep(plan: SweepPlan, seed: int | None = None, *, create: bool = True)
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=prune["startup_trials"], n_warmup_steps=prune["warmup_steps"])
               if prune else optuna.pruners.NopPruner())
     study = optuna.create_study(study_name=plan.study_name, storage=storage, direction=plan.space.direction,
-                                sampler=optuna.samplers.TPESampler(seed=config.seed if seed is None else seed),
+                                sampler=optuna.samplers.TPESampler(seed=continued_seed(
+                                    storage, plan.study_name, config.seed if seed is None else seed)),
                                 pruner=pruner, load_if_exists=True)
     identity = jsonable({**asdict(plan.space), "path": None, "cli_set": config.settings})
     stored = study.user_attrs.get("sweep")
@@ -417,7 +418,7 @@ def _write_docs_page(page: list[str], plots: dict[str, str], plan: SweepPlan, do
             shutil.copyfile(plan.out / name, target)
             shown.append(f"![{name}](sweeps/{target.name})")
     head = [page[0], "", "Produced by", "", "```", command or "upright train --sweep ... --summary --docs", "```", "",
-            f"Machine: {machine_line()}.", ""]
+            machine_line(), ""]
     (docs / f"sweep-{plan.study_name}.md").write_text("\n".join([*head, *page[2:], *shown, ""]))
 
 

@@ -65,6 +65,22 @@ class StudyWorkers:
     max_retry: int = MAX_RETRY
 
 
+#: A study's sampler seed moves on by this much per trial the study already holds (the seeds of one
+#: run's workers, seed + worker index, stay below it), see :func:`continued_seed`.
+RESUME_SEED_STRIDE = 1000
+
+
+def continued_seed(storage: optuna.storages.BaseStorage, study_name: str, seed: int) -> int:
+    """The sampler seed for the study ``study_name`` in ``storage``: ``seed`` for a new study, and for
+    one that holds trials ``seed`` moved on by :data:`RESUME_SEED_STRIDE` per trial. Without this a
+    continued study's workers, seeded as in its first run, would draw that run's values again (the
+    random startup trials); with it the draws stay reproducible from the study's state."""
+    for summary in optuna.study.get_all_study_summaries(storage, include_best_trial=False):
+        if summary.study_name == study_name:
+            return seed + RESUME_SEED_STRIDE * summary.n_trials
+    return seed
+
+
 def default_storage(out: Path, workers: int) -> str:
     """The storage URL used without ``--storage``: the journal if one exists in ``out`` or
     ``workers`` > 1, else the SQLite file."""
