@@ -34,17 +34,17 @@ def sweep_workers(ctx: ExperimentContext) -> tuple[list[Table], dict[str, Any]]:
     options = ctx.options
     storage = server_storage("sweep-workers", options["storage"])
     trials = int(options["trials"])
-    configs: dict[int, SweepConfig] = {}
+    configs: list[SweepConfig] = []
 
-    def start(count: int) -> tuple[optuna.Study, Sequence[ParamSpec]]:
-        configs[count] = SweepConfig(space=str(options["space"]), trials=trials, workers=count, storage=storage,
-                                     study=f"sweep-workers-{count}-{time.time_ns()}", seed=ctx.seed,
-                                     out=ctx.out / f"workers-{count}")
-        plan = resolve(configs[count])
+    def start(k: int, count: int) -> tuple[optuna.Study, Sequence[ParamSpec]]:
+        configs.append(SweepConfig(space=str(options["space"]), trials=trials, workers=count, storage=storage,
+                                   study=f"sweep-workers-{count}-{time.time_ns()}", seed=ctx.seed,
+                                   out=ctx.out / f"workers-{count}-{k}"))
+        plan = resolve(configs[-1])
         return open_sweep(plan), plan.space.params
 
     rows = worker_rates(ctx.option_names("worker_counts"), trials, ctx.seed, storage, start,
-                        lambda count: sweep(configs[count]), 3600.0)
+                        lambda count: sweep(configs[-1]), 3600.0)
     table = workers_table("Local workers on one PostgreSQL training sweep", rows, "trials / hour", 0,
                           f"The same {trials} parameter sets of `{Path(options['space']).name}` (seed {ctx.seed}) "
                           "enqueued for each worker count; each trial a whole `upright train` run in its own process "

@@ -244,18 +244,19 @@ def random_params(params: Sequence[ParamSpec], rng: np.random.Generator) -> dict
 
 
 def worker_rates(counts: Sequence[str], trials: int, seed: int, storage: str,
-                 start: Callable[[int], tuple[optuna.Study, Sequence[ParamSpec]]],
+                 start: Callable[[int, int], tuple[optuna.Study, Sequence[ParamSpec]]],
                  run: Callable[[int], None], per_seconds: float) -> list[dict[str, Any]]:
-    """Finished trials per ``per_seconds`` for each worker count of ``counts``: ``start(count)`` makes a
-    fresh study in ``storage`` (a server URL) and returns it with its searched parameters, into which the same
+    """Finished trials per ``per_seconds`` for each worker count of ``counts``: ``start(k, count)``
+    makes a fresh study in ``storage`` (a server URL) for the ``k``-th count (its own output folder:
+    a count may come more than once) and returns it with its searched parameters, into which the same
     ``trials`` random parameter sets (drawn with ``seed``) are enqueued before ``run(count)`` works
     on it, so every count does the same trials. The rate is the finished trials over the span from
     the first start to the last end; ``wall`` (s) includes the workers' start-up; ``speedup`` is
     against the mean rate of the one-worker rows."""
     rows = []
-    for count_ in counts:
+    for k, count_ in enumerate(counts):
         count = int(count_)
-        study, params = start(count)
+        study, params = start(k, count)
         rng = np.random.default_rng(seed)
         for _ in range(trials):
             study.enqueue_trial(random_params(params, rng))
@@ -298,17 +299,17 @@ def workers_speed(ctx: ExperimentContext) -> tuple[list[Table], dict[str, Any]]:
     """Trials per minute of each of ``worker_counts`` local workers on one study in ``storage``."""
     base, out = base_config(ctx), ctx.out
     storage = server_storage("optimize-workers", base.storage)
-    configs: dict[int, OptimizeConfig] = {}
+    configs: list[OptimizeConfig] = []
 
-    def start(count: int) -> tuple[optuna.Study, Sequence[ParamSpec]]:
-        configs[count] = replace(base, controller="spline", robot="wolfgang", start=base.start, sampler="random",
-                                 objective="STH", workers=count, hand_tuned=False, progress=False,
-                                 study=f"workers-{count}-{int(time.time())}", out=out / f"workers-{count}")
-        plan = resolve(configs[count])
+    def start(k: int, count: int) -> tuple[optuna.Study, Sequence[ParamSpec]]:
+        configs.append(replace(base, controller="spline", robot="wolfgang", start=base.start, sampler="random",
+                               objective="STH", workers=count, hand_tuned=False, progress=False,
+                               study=f"workers-{count}-{time.time_ns()}", out=out / f"workers-{count}-{k}"))
+        plan = resolve(configs[-1])
         return open_study(plan), plan.space.params
 
     rows = worker_rates(ctx.option_names("worker_counts"), base.trials, base.seed, storage, start,
-                        lambda count: optimize(configs[count]), 60.0)
+                        lambda count: optimize(configs[-1]), 60.0)
     table = workers_table("Local workers on one PostgreSQL study", rows, "trials / minute", 1,
                           f"Spline on Wolfgang {base.start}: the same {base.trials} random parameter sets (seed "
                           f"{base.seed}) enqueued for each worker count, {base.repetitions} episode(s) per trial of at "
