@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 
-
 @dataclass(frozen=True, eq=False)
 class Sensors:
     """One control cycle's measurements.

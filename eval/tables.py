@@ -208,6 +208,15 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def page_head(name: str, command: str | None = None, host: dict[str, Any] | None = None) -> list[str]:
+    """The first lines of a results page: ``# name``, the ``command`` that wrote it (when given) and
+    the machine's line (this machine's, or ``host``'s)."""
+    head = [f"# {name}", ""]
+    if command:
+        head += ["Produced by", "", "```", command, "```", ""]
+    return head + [machine_line(host), ""]
+
+
 def write_tables(tables: Sequence[Table], out: Path, name: str, *, command: str | None = None,
                  data: Any = None, docs: Path | None = None) -> list[Path]:
     """Write ``out/results.json`` (``name``, ``command``, the machine, the tables with raw rows,
@@ -218,11 +227,7 @@ def write_tables(tables: Sequence[Table], out: Path, name: str, *, command: str 
     host = machine()
     result = {"name": name, "command": command, "machine": host, "tables": [t.to_json() for t in tables],
               "data": jsonable(data)}
-    page = [f"# {name}", ""]
-    if command:
-        page += ["Produced by", "", "```", command, "```", ""]
-    page += [machine_line(host), ""]
-    page += [t.markdown() for t in tables]
+    page = page_head(name, command, host) + [t.markdown() for t in tables]
     paths = [out / "results.json", out / "results.md"]
     paths[0].write_text(json.dumps(result, indent=2) + "\n")
     paths[1].write_text("\n".join(page))
@@ -234,4 +239,4 @@ def write_tables(tables: Sequence[Table], out: Path, name: str, *, command: str 
 
 
 __all__ = ["MISSING", "Column", "Table", "Z95", "count", "interval", "jsonable", "mean_interval", "mean_min_max",
-           "number", "print_tables", "rate", "text", "vector", "wilson_interval", "write_tables"]
+           "number", "page_head", "print_tables", "rate", "text", "vector", "wilson_interval", "write_tables"]

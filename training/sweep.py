@@ -52,9 +52,8 @@ from optuna.trial import FrozenTrial, TrialState
 from stable_baselines3.common.callbacks import BaseCallback
 
 from upright.envs.registration import ENVIRONMENTS
-from upright.eval.machine import machine_line
 from upright.eval.results import score
-from upright.eval.tables import Column, Table, jsonable, number, text
+from upright.eval.tables import Column, Table, jsonable, number, page_head, text
 from upright.policies.run_folder import TrainConfig, read_learning_curve
 from upright.training.config import next_run_dir, split_train_settings
 from upright.training.train import OPTIONS as TRAIN_OPTIONS
@@ -417,8 +416,7 @@ def _write_docs_page(page: list[str], plots: dict[str, str], plan: SweepPlan, do
             target = figures / f"{plan.study_name}-{name}"
             shutil.copyfile(plan.out / name, target)
             shown.append(f"![{name}](sweeps/{target.name})")
-    head = [page[0], "", "Produced by", "", "```", command or "upright train --sweep ... --summary --docs", "```", "",
-            machine_line(), ""]
+    head = page_head(f"sweep {plan.study_name}", command)
     (docs / f"sweep-{plan.study_name}.md").write_text("\n".join([*head, *page[2:], *shown, ""]))
 
 

@@ -29,8 +29,7 @@ from upright.tuning.objectives import (DEFAULT_OBJECTIVE, GetUpRules, GetUpScore
                                        mean_components, parse_objective)
 from upright.tuning.space import SearchSpace, load_space
 from upright.tuning.storage import (WORKER_ATTR, StudyWorkers, check_storage, continued_seed, default_storage,
-                                    fail_and_retry,
-                                    fail_orphans, open_storage, retry_callback, worker_id)
+                                    fail_and_retry, fail_orphans, open_storage, retry_callback, worker_id)
 from upright.tuning.summary import write_summary
 
 SAMPLERS = ("tpe", "motpe", "cmaes", "random")
@@ -147,8 +146,8 @@ def open_study(plan: Plan, seed: int | None = None) -> optuna.Study:
                            grace_period=plan.config.grace_period, max_retry=plan.config.max_retry)
     directions = ["minimize"] * (len(plan.objective) if plan.multi else 1)
     study = optuna.create_study(study_name=plan.study_name, storage=storage, directions=directions,
-                                sampler=make_sampler(plan, continued_seed(storage, plan.study_name, plan.config.seed
-                                                                          if seed is None else seed)),
+                                sampler=make_sampler(plan, continued_seed(
+                                    storage, plan.study_name, plan.config.seed if seed is None else seed)),
                                 pruner=_pruner(plan), load_if_exists=True)
     identity = {"controller": plan.config.controller, "robot": plan.config.robot,
                 "env_id": plan.env_id, "start": plan.env_kwargs.get("start"), "objective": plan.objective_letters,
