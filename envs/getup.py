@@ -64,7 +64,10 @@ class GetUpEnv(UprightEnv):
     * ``action_rate`` [0.05]: −weight × mean squared change of the (clipped) action;
     * ``joint_limits`` [0.1]: −weight × fraction of joints within 2 % of their range from a limit;
     * ``impact`` [0.5]: −weight × (largest contact force on a body other than the feet / the
-      robot's weight − 3) when that force exceeds 3 × the weight.
+      robot's weight − 3) when that force exceeds 3 × the weight;
+    * ``fall`` [0]: −weight on the step on which a fall is counted (``falls`` of the episode
+      metrics: the robot was up and is fallen again), so that falling on the way up costs more
+      than the time it loses.
 
     A step on which the physics blows up has reward 0.
 
@@ -221,16 +224,18 @@ class GetUpEnv(UprightEnv):
     def step(self, action: np.ndarray):
         sensors, clipped = self._advance(action)
         posture = self.posture()
+        falls = self._tracker.falls
         self._tracker.update(posture)
         up = is_upright(posture, self.standing)
-        terms = self._reward_terms(clipped, posture, up)
+        terms = self._reward_terms(clipped, posture, up, self._tracker.falls > falls)
         self._last_action = clipped
         return self._finish_step(sensors, posture, terms, False, self._tracker, success=self._tracker.success,
                                  fallen=self._tracker.fallen, upright=up, start=self._tracker.start)
 
-    def _reward_terms(self, clipped: np.ndarray, p: Posture, up: bool) -> dict[str, float]:
+    def _reward_terms(self, clipped: np.ndarray, p: Posture, up: bool, fell: bool) -> dict[str, float]:
         """This step's reward terms (see the class docstring), weighted by :attr:`reward_scales`,
-        for the ``clipped`` action, the posture ``p`` after the step and whether it is upright."""
+        for the ``clipped`` action, the posture ``p`` after the step, whether it is upright and
+        whether a fall was counted on this step."""
         w = self.reward_scales
         h_stand = self.standing.head_height
         head = p.head_height
@@ -254,4 +259,5 @@ class GetUpEnv(UprightEnv):
             "action_rate": -w.action_rate * mean((clipped - self._last_action) ** 2),
             "joint_limits": -w.joint_limits * near_limit,
             "impact": -w.impact * max(hardest / self._weight - IMPACT_WEIGHTS, 0.0),
+            "fall": -w.fall if fell else 0.0,
         }

@@ -67,6 +67,7 @@ class GetUpRewardScales(RewardScales):
     action_rate: float = 0.05  #: −weight × mean squared change of the action
     joint_limits: float = 0.1  #: −weight × fraction of joints within 2 % of a limit
     impact: float = 0.5  #: −weight × (hardest non-foot contact force / weight − 3), when positive
+    fall: float = 0.0  #: −weight on each step on which a new fall is counted (off by default)
 
 
 @dataclass(frozen=True)

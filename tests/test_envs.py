@@ -356,19 +356,19 @@ BEFORE_SCALES = [
     (("upright/NaoGetUp-v0", {"start": "standing"}, True, 0.3, 160), (160, 167.8545306010566, {
         "head_progress": -3.0600765229012516, "head_height": 77.94319159673387, "upright": 78.11845678410776,
         "still": 20.83929813864002, "torque": -5.2739196808147994, "action_rate": -0.46894145383938174,
-        "joint_limits": -0.24347826086956534, "impact": 0.0})),
+        "joint_limits": -0.24347826086956534, "impact": 0.0, "fall": 0.0})),
     (("upright/NaoGetUp-v0", {"start": "prone"}, False, 1.0, 120), (120, 14.848343654327014, {
         "head_progress": -0.8577893960598758, "head_height": 6.369753539886568, "upright": 24.15609459094165,
         "still": 0.0, "torque": -5.29354866258199, "action_rate": -3.9452105541845293,
-        "joint_limits": -0.052173913043478265, "impact": -5.52878195063133})),
+        "joint_limits": -0.052173913043478265, "impact": -5.52878195063133, "fall": 0.0})),
     (("upright/WolfgangGetUp-v0", {"start": "standing"}, True, 0.4, 160), (160, 121.98755084681672, {
         "head_progress": -8.608294140095547, "head_height": 62.69249666394625, "upright": 68.95448349008626,
         "still": 11.432955853857326, "torque": -6.193544843189613, "action_rate": -0.8071093720897402,
-        "joint_limits": 0.0, "impact": -5.483436805698187})),
+        "joint_limits": 0.0, "impact": -5.483436805698187, "fall": 0.0})),
     (("upright/WolfgangGetUp-v0", {"start": "side"}, False, 1.0, 120), (120, 22.999701256178035, {
         "head_progress": -0.9005600220882878, "head_height": 7.988447804591866, "upright": 26.299878814592464,
         "still": 0.0, "torque": -5.404109022192896, "action_rate": -3.8191307125178837, "joint_limits": 0.0,
-        "impact": -1.164825606207212})),
+        "impact": -1.164825606207212, "fall": 0.0})),
     (("upright/NaoWalk-v0", {"command": (0.2, 0.0, 0.1)}, True, 0.3, 200), (162, 47.47066701316571, {
         "tracking_xy": 47.66113376413105, "tracking_yaw": 20.95992494104589, "upright": 31.54571508766088,
         "energy": -39.926479059395575, "foot_slip": -2.769627720276504, "fall": -10.0})),
@@ -416,6 +416,33 @@ def test_reward_scales_weight_each_term(env_id, kwargs, hold, amplitude, steps):
     zeroed = _scripted_episode(env_id, steps, hold, amplitude, reward_scales=dict.fromkeys(cls.names(), 0.0),
                                **kwargs)
     assert not any(zeroed[0])
+
+
+def test_getup_fall_term_costs_each_counted_fall():
+    """With a ``fall`` weight, each fall the episode metrics count costs that weight once, on the
+    step it is counted; the other terms and the dynamics are those of the default weights."""
+    from upright.envs.rewards import GetUpRewardScales
+
+    scenario = ("upright/NaoGetUp-v0", 160, True, 1.0)
+    rewards, terms = _scripted_episode(*scenario, start="standing")
+    weighted_rewards, weighted = _scripted_episode(*scenario, start="standing", reward_scales={"fall": 4.0})
+    env = gym.make("upright/NaoGetUp-v0", start="standing", reward_scales=GetUpRewardScales(fall=4.0))
+    assert len(weighted) == len(terms)
+    fall_steps = [i for i, t in enumerate(weighted) if t["fall"] != 0.0]
+    assert fall_steps, "the scripted episode must fall for this test to mean anything"
+    assert all(weighted[i]["fall"] == -4.0 for i in fall_steps)
+    assert all(t["fall"] == 0.0 for t in terms)
+    for before, after in zip(terms, weighted):
+        assert {k: v for k, v in after.items() if k != "fall"} == {k: v for k, v in before.items() if k != "fall"}
+    # the count agrees with the tracker's: the same script (``_scripted_episode``'s seeds) in a fresh env
+    env = env.unwrapped
+    env.reset(seed=3)
+    rng = np.random.default_rng(1)
+    base = env.action_from_targets(env.standing_targets)
+    for _ in range(len(weighted)):
+        env.step(np.clip(base + rng.uniform(-1.0, 1.0, env.action_space.shape), -1, 1).astype(np.float32))
+    assert len(fall_steps) == env._tracker.falls
+    assert sum(weighted_rewards) == pytest.approx(sum(rewards) - 4.0 * len(fall_steps), rel=1e-12)
 
 
 def test_bad_reward_scales_are_clear():
