@@ -138,3 +138,12 @@ def test_eval_results_folder_is_one_component_whatever_the_policy_path():
     assert _folder_name("keyframe") == "keyframe" and _folder_name("zoo:nao-walk") == "zoo:nao-walk"
     assert _folder_name(str(Path.cwd() / "runs" / "a2c-demo")) == "a2c-demo"
     assert _folder_name("runs/NaoGetUp-v0/demo/best_model.zip") == "demo-best_model"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--set", "hp.update_threads=2"], "--set is an option of --training"),
+    (["--training", "--set", "conditions=lab"], "takes hyperparameters (hp.KEY=VALUE), got ['conditions=lab']"),
+])
+def test_bench_set_takes_hyperparameters_of_the_training_bench(args, message, capsys):
+    assert main(["bench", *args]) == 2
+    assert message in capsys.readouterr().err

@@ -564,3 +564,26 @@ def test_set_command_steers_the_prior_and_the_next_reset_restores_the_command():
     assert restarted.shape == env.observation_space.shape
     with pytest.raises(ValueError, match="restart_prior needs an environment with a prior"):
         gym.make("upright/NaoWalk-v0").unwrapped.restart_prior(base.sim.sensors())
+
+
+def test_import_without_an_egl_library_leaves_the_opengl_backend_to_mujoco():
+    """On a headless Linux machine without libEGL, ``import upright`` must not pick MuJoCo's EGL
+    backend (whose import then fails): simulation works, MUJOCO_GL stays unset."""
+    import os
+
+    script = (
+        "import ctypes\n"
+        "real = ctypes.CDLL\n"
+        "def no_egl(name, *args, **kwargs):\n"
+        "    if 'EGL' in str(name):\n"
+        "        raise OSError(f'{name}: cannot open shared object file')\n"
+        "    return real(name, *args, **kwargs)\n"
+        "ctypes.CDLL = no_egl\n"
+        "import os, gymnasium as gym, upright\n"
+        "env = gym.make('upright/NaoGetUp-v0')\n"
+        "env.reset(seed=0); env.step(env.action_space.sample())\n"
+        "print(os.environ.get('MUJOCO_GL'))\n")
+    environ = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "DISPLAY")}
+    done = subprocess.run([sys.executable, "-c", script], env=environ, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "None"

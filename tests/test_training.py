@@ -1012,3 +1012,40 @@ def test_walk_curves_plot_the_fall_rate_against_the_prior(tmp_path):
         plot_curve_comparison("walk", {"residual": [walk]}, tmp_path / "x.png")
     with pytest.raises(ValueError, match="metric must be success_rate, stood_up_rate or fall_rate"):
         plot_curve_comparison("walk", {}, tmp_path / "y.png", metric="falls")
+
+
+def test_update_threads_run_the_updates_on_more_threads_and_collection_on_one(tmp_path, monkeypatch):
+    """``hp.update_threads``: SB3's updates see that many torch threads, every collected step one,
+    and the run ends on one; 0 threads is refused by name."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    seen = {"update": [], "collect": []}
+    original = PPO.train
+
+    def train_and_count(self, *args, **kwargs):
+        seen["update"].append(torch.get_num_threads())
+        return original(self, *args, **kwargs)
+
+    class CountCollection(BaseCallback):
+        def _on_step(self) -> bool:
+            seen["collect"].append(torch.get_num_threads())
+            return True
+
+    monkeypatch.setattr(PPO, "train", train_and_count)
+    train(_config(tmp_path, eval_every=0, hp_overrides={**TINY_PPO, "update_threads": 2}), callbacks=[CountCollection()])
+    assert seen["update"] == [2, 2] and set(seen["collect"]) == {1} and torch.get_num_threads() == 1
+    with pytest.raises(ValueError, match="update_threads.*got 0"):
+        resolve(_config(tmp_path, hp_overrides={**TINY_PPO, "update_threads": 0}))
+
+
+def test_scaling_bench_keeps_its_base_row_on_one_update_thread():
+    from upright.training.bench import format_scaling_bench, run_scaling_bench
+
+    rows = run_scaling_bench(64, (2,), ("dummy",), configs=((ENV, "spline"),),
+                             hp_overrides={**TINY_PPO, "update_threads": 2})
+    assert [(r.vec_env, r.n_envs, r.update_threads) for r in rows] == [("dummy", 1, 1), ("dummy", 2, 2)]
+    lines = format_scaling_bench(rows).splitlines()
+    assert lines[0].split()[6:8] == ["update", "thr"]
+    assert lines[2].split()[3:6] == ["dummy", "2", "2"] and float(lines[2].split()[7]) > 0  # x linear over the base

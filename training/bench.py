@@ -1,7 +1,8 @@
 """Training speed (``upright bench --training``): end-to-end training steps per second against the
 environment alone, for the residual configurations of the shipped hyperparameter files
 (:data:`CONFIGS`), with the vector environment, normalisation and thread setting ``upright train``
-uses (``train_env``; VecNormalize when the hyperparameters say so; one torch thread).
+uses (``train_env``; VecNormalize when the hyperparameters say so; one torch thread, or
+``hp.update_threads`` during the updates).
 
 Two tables:
 
@@ -46,11 +47,12 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 import numpy as np
+from stable_baselines3.common.callbacks import CallbackList
 
 from upright.policies.algorithms import ALGORITHMS, algorithm
 from upright.policies.run_folder import TrainConfig
 from upright.training.config import choose_vec_env, usable_cores
-from upright.training.callbacks import RewardTerms
+from upright.training.callbacks import RewardTerms, UpdateThreads
 from upright.training.train import new_model, resolve, train_env, unchecked_distributions
 
 #: (environment id, prior) of the residual configurations in training/hyperparams/*.yml.
@@ -92,6 +94,8 @@ class TrainingBenchRow:
     #: process's CPU time; ``wall``: elapsed time).
     vec_env: str = "dummy"
     clock: str = "cpu"
+    #: torch threads of the update (``hp.update_threads``; collection runs on one).
+    update_threads: int = 1
     #: On-policy: seconds per environment step of each of :data:`PARTS` during ``learn``.
     parts: Mapping[str, float] = field(default_factory=dict)
 
@@ -191,8 +195,10 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
             actions: list[np.ndarray] = []
             spent = _instrument(model, now, actions)
             start = now()
+            update_threads = int(config.hyperparams.get("update_threads", 1))
+            callbacks = [RewardTerms(), UpdateThreads(update_threads)]
             with unchecked_distributions():
-                model.learn(steps, callback=RewardTerms())
+                model.learn(steps, callback=CallbackList(callbacks))
             elapsed = now() - start
             _uninstrument(model)
             parts = {}
@@ -210,14 +216,16 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
         finally:
             venv.close()
     return TrainingBenchRow(algo, env_id, prior, n_envs, env_rate, train_rate, steps_per_update, update_s,
-                            vec_env=chosen, clock=clock, parts=parts)
+                            vec_env=chosen, clock=clock, update_threads=update_threads, parts=parts)
 
 
 def run_training_bench(steps: int = 2048, configs: tuple[tuple[str, str], ...] = CONFIGS,
-                       algos: tuple[str, ...] = ALGOS) -> list[TrainingBenchRow]:
+                       algos: tuple[str, ...] = ALGOS,
+                       hp_overrides: Mapping[str, Any] | None = None) -> list[TrainingBenchRow]:
     """Every algorithm on every configuration, ``steps`` environment steps per measurement
-    (``TrainConfig.n_envs`` DummyVecEnv copies, CPU time)."""
-    return [measure(algo, env_id, prior, steps) for env_id, prior in configs for algo in algos]
+    (``TrainConfig.n_envs`` DummyVecEnv copies, CPU time), with ``hp_overrides`` (dotted keys)."""
+    return [measure(algo, env_id, prior, steps, hp_overrides=hp_overrides) for env_id, prior in configs
+            for algo in algos]
 
 
 def run_scaling_bench(steps: int = 4096, n_envs: Sequence[int] = (1, 2, 4),
@@ -225,21 +233,30 @@ def run_scaling_bench(steps: int = 4096, n_envs: Sequence[int] = (1, 2, 4),
                       configs: tuple[tuple[str, str], ...] = CONFIGS, algo: str = "ppo",
                       hp_overrides: Mapping[str, Any] | None = None) -> list[TrainingBenchRow]:
     """``algo`` (with ``hp_overrides``) on every configuration with each number of copies in each
-    vector environment class, wall-clock rates; each configuration's one-copy DummyVecEnv row (the
-    base of the efficiency) is measured first whether or not it was asked for. SubprocVecEnv with
-    one copy runs one worker, as asked; ``auto`` is resolved per number of copies."""
+    vector environment class, wall-clock rates. Each configuration's one-copy DummyVecEnv row with
+    one update thread (the base of the efficiency: one core) is measured first whether or not it
+    was asked for. SubprocVecEnv with one copy runs one worker, as asked; ``auto`` is resolved per
+    number of copies."""
     for n in n_envs:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n_envs must be integers >= 1, got {n!r}")
-    cells = list(dict.fromkeys([("dummy", 1), *((choose_vec_env(v, n), n) for v in vec_envs for n in n_envs)]))
-    return [measure(algo, env_id, prior, steps, n, hp_overrides, vec_env=vec_env, clock="wall")
-            for env_id, prior in configs for vec_env, n in cells]
+    overrides = dict(hp_overrides or {})
+    base_overrides = {key: value for key, value in overrides.items() if key != "update_threads"}
+    cells = list(dict.fromkeys((choose_vec_env(v, n), n) for v in vec_envs for n in n_envs))
+    if base_overrides == overrides:
+        cells = [cell for cell in cells if cell != ("dummy", 1)]
+    rows = []
+    for env_id, prior in configs:
+        rows.append(measure(algo, env_id, prior, steps, 1, base_overrides, vec_env="dummy", clock="wall"))
+        rows += [measure(algo, env_id, prior, steps, n, overrides, vec_env=vec_env, clock="wall")
+                 for vec_env, n in cells]
+    return rows
 
 
 def _base(rows: list[TrainingBenchRow], row: TrainingBenchRow) -> TrainingBenchRow | None:
-    """The one-copy DummyVecEnv row of ``row``'s configuration, algorithm and clock."""
-    return next((r for r in rows if (r.env_id, r.prior, r.algo, r.clock, r.vec_env, r.n_envs)
-                 == (row.env_id, row.prior, row.algo, row.clock, "dummy", 1)), None)
+    """The one-copy, one-update-thread DummyVecEnv row of ``row``'s configuration, algorithm and clock."""
+    return next((r for r in rows if (r.env_id, r.prior, r.algo, r.clock, r.vec_env, r.n_envs, r.update_threads)
+                 == (row.env_id, row.prior, row.algo, row.clock, "dummy", 1, 1)), None)
 
 
 def format_scaling_bench(rows: list[TrainingBenchRow], *, cores: int | None = None,
@@ -249,13 +266,13 @@ def format_scaling_bench(rows: list[TrainingBenchRow], *, cores: int | None = No
     the one-minute ``load`` average when the bench started (default: now)."""
     cores = usable_cores() if cores is None else cores
     load = os.getloadavg()[0] if load is None and hasattr(os, "getloadavg") else load
-    lines = [f"{'algo':<5} {'environment':<26} {'prior':<12} {'vec env':<8} {'envs':>4} {'env steps/s':>11} "
-             f"{'x linear':>8} {'train steps/s':>13} {'x linear':>8} {'/ env':>6}"]
+    lines = [f"{'algo':<5} {'environment':<26} {'prior':<12} {'vec env':<8} {'envs':>4} {'update thr':>10} "
+             f"{'env steps/s':>11} {'x linear':>8} {'train steps/s':>13} {'x linear':>8} {'/ env':>6}"]
     for r in rows:
         base = _base(rows, r)
         env_eff = f"{r.env_steps_per_s / (r.n_envs * base.env_steps_per_s):>8.2f}" if base else f"{'-':>8}"
         train_eff = f"{r.train_steps_per_s / (r.n_envs * base.train_steps_per_s):>8.2f}" if base else f"{'-':>8}"
-        lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} {r.vec_env:<8} {r.n_envs:>4} "
+        lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} {r.vec_env:<8} {r.n_envs:>4} {r.update_threads:>10} "
                      f"{r.env_steps_per_s:>11.0f} {env_eff} {r.train_steps_per_s:>13.0f} {train_eff} {r.ratio:>6.2f}")
     clocks = {r.clock for r in rows}
     per = "wall-clock second" if clocks == {"wall"} else "second of " + "/".join(sorted(clocks))
@@ -264,7 +281,8 @@ def format_scaling_bench(rows: list[TrainingBenchRow], *, cores: int | None = No
                  f"must be idle; {cores} usable cores, load average {'-' if load is None else f'{load:.2f}'} at the "
                  "start). x linear = the rate over envs times the same configuration's 1-environment DummyVecEnv "
                  f"rate (target for training: >= {TARGET_EFFICIENCY}); / env = training over the environment alone "
-                 f"(target: >= {TARGET_RATIO}). One torch thread in the parent, one BLAS/torch thread per worker.")
+                 f"(target: >= {TARGET_RATIO}). One torch thread in the parent while it collects (update thr during the "
+                 "updates, hp.update_threads), one BLAS/torch thread per worker.")
     return "\n".join(lines + _format_parts(rows))
 
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
@@ -242,5 +243,27 @@ class ActorWarmup(BaseCallback):
         return True
 
 
-__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "FiniteWeights", "RewardTerms", "actor_parameters",
-           "save_model_files", "weights_finite"]
+class UpdateThreads(BaseCallback):
+    """``threads`` torch threads while the model updates, one while it collects transitions
+    (``hp.update_threads``): SB3 calls ``on_rollout_end`` just before each update and
+    ``on_rollout_start`` before the next collection."""
+
+    def __init__(self, threads: int) -> None:
+        super().__init__()
+        self.threads = threads
+
+    def _on_rollout_start(self) -> None:
+        torch.set_num_threads(1)
+
+    def _on_rollout_end(self) -> None:
+        torch.set_num_threads(self.threads)
+
+    def _on_training_end(self) -> None:
+        self._on_rollout_start()
+
+    def _on_step(self) -> bool:
+        return True
+
+
+__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "FiniteWeights", "RewardTerms", "UpdateThreads",
+           "actor_parameters", "save_model_files", "weights_finite"]

@@ -46,8 +46,13 @@ HP_PREFIX = "hp."
 #: ``warmup_steps`` must exceed them to freeze the actor after imitation), ``imitate_epochs``,
 #: ``imitate_batch_size`` and ``imitate_learning_rate`` (the regression's Adam). A run stopped
 #: during its imitation is saved as it stands; ``--resume`` goes on with PPO from that actor.
+#: ``update_threads`` (default 1): torch threads of the training process during the gradient
+#: updates, while collection keeps one. With SubprocVecEnv on many cores the workers are idle
+#: during the update, so the update may use their cores; more threads change the last bits of the
+#: weights (torch splits the sums differently), so a run keeps its count.
 OWN_KEYS = ("normalize", "warmup_steps", "zero_init", "log_std_init", "action_noise_sigma", "initial_residual",
-            "privileged_critic", "imitate", "imitate_steps", "imitate_epochs", "imitate_batch_size", "imitate_learning_rate")
+            "privileged_critic", "imitate", "imitate_steps", "imitate_epochs", "imitate_batch_size", "imitate_learning_rate",
+            "update_threads")
 #: Defaults of the imitation keys when ``imitate`` is set.
 IMITATE_DEFAULTS = {"imitate_steps": 100_000, "imitate_epochs": 20, "imitate_batch_size": 1024,
                     "imitate_learning_rate": 1e-3}
@@ -140,7 +145,7 @@ VALUE_RULES: dict[str, Rule] = {
     "target_noise_clip": _above(0, closed=True), "use_sde": _BOOLEAN, "normalize_advantage": _BOOLEAN,
     "normalize": _BOOLEAN, "zero_init": _BOOLEAN, "privileged_critic": _BOOLEAN, "warmup_steps": _count(0), "log_std_init": _FINITE,
     "action_noise_sigma": _above(0, closed=True), "imitate_steps": _count(1), "imitate_epochs": _count(1),
-    "imitate_batch_size": _count(1), "imitate_learning_rate": _above(0),
+    "imitate_batch_size": _count(1), "imitate_learning_rate": _above(0), "update_threads": _count(1),
     "policy_kwargs.log_std_init": _FINITE, "policy_kwargs.ortho_init": _BOOLEAN,
 }
 

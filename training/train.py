@@ -44,7 +44,7 @@ from upright.policies.algorithms import Algorithm, algo_class, algorithm, residu
 from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_config, plain,
                                          write_atomically, write_text_atomically)
 from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, FiniteWeights, RewardTerms,
-                                        save_model_files, weights_finite)
+                                        UpdateThreads, save_model_files, weights_finite)
 from upright.training.config import (IMITATE_DEFAULTS, check_counts, choose_vec_env, load_hyperparams, model_kwargs,
                                      next_run_dir)
 from upright.training.vec_env import check_env, make_train_env
@@ -509,6 +509,8 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
                      *extra]
         if hp.get("warmup_steps", 0) > 0:
             callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
+        if hp.get("update_threads", 1) > 1:
+            callbacks.append(UpdateThreads(int(hp["update_threads"])))
         remaining = config.steps - model.num_timesteps
         if remaining > 0:
             with unchecked_distributions():

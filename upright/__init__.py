@@ -6,13 +6,27 @@ simulation core (:class:`Simulation`, :class:`Sensors`, :class:`Conditions`, :cl
 :func:`get_robot`).
 """
 
+import ctypes as _ctypes
 import os as _os
 import sys as _sys
 
+
+def _has_egl() -> bool:
+    """Whether the EGL library loads (MuJoCo's EGL backend fails at import without it)."""
+    try:
+        _ctypes.CDLL("libEGL.so.1")
+    except OSError:
+        return False
+    return True
+
+
 # MuJoCo picks its OpenGL backend from MUJOCO_GL when it is first imported: on a Linux machine
-# without a display, default to EGL (off-screen). Set MUJOCO_GL yourself to choose another.
-if _sys.platform.startswith("linux") and not _os.environ.get("DISPLAY"):
-    _os.environ.setdefault("MUJOCO_GL", "egl")
+# without a display, default to EGL (off-screen) where the EGL library is installed; without it,
+# MuJoCo's own default (simulation works, rendering says what is missing). Set MUJOCO_GL yourself
+# to choose another.
+if _sys.platform.startswith("linux") and not _os.environ.get("DISPLAY") and "MUJOCO_GL" not in _os.environ \
+        and _has_egl():
+    _os.environ["MUJOCO_GL"] = "egl"
 
 from upright.envs.conditions import PRESETS, Conditions, Impulse, RandomWear, Wear, get_conditions  # noqa: E402
 from upright.envs.robots import RobotSpec, get_robot  # noqa: E402

@@ -81,9 +81,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise ValueError("--n-envs and --vec-env are options of --training")
     if args.training and args.parts:
         raise ValueError("--parts is an option of the environment bench, not of --training")
+    if args.set and not args.training:
+        raise ValueError("--set is an option of --training (hyperparameters, hp.KEY=VALUE)")
     command = f"upright bench --steps {args.steps}"
     if args.training:
         from upright.training import bench  # torch, SB3: only this command
+        from upright.training.config import split_train_settings
+
+        env_kwargs, hp = split_train_settings(parse_settings(args.set))
+        if env_kwargs:
+            raise ValueError(f"upright bench --training --set takes hyperparameters (hp.KEY=VALUE), got {args.set}")
 
         if args.n_envs is None and args.vec_env is not None:
             raise ValueError("--vec-env goes with --n-envs (the scaling table)")
@@ -93,12 +100,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 if vec_env not in VEC_ENVS:
                     raise ValueError(f"--vec-env takes {', '.join(VEC_ENVS)} separated by commas, got {vec_env!r}")
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-            rows = bench.run_scaling_bench(args.steps, _int_list(args.n_envs, "--n-envs"), vec_envs)
+            rows = bench.run_scaling_bench(args.steps, _int_list(args.n_envs, "--n-envs"), vec_envs, hp_overrides=hp)
             text = bench.format_scaling_bench(rows, load=load)
             command += f" --training --n-envs {args.n_envs}" + (f" --vec-env {args.vec_env}" if args.vec_env else "")
         else:
-            text = bench.format_training_bench(bench.run_training_bench(args.steps))
+            text = bench.format_training_bench(bench.run_training_bench(args.steps, hp_overrides=hp))
             command += " --training"
+        command += "".join(f" --set {item}" for item in args.set)
     else:
         text = format_bench(run_bench(args.steps))
         if args.parts:
@@ -454,6 +462,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vec-env", default=None, metavar="CLASS,...",
                    help="with --n-envs: the vector environment classes, of dummy, subproc, auto "
                         "(default: dummy,subproc)")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="hp.KEY=VALUE",
+                   help="with --training: hyperparameters over the shipped ones, e.g. --set hp.update_threads=8 "
+                        "(the scaling table's one-copy base row keeps one update thread)")
     p.add_argument("--parts", action="store_true",
                    help="also: where each environment's step time goes (physics and the environment's own parts, "
                         "lab and turf, µs per step; wall-clock, so on an idle machine)")
