@@ -1049,3 +1049,27 @@ def test_scaling_bench_keeps_its_base_row_on_one_update_thread():
     lines = format_scaling_bench(rows).splitlines()
     assert lines[0].split()[6:8] == ["update", "thr"]
     assert lines[2].split()[3:6] == ["dummy", "2", "2"] and float(lines[2].split()[7]) > 0  # x linear over the base
+
+
+def test_training_bench_runs_the_shipped_training_configurations():
+    """The shipped residuals' own configurations (copies, environment arguments, hyperparameters)
+    without what runs before steady-state training; a row says which one it ran."""
+    from dataclasses import replace
+
+    from upright.policies.run import zoo_dir, zoo_names
+    from upright.policies.run_folder import load_run_config
+    from upright.training.bench import BEFORE_TRAINING, format_training_bench, measure_config, shipped_configs
+
+    configs = dict(shipped_configs(64))
+    assert set(configs) == {name for name in zoo_names() if load_run_config(zoo_dir() / name).algo == "ppo"}
+    for name, config in configs.items():
+        own = load_run_config(zoo_dir() / name)
+        assert (config.env_id, config.n_envs, config.env_kwargs, config.steps, config.vec_env, config.init) == (
+            own.env_id, own.n_envs, own.env_kwargs, 64, "dummy", None)
+        assert config.hp_overrides == {k: v for k, v in own.hp_overrides.items() if k not in BEFORE_TRAINING}
+    wolfgang = configs["wolfgang-getup-residual-spline"]
+    assert "imitate" not in wolfgang.hp_overrides and wolfgang.hp_overrides["n_steps"] == 2048
+    row = measure_config(replace(wolfgang, n_envs=2, env_kwargs={**wolfgang.env_kwargs, **SHORT},
+                                 hp_overrides={**wolfgang.hp_overrides, **TINY_PPO}), source="wolfgang-getup-residual-spline")
+    assert row.source == "wolfgang-getup-residual-spline" and row.train_steps_per_s > 0 < row.env_steps_per_s
+    assert format_training_bench([row]).splitlines()[1].endswith("  wolfgang-getup-residual-spline")

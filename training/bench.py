@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -50,7 +50,8 @@ import numpy as np
 from stable_baselines3.common.callbacks import CallbackList
 
 from upright.policies.algorithms import ALGORITHMS, algorithm
-from upright.policies.run_folder import TrainConfig
+from upright.policies.run import zoo_dir, zoo_names
+from upright.policies.run_folder import TrainConfig, load_run_config
 from upright.training.config import choose_vec_env, usable_cores
 from upright.training.callbacks import RewardTerms, UpdateThreads
 from upright.training.train import new_model, resolve, train_env, unchecked_distributions
@@ -58,6 +59,12 @@ from upright.training.train import new_model, resolve, train_env, unchecked_dist
 #: (environment id, prior) of the residual configurations in training/hyperparams/*.yml.
 CONFIGS = (("upright/NaoGetUp-v0", "keyframe"), ("upright/WolfgangGetUp-v0", "spline"),
            ("upright/NaoWalk-v0", "step_adjust"))
+#: The source of rows built from the hyperparameter files (the other rows name a shipped residual).
+HYPERPARAMS_SOURCE = "hyperparams"
+#: Hyperparameters of a shipped run that act before steady-state training (the imitation, the
+#: frozen-actor warm-up), left out of its training-speed row.
+BEFORE_TRAINING = ("imitate", "imitate_steps", "imitate_epochs", "imitate_batch_size", "imitate_learning_rate",
+                   "warmup_steps")
 #: The algorithms benchmarked (their ``benched`` rows).
 ALGOS = tuple(name for name, a in ALGORITHMS.items() if a.benched)
 #: Targets: training / environment alone, and training steps per second.
@@ -98,6 +105,10 @@ class TrainingBenchRow:
     update_threads: int = 1
     #: On-policy: seconds per environment step of each of :data:`PARTS` during ``learn``.
     parts: Mapping[str, float] = field(default_factory=dict)
+    #: Where the configuration comes from: :data:`HYPERPARAMS_SOURCE` (the hyperparameter file's
+    #: settings for the environment and prior, default environment arguments) or the zoo name of a
+    #: shipped residual whose training configuration it is.
+    source: str = HYPERPARAMS_SOURCE
 
     @property
     def ratio(self) -> float:
@@ -174,21 +185,30 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
     keys) on ``n_envs`` copies in ``vec_env`` (``dummy``, ``subproc`` or ``auto``), then the
     environment alone on the same transitions (the module docstring). ``clock``: ``cpu`` (default for DummyVecEnv) or
     ``wall`` (default, and the only one that counts the workers, for SubprocVecEnv)."""
+    return measure_config(TrainConfig(env_id=env_id, prior=prior, algo=algo, steps=steps, n_envs=n_envs,
+                                      hp_overrides=dict(hp_overrides or {}), vec_env=vec_env), clock=clock)
+
+
+def measure_config(config: TrainConfig, *, clock: str | None = None, source: str = HYPERPARAMS_SOURCE) -> TrainingBenchRow:
+    """:func:`measure` of a whole training configuration (its environment arguments, copies and
+    hyperparameters; its ``out``, ``progress``, ``init`` and evaluations are not used), the row
+    labelled ``source``."""
     import torch  # torch: only when a model is built
 
     torch.set_num_threads(1)
-    chosen = choose_vec_env(vec_env, n_envs)
+    chosen = choose_vec_env(config.vec_env, config.n_envs)
     clock = clock or ("wall" if chosen == "subproc" else "cpu")
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
     if chosen == "subproc" and clock == "cpu":
         raise ValueError("clock 'cpu' does not count SubprocVecEnv's workers: use 'wall' with vec_env 'subproc'")
     now = CLOCKS[clock]
-    on_policy = algorithm(algo).on_policy
-    overrides = {**({"learning_starts": 0} if not on_policy else {}), **(hp_overrides or {})}
+    on_policy = algorithm(config.algo).on_policy
+    overrides = {**({"learning_starts": 0} if not on_policy else {}), **config.hp_overrides}
+    steps = config.steps
     with TemporaryDirectory() as tmp:
-        config = resolve(TrainConfig(env_id=env_id, prior=prior, algo=algo, steps=steps, n_envs=n_envs,
-                                     hp_overrides=overrides, out=tmp, progress=False, vec_env=chosen))
+        config = resolve(replace(config, hp_overrides=overrides, out=tmp, progress=False, vec_env=chosen, init=None,
+                                 eval_every=0))
         venv = train_env(config)
         try:
             model = new_model(config, venv, Path(tmp) / "tb")
@@ -215,17 +235,40 @@ def measure(algo: str, env_id: str, prior: str, steps: int, n_envs: int = TrainC
             env_rate = _env_rate(venv, config.seed, actions, now)
         finally:
             venv.close()
-    return TrainingBenchRow(algo, env_id, prior, n_envs, env_rate, train_rate, steps_per_update, update_s,
-                            vec_env=chosen, clock=clock, update_threads=update_threads, parts=parts)
+    return TrainingBenchRow(config.algo, config.env_id, config.prior or "-", config.n_envs, env_rate, train_rate,
+                            steps_per_update, update_s, vec_env=chosen, clock=clock, update_threads=update_threads,
+                            parts=parts, source=source)
+
+
+def shipped_configs(steps: int) -> list[tuple[str, TrainConfig]]:
+    """(zoo name, training configuration) of every shipped on-policy residual (``policies/zoo``):
+    the run's own environment arguments, copies and hyperparameters, for ``steps`` steps in
+    DummyVecEnv, without the phases before steady-state training (:data:`BEFORE_TRAINING`: the
+    imitation and the frozen-actor warm-up)."""
+    configs = []
+    for name in zoo_names():
+        config = load_run_config(zoo_dir() / name)
+        if not algorithm(config.algo).on_policy:
+            continue
+        overrides = {key: value for key, value in config.hp_overrides.items()
+                     if key.split(".")[0] not in BEFORE_TRAINING}
+        configs.append((name, replace(config, steps=steps, hp_overrides=overrides, vec_env="dummy", init=None)))
+    return configs
 
 
 def run_training_bench(steps: int = 2048, configs: tuple[tuple[str, str], ...] = CONFIGS,
-                       algos: tuple[str, ...] = ALGOS,
-                       hp_overrides: Mapping[str, Any] | None = None) -> list[TrainingBenchRow]:
+                       algos: tuple[str, ...] = ALGOS, hp_overrides: Mapping[str, Any] | None = None,
+                       shipped: bool = True) -> list[TrainingBenchRow]:
     """Every algorithm on every configuration, ``steps`` environment steps per measurement
-    (``TrainConfig.n_envs`` DummyVecEnv copies, CPU time), with ``hp_overrides`` (dotted keys)."""
-    return [measure(algo, env_id, prior, steps, hp_overrides=hp_overrides) for env_id, prior in configs
+    (``TrainConfig.n_envs`` DummyVecEnv copies, CPU time), with ``hp_overrides`` (dotted keys);
+    then, with ``shipped``, each shipped residual's own training configuration
+    (:func:`shipped_configs`, ``hp_overrides`` over its hyperparameters)."""
+    rows = [measure(algo, env_id, prior, steps, hp_overrides=hp_overrides) for env_id, prior in configs
             for algo in algos]
+    if shipped:
+        rows += [measure_config(replace(config, hp_overrides={**config.hp_overrides, **(hp_overrides or {})}),
+                                source=name) for name, config in shipped_configs(steps)]
+    return rows
 
 
 def run_scaling_bench(steps: int = 4096, n_envs: Sequence[int] = (1, 2, 4),
@@ -292,17 +335,21 @@ def format_training_bench(rows: list[TrainingBenchRow]) -> str:
         return f"{value:>{width}{spec}}" if value is not None else f"{'-':>{width}}"
 
     lines = [f"{'algo':<5} {'environment':<26} {'prior':<12} {'envs':>4} {'env steps/s':>11} "
-             f"{'train steps/s':>13} {'/ env':>7} {'steps/update':>12} {'update ms':>9} {'needed':>7}"]
+             f"{'train steps/s':>13} {'/ env':>7} {'steps/update':>12} {'update ms':>9} {'needed':>7}  configuration"]
     for r in rows:
         update_ms = r.update_s * 1e3 if r.update_s is not None else None
         lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} {r.n_envs:>4} {r.env_steps_per_s:>11.0f} "
                      f"{r.train_steps_per_s:>13.0f} {r.ratio:>7.2f} {optional(r.steps_per_update, '.1f', 12)} "
-                     f"{optional(update_ms, '.2f', 9)} {optional(r.steps_per_update_for_target, '.0f', 7)}")
+                     f"{optional(update_ms, '.2f', 9)} {optional(r.steps_per_update_for_target, '.0f', 7)}  {r.source}")
     clocks = {r.clock for r in rows}
     per = "CPU second of this process" if clocks == {"cpu"} else "second (" + "/".join(sorted(clocks)) + " clock)"
     classes = "/".join(sorted({"DummyVecEnv" if r.vec_env == "dummy" else "SubprocVecEnv" for r in rows}))
     lines.append(f"steps/s = environment steps per {per} ({classes}, one torch thread); env = the same vector env "
                  "replaying the training's actions from its seeds (the same transitions); SAC with learning_starts=0. "
+                 f"configuration = {HYPERPARAMS_SOURCE} (training/hyperparams/*.yml for the environment and prior, "
+                 f"{TrainConfig.n_envs} copies, default environment arguments) or the shipped residual whose "
+                 "training configuration the row runs (its copies, environment arguments and hyperparameters, "
+                 "without the imitation and warm-up before training; PPO rounded up to whole rollouts). "
                  f"Targets: / env >= {TARGET_RATIO}, train >= {TARGET_RATE:.0f} steps/s. Off-policy: steps/update = "
                  "environment steps per gradient step in the run, update ms = one gradient step alone, needed = "
                  f"the fewest environment steps per gradient step that could reach / env >= {TARGET_RATIO} at that cost.")
@@ -316,11 +363,11 @@ def _format_parts(rows: list[TrainingBenchRow]) -> list[str]:
     if not timed:
         return []
     lines = ["", f"{'algo':<5} {'environment':<26} {'prior':<12} {'vec env':<8} {'envs':>4} "
-             + " ".join(f"{part:>11}" for part in PARTS) + f" {'total':>7}"]
+             + " ".join(f"{part:>11}" for part in PARTS) + f" {'total':>7}  configuration"]
     for r in timed:
         lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} {r.vec_env:<8} {r.n_envs:>4} "
                      + " ".join(f"{r.parts[part] * 1e6:>11.1f}" for part in PARTS)
-                     + f" {sum(r.parts.values()) * 1e6:>7.1f}")
+                     + f" {sum(r.parts.values()) * 1e6:>7.1f}  {r.source}")
     lines.append("Where the training time goes, µs per environment step of learn: environment = the vector "
                  "env's step (VecNormalize included; with SubprocVecEnv the wait for the workers), policy = the "
                  "forward pass while collecting, buffer = the rollout buffer's adds and advantages, update = the "
@@ -329,6 +376,7 @@ def _format_parts(rows: list[TrainingBenchRow]) -> list[str]:
     return lines
 
 
-__all__ = ["ALGOS", "CLOCKS", "CONFIGS", "PARTS", "TARGET_EFFICIENCY", "TARGET_RATE", "TARGET_RATIO", "UPDATE_REPEATS",
-           "TrainingBenchRow", "format_scaling_bench", "format_training_bench", "measure", "run_scaling_bench",
-           "run_training_bench"]
+__all__ = ["ALGOS", "BEFORE_TRAINING", "CLOCKS", "CONFIGS", "HYPERPARAMS_SOURCE", "PARTS", "TARGET_EFFICIENCY",
+           "TARGET_RATE", "TARGET_RATIO", "UPDATE_REPEATS", "TrainingBenchRow", "format_scaling_bench",
+           "format_training_bench", "measure", "measure_config", "run_scaling_bench", "run_training_bench",
+           "shipped_configs"]
