@@ -39,6 +39,15 @@ def hold(sim: Simulation, seconds: float, targets: np.ndarray | None = None, eve
             every_step(sim)
 
 
+def python_without(code: str, unset: tuple[str, ...]) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh Python (a regression there must not take pytest down) whose
+    environment lacks the variables ``unset``; its output as text."""
+    import sys
+
+    environ = {k: v for k, v in os.environ.items() if k not in unset}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=120)
+
+
 def no_gl(reason: str) -> None:
     """A rendering test found no OpenGL backend: skip, saying why, or fail where one is required
     (``UPRIGHT_REQUIRE_GL=1``, which ``.ci/run`` sets after installing one)."""

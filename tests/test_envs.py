@@ -14,6 +14,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import upright  # noqa: F401  (registers the ids)
+from conftest import python_without
 from upright import Conditions, Impulse
 
 IDS = ["upright/NaoGetUp-v0", "upright/WolfgangGetUp-v0", "upright/NaoWalk-v0", "upright/WolfgangWalk-v0"]
@@ -569,8 +570,6 @@ def test_set_command_steers_the_prior_and_the_next_reset_restores_the_command():
 def test_import_without_an_egl_library_leaves_the_opengl_backend_to_mujoco():
     """On a headless Linux machine without libEGL, ``import upright`` must not pick MuJoCo's EGL
     backend (whose import then fails): simulation works, MUJOCO_GL stays unset."""
-    import os
-
     script = (
         "import ctypes\n"
         "real = ctypes.CDLL\n"
@@ -583,7 +582,6 @@ def test_import_without_an_egl_library_leaves_the_opengl_backend_to_mujoco():
         "env = gym.make('upright/NaoGetUp-v0')\n"
         "env.reset(seed=0); env.step(env.action_space.sample())\n"
         "print(os.environ.get('MUJOCO_GL'))\n")
-    environ = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "DISPLAY")}
-    done = subprocess.run([sys.executable, "-c", script], env=environ, capture_output=True, text=True, timeout=120)
+    done = python_without(script, unset=("MUJOCO_GL", "DISPLAY"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "None"

@@ -3,16 +3,12 @@ backend the tests skip and say what to install (``.ci/run`` installs one and req
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import upright  # noqa: F401  (registers the ids)
-from conftest import no_gl
+from conftest import no_gl, python_without
 from upright.envs.render import RenderingUnavailable
 
 
@@ -45,7 +41,6 @@ def test_human_rendering_without_a_display_raises_instead_of_ending_python():
             "env = gym.make('upright/NaoGetUp-v0', render_mode='human'); env.reset(seed=0)\n"
             "try:\n    env.step(np.zeros(23, np.float32))\n"
             "except RenderingUnavailable as error:\n    print('raised:', error)\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    out = python_without(code, unset=("DISPLAY", "WAYLAND_DISPLAY"))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "raised:" in out.stdout and "rgb_array" in out.stdout
