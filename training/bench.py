@@ -52,7 +52,7 @@ from stable_baselines3.common.callbacks import CallbackList
 from upright.policies.algorithms import ALGORITHMS, algorithm
 from upright.policies.run import zoo_dir, zoo_names
 from upright.policies.run_folder import TrainConfig, load_run_config
-from upright.training.config import choose_vec_env, usable_cores
+from upright.training.config import IMITATE_DEFAULTS, choose_vec_env, usable_cores
 from upright.training.callbacks import RewardTerms, UpdateThreads
 from upright.training.train import new_model, resolve, train_env, unchecked_distributions
 
@@ -63,8 +63,7 @@ CONFIGS = (("upright/NaoGetUp-v0", "keyframe"), ("upright/WolfgangGetUp-v0", "sp
 HYPERPARAMS_SOURCE = "hyperparams"
 #: Hyperparameters of a shipped run that act before steady-state training (the imitation, the
 #: frozen-actor warm-up), left out of its training-speed row.
-BEFORE_TRAINING = ("imitate", "imitate_steps", "imitate_epochs", "imitate_batch_size", "imitate_learning_rate",
-                   "warmup_steps")
+BEFORE_TRAINING = ("imitate", *IMITATE_DEFAULTS, "warmup_steps")
 #: The algorithms benchmarked (their ``benched`` rows).
 ALGOS = tuple(name for name, a in ALGORITHMS.items() if a.benched)
 #: Targets: training / environment alone, and training steps per second.
