@@ -41,6 +41,21 @@ def _command_vector(command: Any) -> np.ndarray:
     return vector
 
 
+def _command_box(value: Any, name: str) -> np.ndarray:
+    """``value`` as a (3, 2) float array of (low, high) per command component (vx m/s, vy m/s, yaw
+    rate rad/s): three pairs, or six numbers in that order (the form ``--set`` writes); ValueError
+    naming ``name`` for anything else or a low above its high."""
+    try:
+        box = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        box = None
+    if box is not None and box.shape == (6,):
+        box = box.reshape(3, 2)
+    if box is None or box.shape != (3, 2) or not np.all(np.isfinite(box)) or np.any(box[:, 0] > box[:, 1]):
+        raise ValueError(f"{name} must be three (low, high) pairs (vx, vy, yaw rate) or six numbers, got {value!r}")
+    return box
+
+
 def _yaw(quat: np.ndarray) -> float:
     """Yaw (rad) of the body-to-world quaternion ``(w, x, y, z)``."""
     w, x, y, z = quat.tolist()
@@ -115,7 +130,9 @@ class WalkEnv(UprightEnv):
     ## Starting state
 
     The robot's standing keyframe. The command is ``command`` when given, otherwise drawn per
-    episode uniformly from ``command_ranges``. The conditions (terrain, wear, noise, randomisation)
+    episode uniformly from ``command_ranges``; with ``command_focus_share`` p > 0, an episode's
+    command is drawn from the ``command_focus`` box instead with probability p, so that training
+    sees more of the commands a prior fails on (a fast forward walk) without leaving the rest. The conditions (terrain, wear, noise, randomisation)
     are sampled from the episode's seed: the same seed gives the same episode.
 
     ## Episode end
@@ -138,6 +155,8 @@ class WalkEnv(UprightEnv):
     | robot               | str                            | set by id  | a name of ROBOT_NAMES                     |
     | command             | (vx, vy, wz) or None           | None       | fixed (m/s, m/s, rad/s); None: drawn      |
     | command_ranges      | three (low, high) pairs        | see below  | ranges a command is drawn from            |
+    | command_focus       | three (low, high) pairs or None| None       | a box drawn from with command_focus_share |
+    | command_focus_share | float in [0, 1]                | 0.0        | probability of a draw from command_focus  |
     | conditions          | str, Conditions or None        | "lab"      | preset name or a Conditions (None: lab)   |
     | prior               | None, str or Controller        | None       | baseline or controller; action = residual |
     | residual_scale      | float                          | 0.2        | residual range / joint half range         |
@@ -152,7 +171,8 @@ class WalkEnv(UprightEnv):
     | render_mode         | str or None                    | None       | "rgb_array" or "human"                    |
     | prior_params        | dict, YAML path or None        | None       | the prior's parameter overrides (dotted)  |
 
-    Default ``command_ranges``: vx −0.2…0.3 m/s, vy −0.1…0.1 m/s, yaw rate −0.5…0.5 rad/s.
+    Default ``command_ranges``: vx −0.2…0.3 m/s, vy −0.1…0.1 m/s, yaw rate −0.5…0.5 rad/s. Boxes
+    may also be given as six numbers (vx low, vx high, vy low, …), the form ``--set`` writes.
 
     ## Version history
 
@@ -168,6 +188,8 @@ class WalkEnv(UprightEnv):
         robot: str = "nao",
         command: Sequence[float] | None = None,
         command_ranges: Sequence[Sequence[float]] = DEFAULT_COMMAND_RANGES,
+        command_focus: Sequence[Sequence[float]] | None = None,
+        command_focus_share: float = 0.0,
         conditions: str | Conditions | None = "lab",
         prior: Any = None,
         residual_scale: float = 0.2,
@@ -198,11 +220,16 @@ class WalkEnv(UprightEnv):
         self.tracking_window = float(tracking_window)
         if command is not None:
             command = _command_vector(command)
-        ranges = np.asarray(command_ranges, dtype=float)
-        if ranges.shape != (3, 2) or np.any(ranges[:, 0] > ranges[:, 1]):
-            raise ValueError(f"command_ranges must be three (low, high) pairs, got {command_ranges!r}")
+        if not (isinstance(command_focus_share, (int, float)) and 0.0 <= command_focus_share <= 1.0):
+            raise ValueError(f"command_focus_share must be a probability in [0, 1], got {command_focus_share!r}")
+        if command_focus_share > 0 and command_focus is None:
+            raise ValueError(f"command_focus_share {command_focus_share!r} needs a command_focus box")
         self._fixed_command = command
-        self.command_ranges = ranges
+        #: (3, 2) (low, high) of vx (m/s), vy (m/s), yaw rate (rad/s) a command is drawn from.
+        self.command_ranges = _command_box(command_ranges, "command_ranges")
+        #: The box drawn from with probability ``command_focus_share`` instead (None: never).
+        self.command_focus = None if command_focus is None else _command_box(command_focus, "command_focus")
+        self.command_focus_share = float(command_focus_share)
         self.command = np.zeros(3) if command is None else command
         self.observe_odometry = bool(observe_odometry)
         self.observe_gait = bool(observe_gait)
@@ -294,7 +321,11 @@ class WalkEnv(UprightEnv):
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(2**31)) if seed is None else seed
         if self._fixed_command is None:
-            self.command = self.np_random.uniform(self.command_ranges[:, 0], self.command_ranges[:, 1])
+            box = self.command_ranges
+            # No draw without a focus share: the episodes of a seed stay those of the plain ranges.
+            if self.command_focus_share > 0 and self.np_random.random() < self.command_focus_share:
+                box = self.command_focus
+            self.command = self.np_random.uniform(box[:, 0], box[:, 1])
         else:
             self.command = self._fixed_command.copy()
         sensors = self.sim.reset(self.robot.standing_pose, seed=episode_seed)

@@ -567,6 +567,32 @@ def test_set_command_steers_the_prior_and_the_next_reset_restores_the_command():
         gym.make("upright/NaoWalk-v0").unwrapped.restart_prior(base.sim.sensors())
 
 
+def test_command_focus_draws_that_share_of_the_commands_from_its_box():
+    """``command_focus_share`` p draws a command from ``command_focus`` with probability p, and
+    from ``command_ranges`` otherwise; p = 0 leaves a seed's commands those of the plain ranges;
+    six numbers are a box as three pairs are; bad boxes and shares are named."""
+    focus = (0.2, 0.3, -0.1, 0.1, -0.5, 0.5)  # the --set form: vx 0.2..0.3 m/s
+    plain = gym.make("upright/NaoWalk-v0").unwrapped
+    off = gym.make("upright/NaoWalk-v0", command_focus=focus).unwrapped
+    for seed in range(5):
+        np.testing.assert_array_equal(plain.reset(seed=seed)[1]["command"], off.reset(seed=seed)[1]["command"])
+    half = gym.make("upright/NaoWalk-v0", command_focus=focus, command_focus_share=0.5).unwrapped
+    half.reset(seed=0)
+    vx = np.array([half.reset()[1]["command"][0] for _ in range(200)])
+    # Below 0.2 m/s only from the plain box, where 0.2..0.3 holds 1/5 of the draws: 0.4 of all.
+    assert 0.3 < np.mean(vx < 0.2) < 0.5
+    assert vx.min() >= -0.2 and vx.max() <= 0.3
+    every = gym.make("upright/NaoWalk-v0", command_focus=((0.2, 0.3), (0, 0), (0, 0)), command_focus_share=1.0).unwrapped
+    commands = np.array([every.reset(seed=seed)[1]["command"] for seed in range(20)])
+    assert np.all(commands[:, 0] >= 0.2) and np.all(commands[:, 1:] == 0.0)
+    with pytest.raises(ValueError, match="command_focus must be three"):
+        gym.make("upright/NaoWalk-v0", command_focus=(0.3, 0.2, 0, 0, 0, 0), command_focus_share=0.5)
+    with pytest.raises(ValueError, match="command_focus_share must be a probability"):
+        gym.make("upright/NaoWalk-v0", command_focus=focus, command_focus_share=1.5)
+    with pytest.raises(ValueError, match="needs a command_focus box"):
+        gym.make("upright/NaoWalk-v0", command_focus_share=0.5)
+
+
 def test_import_without_an_egl_library_leaves_the_opengl_backend_to_mujoco():
     """On a headless Linux machine without libEGL, ``import upright`` must not pick MuJoCo's EGL
     backend (whose import then fails): simulation works, MUJOCO_GL stays unset."""
