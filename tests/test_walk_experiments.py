@@ -115,6 +115,21 @@ def test_speed_table_runs_each_walk_with_its_raised_caps(tmp_path):
     assert "| lipm | nao | backward | 0.600 m/s |" in (tmp_path / "results.md").read_text()
 
 
+def test_speed_table_walks_a_residual_on_its_prior_with_the_priors_caps(tmp_path):
+    """A shipped residual climbs its own robot's ladders (the other robot is skipped) on its prior,
+    whose caps are raised as on the prior's own ladder; it runs its real network (the environment
+    must have the prior's observation, or the policy refuses it)."""
+    run_experiment("walk-speed-table", tmp_path, episodes=1, progress=False,
+                   settings={"policies": "zoo:nao-walk-residual-step_adjust", "robots": ("nao", "wolfgang"),
+                             "directions": "forward", "seconds": 0.5})
+    data = _data(tmp_path)
+    assert list(data["ladders"]) == ["zoo:nao-walk-residual-step_adjust/nao/forward"]
+    ladder = data["ladders"]["zoo:nao-walk-residual-step_adjust/nao/forward"]
+    assert ladder["params"]["max_forward"] == 0.5  # step_adjust's raised cap
+    assert ladder["highest_command"] == 0.5 and ladder["fell_at"] == []  # 0.5 s: no fall yet
+    assert "zoo:nao-walk-residual-step_adjust nao: max_forward=0.5" in (tmp_path / "results.md").read_text()
+
+
 def test_walk_conditions_removes_one_factor_per_cell(tmp_path):
     """A cell's conditions are the preset's with one factor removed (a part of the wear: only that
     field of the wear), each cell a real run on the same seeds."""

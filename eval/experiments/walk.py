@@ -58,12 +58,14 @@ import gymnasium as gym
 import numpy as np
 
 from upright.envs.conditions import Impulse, get_conditions
-from upright.envs.registration import env_id
+from upright.envs.registration import ENVIRONMENTS, env_id
 from upright.envs.robots import ROBOT_NAMES
 from upright.eval.experiments import ExperimentContext, factor_removed, protocol_data, register_experiment
 from upright.eval.runner import Observer
+from upright.eval.settings import env_settings
 from upright.eval.tables import Column, Table, count, mean_min_max, number, rate
 from upright.policies.base import Policy
+from upright.policies.run import ZOO_PREFIX, run_env_id, run_env_kwargs
 
 DATA = protocol_data(__name__)
 DEFAULTS = DATA["defaults"]
@@ -183,17 +185,18 @@ class ObserverErrors(Observer):
 
 
 def run_ladder(ctx: ExperimentContext, policy: str | Policy, robot: str, ladder: Ladder, conditions: str,
-               seconds: float, episodes: int) -> dict[str, Any]:
+               seconds: float, episodes: int, env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """One direction's ladder, rising until the first command with a fall in any episode: its
     ``rows`` (speed, command, fell, end_times, late_velocity per command), ``highest_command``,
     ``highest_measured`` (the velocity measured at it along the direction) and ``fell_at``.
-    ``policy``: a name (resolved with the ``--set params.*``) or a resolved policy."""
+    ``policy``: a name (resolved with the ``--set params.*``) or a resolved policy; ``env_kwargs``:
+    more environment arguments (a residual's prior and training settings) under the ladder's own."""
     rows = []
     resolved = ctx.policy(policy) if isinstance(policy, str) else policy
     for speed in ladder.speeds:
         command = ladder.command(speed)
-        run = ctx.run(env_id(robot, "walk"), resolved, {"command": command, "max_episode_seconds": seconds,
-                                                        "conditions": conditions},
+        run = ctx.run(env_id(robot, "walk"), resolved, {**(env_kwargs or {}), "command": command,
+                                                        "max_episode_seconds": seconds, "conditions": conditions},
                       episodes, observers=[LateVelocity(seconds / 2)])
         fell = any(r["falls"] for r in run.records)
         measured = [r["late_velocity"] for r in run.records if r["late_velocity"] is not None]
@@ -477,25 +480,49 @@ def walk_tracking(ctx: ExperimentContext) -> list[Table]:
 # ---------------------------------------------------------------------------------------- speed table
 
 
+def _residual_settings(policy: str) -> tuple[str, dict[str, Any]] | None:
+    """For a shipped residual walk (``zoo:NAME``): its robot and the environment arguments it was
+    trained with (its prior among them); None for any other policy. ValueError for a zoo policy
+    without a prior."""
+    if not policy.startswith(ZOO_PREFIX):
+        return None
+    trained = run_env_kwargs(policy)
+    if not trained.get("prior"):
+        raise ValueError(f"{policy} walks without a prior; the speed table ladders walks and residual walks")
+    return ENVIRONMENTS[run_env_id(policy)].robot, trained
+
+
 @register_experiment("walk-speed-table", "the LIPM paper's speed ladders for every walk and robot, caps raised",
                      options={"policies": tuple(DATA["speed_table"]["policies"]),
                               "robots": tuple(DATA["speed_table"]["robots"]),
                               "directions": (), "conditions": DEFAULTS["conditions"], "seconds": DEFAULTS["seconds"]})
 def walk_speed_table(ctx: ExperimentContext) -> list[Table]:
-    """``--set policies=lipm robots=nao directions=forward,turning``; ``--episodes N`` per command."""
+    """``--set policies=lipm robots=nao directions=forward,turning``; ``--episodes N`` per command.
+    A shipped residual walk (``policies=zoo:NAME``) climbs the ladders of its robot on its prior,
+    with the prior's caps raised and the other environment arguments it was trained with: where
+    it falls below the rung its prior sustains, it broke something the prior could do."""
     o = ctx.options
     conditions, seconds, episodes = str(o["conditions"]), float(o["seconds"]), ctx.episodes_or(1)
     caps = DATA["speed_table"]["params"]
-    rows, results = [], {}
+    rows, results, raised = [], {}, {}
     for policy in ctx.option_names("policies"):
+        residual = _residual_settings(policy)
         for robot in ctx.option_names("robots", DATA["ladders"]):
+            if residual is not None and residual[0] != robot:
+                continue  # a residual walks only the robot it was trained on
             known = ladders(robot)
             directions = ctx.option_names("directions", known) or tuple(known)
-            params = caps.get(policy, {}).get(robot, {})
+            if residual is None:
+                params = caps.get(policy, {}).get(robot, {})
+                walker, env_kwargs = ctx.policy(policy, params), None
+            else:  # on its prior with the prior's caps raised, as the prior's own ladder
+                params = caps.get(residual[1]["prior"], {}).get(robot, {})
+                walker, env_kwargs = ctx.policy(policy), env_settings({}, {**params, **ctx.params}, residual[1])
+            raised[policy, robot] = params
             paper = DATA["paper"].get(robot, {}) if conditions == "lab" else {}
             for direction in directions:
                 ladder = known[direction]
-                r = run_ladder(ctx, ctx.policy(policy, params), robot, ladder, conditions, seconds, episodes)
+                r = run_ladder(ctx, walker, robot, ladder, conditions, seconds, episodes, env_kwargs)
                 results[f"{policy}/{robot}/{direction}"] = {**r, "params": params}
                 reference = paper.get(direction)
                 if ladder.turning and f"{direction}_deg" in paper:
@@ -511,8 +538,8 @@ def walk_speed_table(ctx: ExperimentContext) -> list[Table]:
                              "fell_at": [_speed(v, ladder.turning) for v in r["fell_at"]]})
     ctx.data.update({"conditions": conditions, "seconds": seconds, "episodes": episodes, "ladders": results,
                      "params": ctx.params})
-    caps_text = "; ".join(f"{p} {r}: " + " ".join(f"{k}={v}" for k, v in caps.get(p, {}).get(r, {}).items())
-                          for p in ctx.option_names("policies") for r in ctx.option_names("robots"))
+    caps_text = "; ".join(f"{p} {r}: " + " ".join(f"{k}={v}" for k, v in used.items())
+                          for (p, r), used in raised.items())
     return [Table(f"Speed ladders on {conditions}, {seconds:g} s episodes, {episodes} per command",
                   [Column("walk", "policy"), Column("robot", "robot"), Column("direction", "direction"),
                    Column("highest command sustained", "highest_command", _speed_cell),
