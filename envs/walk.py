@@ -132,8 +132,9 @@ class WalkEnv(UprightEnv):
     The robot's standing keyframe. The command is ``command`` when given, otherwise drawn per
     episode uniformly from ``command_ranges``; with ``command_focus_share`` p > 0, an episode's
     command is drawn from the ``command_focus`` box instead with probability p, so that training
-    sees more of the commands a prior fails on (a fast forward walk) without leaving the rest. The conditions (terrain, wear, noise, randomisation)
-    are sampled from the episode's seed: the same seed gives the same episode.
+    sees more of the commands a prior fails on (a fast forward walk) without leaving the rest. The
+    conditions (terrain, wear, noise, randomisation) are sampled from the episode's seed: the same
+    seed gives the same episode.
 
     ## Episode end
 

@@ -228,6 +228,16 @@ def run_env_kwargs(name: str) -> dict[str, Any]:
     return load_run_config(run_dir).eval_kwargs_with_prior
 
 
+def residual_env_kwargs(name: str, prior: str | None = None) -> dict[str, Any]:
+    """:func:`run_env_kwargs` of a residual policy (one trained on a prior), for protocols that run
+    it on its prior; ValueError when ``name`` has no prior, or (with ``prior``) another one."""
+    trained = run_env_kwargs(name)
+    if not trained.get("prior") or (prior is not None and trained["prior"] != prior):
+        wanted = f"a residual on {prior!r}" if prior else "a residual (a policy trained on a prior)"
+        raise ValueError(f"{name} was trained on prior {trained.get('prior')!r}; {wanted} is needed here")
+    return trained
+
+
 def run_env_id(name: str) -> str | None:
     """The environment id a run or zoo policy was trained on; None for any other policy name."""
     if not is_run_policy(name):
@@ -239,5 +249,5 @@ def run_env_id(name: str) -> str | None:
 
 __all__ = ["CHECKPOINT", "RUN_MODELS", "STEPS_STAMP", "ZOO_PREFIX", "check_pair", "find_run_dir", "is_run_dir",
            "is_run_policy", "load_normalizer", "load_run_policy", "model_steps", "newest_model", "normalizer_path",
-           "replay_buffer_path", "resolve_run_path", "run_env_id", "run_env_kwargs", "run_model", "zoo_dir",
+           "replay_buffer_path", "residual_env_kwargs", "resolve_run_path", "run_env_id", "run_env_kwargs", "run_model", "zoo_dir",
            "zoo_names"]

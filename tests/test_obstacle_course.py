@@ -98,13 +98,14 @@ def test_a_residual_whose_saved_prior_params_are_a_yaml_path_gets_them_read(tmp_
 
     from upright.eval.experiments import ExperimentContext
     from upright.eval.experiments import obstacle_course
+    from upright.policies import run as run_module
     from upright.policies.run import run_env_kwargs
 
     saved = tmp_path / "best.yaml"
     saved.write_text("player.max_step_forward: 0.07\n")
     name = "nao-walk-residual-step_adjust"
     trained = {**run_env_kwargs(f"zoo:{name}"), "prior_params": str(saved)}
-    monkeypatch.setattr(obstacle_course, "run_env_kwargs", lambda policy: trained)
+    monkeypatch.setattr(run_module, "run_env_kwargs", lambda policy: trained)
     seen = {}
 
     def run(env_id, policy, env_kwargs, runs, **_):

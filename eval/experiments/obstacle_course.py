@@ -56,7 +56,7 @@ from upright.eval.settings import env_settings
 from upright.eval.tables import Column, Table, number, text
 from upright.policies.base import Policy
 from upright.policies.builtin import ControllerPolicy
-from upright.policies.run import ZOO_PREFIX, run_env_kwargs, zoo_names
+from upright.policies.run import ZOO_PREFIX, residual_env_kwargs, zoo_names
 
 DATA = protocol_data(__name__)
 #: Where a fall past the last obstacle is counted.
@@ -235,10 +235,7 @@ def run_column(ctx: ExperimentContext, configuration: str, speed: float, runs: i
     policy: Policy | str
     if configuration in residuals:  # the shipped policy on its prior, in the New configuration
         policy = f"{ZOO_PREFIX}{configuration}"
-        trained = run_env_kwargs(policy)
-        if trained.get("prior") != DATA["controller"]:
-            raise ValueError(f"{policy} is a residual on {trained.get('prior')!r}, the course walks {DATA['controller']!r}")
-        env_kwargs = env_settings(env_kwargs, params, trained)
+        env_kwargs = env_settings(env_kwargs, params, residual_env_kwargs(policy, DATA["controller"]))
     else:
         policy = CourseWalker(DATA["controller"], params=params, label=f"{DATA['controller']} {configuration}")
     run = ctx.run(env_id(DATA["robot"], "walk"), policy, env_kwargs, runs, observers=[FallsPerObstacle()],

@@ -65,7 +65,7 @@ from upright.eval.runner import Observer
 from upright.eval.settings import env_settings
 from upright.eval.tables import Column, Table, count, mean_min_max, number, rate
 from upright.policies.base import Policy
-from upright.policies.run import ZOO_PREFIX, run_env_id, run_env_kwargs
+from upright.policies.run import ZOO_PREFIX, residual_env_kwargs, run_env_id
 
 DATA = protocol_data(__name__)
 DEFAULTS = DATA["defaults"]
@@ -480,18 +480,6 @@ def walk_tracking(ctx: ExperimentContext) -> list[Table]:
 # ---------------------------------------------------------------------------------------- speed table
 
 
-def _residual_settings(policy: str) -> tuple[str, dict[str, Any]] | None:
-    """For a shipped residual walk (``zoo:NAME``): its robot and the environment arguments it was
-    trained with (its prior among them); None for any other policy. ValueError for a zoo policy
-    without a prior."""
-    if not policy.startswith(ZOO_PREFIX):
-        return None
-    trained = run_env_kwargs(policy)
-    if not trained.get("prior"):
-        raise ValueError(f"{policy} walks without a prior; the speed table ladders walks and residual walks")
-    return ENVIRONMENTS[run_env_id(policy)].robot, trained
-
-
 @register_experiment("walk-speed-table", "the LIPM paper's speed ladders for every walk and robot, caps raised",
                      options={"policies": tuple(DATA["speed_table"]["policies"]),
                               "robots": tuple(DATA["speed_table"]["robots"]),
@@ -506,18 +494,19 @@ def walk_speed_table(ctx: ExperimentContext) -> list[Table]:
     caps = DATA["speed_table"]["params"]
     rows, results, raised = [], {}, {}
     for policy in ctx.option_names("policies"):
-        residual = _residual_settings(policy)
+        # A shipped residual: the arguments it was trained with (its prior among them), its robot only.
+        trained = residual_env_kwargs(policy) if policy.startswith(ZOO_PREFIX) else None
         for robot in ctx.option_names("robots", DATA["ladders"]):
-            if residual is not None and residual[0] != robot:
-                continue  # a residual walks only the robot it was trained on
+            if trained is not None and ENVIRONMENTS[run_env_id(policy)].robot != robot:
+                continue
             known = ladders(robot)
             directions = ctx.option_names("directions", known) or tuple(known)
-            if residual is None:
+            if trained is None:
                 params = caps.get(policy, {}).get(robot, {})
                 walker, env_kwargs = ctx.policy(policy, params), None
             else:  # on its prior with the prior's caps raised, as the prior's own ladder
-                params = caps.get(residual[1]["prior"], {}).get(robot, {})
-                walker, env_kwargs = ctx.policy(policy), env_settings({}, {**params, **ctx.params}, residual[1])
+                params = caps.get(trained["prior"], {}).get(robot, {})
+                walker, env_kwargs = ctx.policy(policy), env_settings({}, {**params, **ctx.params}, trained)
             raised[policy, robot] = params
             paper = DATA["paper"].get(robot, {}) if conditions == "lab" else {}
             for direction in directions:
