@@ -30,7 +30,7 @@ from upright.policies.registry import load_policy, policy_names
 from upright.policies.run import is_run_policy, load_normalizer, model_steps, run_env_id, run_env_kwargs
 from upright.policies.run_folder import SELECTION_NUMBERS, TrainConfig, read_manifest
 from upright.policies.sb3 import ModelPolicy, SB3Policy
-from upright.training.vec_env import make_train_env
+from upright.training.vec_env import EPISODE_REWARD_TERMS, TEACHER_INFO, TRAINING_INFO, make_train_env
 from upright.training.ship import ship
 from upright.training.train import TrainingInterrupted, new_model, init_files, resolve, train
 
@@ -71,6 +71,38 @@ def test_zero_initialised_residual_is_exactly_the_prior(tmp_path, algo, hp):
     venv.close()
 
 
+@pytest.mark.parametrize("vec_env", ["dummy", "subproc"])
+def test_training_infos_carry_the_episode_not_every_step(vec_env):
+    """Training environments hand over only what training reads: per step the episode-end entries,
+    at an episode's end the reward terms' sums, equal to summing the plain environment's
+    ``info["reward_terms"]`` over the same seeded episode; ``keep_info`` keeps a teacher's entries."""
+    kwargs = {**SHORT, "prior": "spline"}
+    venv = make_train_env(ENV, kwargs, 1, 3, normalize=False, on_policy=True, vec_env=vec_env)
+    action = np.full((1, 20), 0.3, dtype=np.float32)
+    venv.reset()
+    done, infos, steps = [False], [{}], 0
+    while not done[0]:
+        _, _, done, infos = venv.step(action)
+        steps += 1
+        if not done[0]:
+            assert set(infos[0]) <= set(TRAINING_INFO) | {"TimeLimit.truncated"}
+    venv.close()
+    env = gym.make(ENV, **kwargs)
+    env.reset(seed=3)
+    sums: dict[str, float] = {}
+    for _ in range(steps):
+        info = env.step(action[0])[4]
+        for term, value in info["reward_terms"].items():
+            sums[term] = sums.get(term, 0.0) + float(value)
+    assert "episode_metrics" in infos[0] and "episode" in infos[0]
+    assert infos[0][EPISODE_REWARD_TERMS] == sums and len(sums) > 3
+    kept = make_train_env(ENV, kwargs, 1, 3, normalize=False, on_policy=True, keep_info=TEACHER_INFO)
+    kept.reset()
+    info = kept.step(action)[3][0]
+    assert {"sensors", "prior_status"} <= set(info) and "reward_terms" not in info
+    kept.close()
+
+
 def test_initial_residual_starts_the_policy_at_a_given_correction(tmp_path):
     """``hp.initial_residual``: the deterministic action is the residual of those joint offsets
     (the actuators' order of the robot), the rest stays zero; bad uses are refused by resolve."""
@@ -109,9 +141,15 @@ def test_imitation_fits_the_actor_to_a_hand_designed_residual(tmp_path):
           "imitate_batch_size": 64, "policy_kwargs.net_arch": (64, 64)}
     config = resolve(_config(tmp_path, hp_overrides=hp))
     assert config.hyperparams["imitate_learning_rate"] == 1e-3  # the defaults fill what is not set
-    venv = make_train_env(ENV, config.env_kwargs_with_prior, 2, 0, normalize=True, on_policy=True)
+    venv = make_train_env(ENV, config.env_kwargs_with_prior, 2, 0, normalize=True, on_policy=True,
+                          keep_info=TEACHER_INFO)
     model = new_model(config, venv, tmp_path / "tb")
     teacher = FeedbackResidualPolicy(load_feedback_spec(teacher_name))
+    slim = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=False, on_policy=True)
+    with pytest.raises(ValueError, match="keep_info=TEACHER_INFO"):  # a teacher blind to the sensors
+        imitate(model, slim, teacher, steps=10, epochs=1, batch_size=8, learning_rate=1e-3, seed=0,
+                out=tmp_path / "blind.json")
+    slim.close()
     record = imitate(model, venv, teacher, steps=600, epochs=30, batch_size=64, learning_rate=1e-3, seed=0,
                      out=tmp_path / "imitation.json")
     assert model.num_timesteps == record["steps"] == 600 and record["rollout"]["episodes"] >= 2
@@ -1049,6 +1087,18 @@ def test_scaling_bench_keeps_its_base_row_on_one_update_thread():
     lines = format_scaling_bench(rows).splitlines()
     assert lines[0].split()[6:8] == ["update", "thr"]
     assert lines[2].split()[3:6] == ["dummy", "2", "2"] and float(lines[2].split()[7]) > 0  # x linear over the base
+
+
+def test_machine_ceiling_runs_processes_side_by_side():
+    """The machine's own scaling: one row per process count (1, the base, added), each the summed
+    rate of that many real worker processes, formatted against one process's rate."""
+    from upright.training.bench import format_machine_ceiling, run_machine_ceiling
+
+    rows = run_machine_ceiling(40, (2,), configs=((ENV, "spline"),))
+    assert [r.n_envs for r in rows] == [1, 2] and all(r.env_steps_per_s > 0 for r in rows)
+    lines = format_machine_ceiling(rows).splitlines()
+    assert lines[1].split()[2:] == ["1", f"{rows[0].env_steps_per_s:.0f}", "1.00"]
+    assert float(lines[2].split()[4]) == pytest.approx(rows[1].env_steps_per_s / (2 * rows[0].env_steps_per_s), abs=0.006)
 
 
 def test_training_bench_runs_the_shipped_training_configurations():

@@ -15,7 +15,11 @@ Two tables:
   and SubprocVecEnv, rates per wall-clock second (SubprocVecEnv's workers are other processes,
   whose CPU time this process's clock does not count; so the machine must be idle), and the
   scaling efficiency: the rate over ``n`` times the same configuration's one-copy DummyVecEnv rate
-  (1 = linear in the copies).
+  (1 = linear in the copies);
+- :func:`run_machine_ceiling` (with ``--n-envs``): the machine's own scaling, ``n`` processes each
+  stepping one copy alone (no pipes, no policy, no other work), started together: the most any
+  vector environment could reach on this machine (cores that are hyperthreads of one another, or
+  a shared memory bus, show here, not in the training code).
 
 Rates are environment steps (one per copy per ``VecEnv.step``) per second. "Training" is
 ``model.learn`` from a freshly built, zero-initialised model as ``upright train`` runs it (torch's
@@ -273,12 +277,13 @@ def run_training_bench(steps: int = 2048, configs: tuple[tuple[str, str], ...] =
 def run_scaling_bench(steps: int = 4096, n_envs: Sequence[int] = (1, 2, 4),
                       vec_envs: Sequence[str] = ("dummy", "subproc"),
                       configs: tuple[tuple[str, str], ...] = CONFIGS, algo: str = "ppo",
-                      hp_overrides: Mapping[str, Any] | None = None) -> list[TrainingBenchRow]:
+                      hp_overrides: Mapping[str, Any] | None = None,
+                      report: Callable[[TrainingBenchRow], None] | None = None) -> list[TrainingBenchRow]:
     """``algo`` (with ``hp_overrides``) on every configuration with each number of copies in each
     vector environment class, wall-clock rates. Each configuration's one-copy DummyVecEnv row with
     one update thread (the base of the efficiency: one core) is measured first whether or not it
     was asked for. SubprocVecEnv with one copy runs one worker, as asked; ``auto`` is resolved per
-    number of copies."""
+    number of copies. ``report`` is called with each row as soon as it is measured."""
     for n in n_envs:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n_envs must be integers >= 1, got {n!r}")
@@ -287,12 +292,87 @@ def run_scaling_bench(steps: int = 4096, n_envs: Sequence[int] = (1, 2, 4),
     cells = list(dict.fromkeys((choose_vec_env(v, n), n) for v in vec_envs for n in n_envs))
     if base_overrides == overrides:
         cells = [cell for cell in cells if cell != ("dummy", 1)]
+    rows: list[TrainingBenchRow] = []
+    for env_id, prior in configs:
+        for vec_env, n, hp in (("dummy", 1, base_overrides), *((v, n, overrides) for v, n in cells)):
+            rows.append(measure(algo, env_id, prior, steps, n, hp, vec_env=vec_env, clock="wall"))
+            if report is not None:
+                report(rows[-1])
+    return rows
+
+
+#: The standard deviation of the machine ceiling's random actions (normalised action units): about
+#: a fresh residual policy's exploration around its prior (log_std_init -2.5, std 0.08).
+CEILING_ACTION_STD = 0.1
+
+
+@dataclass(frozen=True)
+class CeilingRow:
+    """``n_envs`` processes each stepping one copy of ``env_id`` with ``prior`` alone: their summed
+    rate (environment steps per wall-clock second)."""
+
+    env_id: str
+    prior: str
+    n_envs: int
+    env_steps_per_s: float
+
+
+def _ceiling_worker(env_id: str, env_kwargs: dict[str, Any], seed: int, steps: int, barrier: Any) -> float:
+    """One process of :func:`run_machine_ceiling`: ``steps`` steps of one training copy (DummyVecEnv,
+    no normalisation) with :data:`CEILING_ACTION_STD` Gaussian actions, timed after all processes
+    passed ``barrier``; returns steps per wall-clock second."""
+    from upright.training.vec_env import make_train_env
+
+    venv = make_train_env(env_id, env_kwargs, 1, seed, normalize=False, on_policy=True)
+    rng = np.random.default_rng(seed)
+    shape = (steps, 1, *venv.action_space.shape)
+    actions = np.clip(rng.normal(0.0, CEILING_ACTION_STD, shape), -1.0, 1.0).astype(np.float32)
+    venv.reset()
+    barrier.wait()
+    start = time.perf_counter()
+    for action in actions:
+        venv.step(action)
+    rate = steps / (time.perf_counter() - start)
+    venv.close()
+    return rate
+
+
+def run_machine_ceiling(steps: int = 4096, n_envs: Sequence[int] = (1, 2, 4),
+                        configs: tuple[tuple[str, str], ...] = CONFIGS,
+                        report: Callable[[CeilingRow], None] | None = None) -> list[CeilingRow]:
+    """For every configuration and each ``n`` in ``n_envs`` (and 1, the base): ``n`` processes
+    (spawned, one BLAS thread each) stepping one copy each for ``steps`` steps, started together;
+    the row's rate is the sum of theirs. ``report`` is called with each row as soon as it is measured."""
+    import multiprocessing
+
+    from upright.training.vec_env import START_METHOD, worker_environment
+
+    context = multiprocessing.get_context(START_METHOD)
     rows = []
     for env_id, prior in configs:
-        rows.append(measure(algo, env_id, prior, steps, 1, base_overrides, vec_env="dummy", clock="wall"))
-        rows += [measure(algo, env_id, prior, steps, n, overrides, vec_env=vec_env, clock="wall")
-                 for vec_env, n in cells]
+        env_kwargs = {"prior": prior}
+        for n in sorted({1, *n_envs}):
+            with context.Manager() as manager, worker_environment(), context.Pool(n) as pool:
+                barrier = manager.Barrier(n)
+                rates = pool.starmap(_ceiling_worker, [(env_id, env_kwargs, rank, steps, barrier) for rank in range(n)])
+            rows.append(CeilingRow(env_id, prior, n, float(sum(rates))))
+            if report is not None:
+                report(rows[-1])
     return rows
+
+
+def format_machine_ceiling(rows: list[CeilingRow]) -> str:
+    """A plain-text table of :func:`run_machine_ceiling`'s rows with their efficiency over linear."""
+    lines = [f"{'environment':<26} {'prior':<12} {'processes':>9} {'env steps/s':>11} {'x linear':>8}"]
+    for r in rows:
+        base = next(b for b in rows if (b.env_id, b.prior, b.n_envs) == (r.env_id, r.prior, 1))
+        lines.append(f"{r.env_id:<26} {r.prior:<12} {r.n_envs:>9} {r.env_steps_per_s:>11.0f} "
+                     f"{r.env_steps_per_s / (r.n_envs * base.env_steps_per_s):>8.2f}")
+    lines.append("The machine's own scaling: processes each stepping one copy alone (Gaussian actions of std "
+                 f"{CEILING_ACTION_STD}, default arguments, no pipes, no policy), started together; env steps/s = their summed rates per wall-clock "
+                 "second; x linear = over processes times one process's rate. No vector environment can scale better "
+                 "than this on the same machine.")
+    return "\n".join(lines)
 
 
 def _base(rows: list[TrainingBenchRow], row: TrainingBenchRow) -> TrainingBenchRow | None:
@@ -376,6 +456,6 @@ def _format_parts(rows: list[TrainingBenchRow]) -> list[str]:
 
 
 __all__ = ["ALGOS", "BEFORE_TRAINING", "CLOCKS", "CONFIGS", "HYPERPARAMS_SOURCE", "PARTS", "TARGET_EFFICIENCY",
-           "TARGET_RATE", "TARGET_RATIO", "UPDATE_REPEATS", "TrainingBenchRow", "format_scaling_bench",
-           "format_training_bench", "measure", "measure_config", "run_scaling_bench", "run_training_bench",
-           "shipped_configs"]
+           "TARGET_RATE", "TARGET_RATIO", "UPDATE_REPEATS", "CeilingRow", "TrainingBenchRow", "format_machine_ceiling",
+           "format_scaling_bench", "format_training_bench", "measure", "measure_config", "run_machine_ceiling",
+           "run_scaling_bench", "run_training_bench", "shipped_configs"]

@@ -1,6 +1,6 @@
 """SB3 callbacks of ``upright train`` and the saving they share:
 
-- :class:`RewardTerms`: ``reward/<term>`` episode sums from ``info["reward_terms"]``;
+- :class:`RewardTerms`: ``reward/<term>``, the reward terms' episode sums;
 - :class:`Evaluation`: every N steps, episodes on fixed held-out seeds through the shared runner
   with the training normalisation frozen; logs ``eval/*`` (and the prior's own numbers on the same
   seeds as ``prior/*``, computed once), appends ``learning_curve.csv``, keeps ``best_model.zip``;
@@ -30,6 +30,7 @@ from upright.eval.runner import run_episodes
 from upright.policies.run import STEPS_STAMP, normalizer_path, replay_buffer_path
 from upright.policies.run_folder import CURVE_COLUMNS, read_learning_curve, write_atomically, write_text_atomically
 from upright.policies.sb3 import ModelPolicy
+from upright.training.vec_env import EPISODE_REWARD_TERMS
 
 class Diverged(RuntimeError):
     """The model's weights are no longer finite: saving it would replace a good model with a
@@ -75,24 +76,15 @@ class FiniteWeights(BaseCallback):
 
 
 class RewardTerms(BaseCallback):
-    """Sums every ``info["reward_terms"]`` term over each episode of each environment and logs the
-    mean of the finished episodes' sums as ``reward/<term>``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._sums: list[dict[str, float]] = []
-
-    def _on_training_start(self) -> None:
-        self._sums = [{} for _ in range(self.training_env.num_envs)]
+    """Logs the mean of the finished episodes' reward-term sums as ``reward/<term>``: each copy
+    sums its own terms (:class:`~upright.training.vec_env.TrainingInfo`) and hands the sums over in
+    the info of an episode's last step."""
 
     def _on_step(self) -> bool:
-        for i, (info, done) in enumerate(zip(self.locals["infos"], self.locals["dones"])):
-            for term, value in info.get("reward_terms", {}).items():
-                self._sums[i][term] = self._sums[i].get(term, 0.0) + float(value)
+        for info, done in zip(self.locals["infos"], self.locals["dones"]):
             if done:
-                for term, total in self._sums[i].items():
+                for term, total in info.get(EPISODE_REWARD_TERMS, {}).items():
                     self.logger.record_mean(f"reward/{term}", total)
-                self._sums[i] = {}
         return True
 
 

@@ -39,6 +39,9 @@ def collect(venv: Any, teacher: Policy, steps: int) -> tuple[np.ndarray, np.ndar
         observations.append(np.asarray(raw, dtype=np.float32))
         actions.append(action)
         obs, _, dones, step_infos = venv.step(action)
+        if "sensors" not in step_infos[0]:
+            raise ValueError("the teacher reads each step's info['sensors'], which these training environments "
+                             "drop: build them with keep_info=TEACHER_INFO (upright.training.vec_env)")
         for i, done in enumerate(dones):
             if done:
                 finished.append(step_infos[i].get("episode_metrics", {}))

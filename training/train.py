@@ -47,7 +47,7 @@ from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Eval
                                         UpdateThreads, save_model_files, weights_finite)
 from upright.training.config import (IMITATE_DEFAULTS, check_counts, choose_vec_env, load_hyperparams, model_kwargs,
                                      next_run_dir)
-from upright.training.vec_env import check_env, make_train_env
+from upright.training.vec_env import TEACHER_INFO, check_env, make_train_env
 from upright.training.imitation import imitate
 from upright.training.ship import init_record
 
@@ -352,11 +352,13 @@ def _carry_init(config: TrainConfig, run_dir: Path) -> tuple[Path, Path | None]:
 def train_env(config: TrainConfig, normalizer: Path | None = None) -> Any:
     """The training environments of ``config`` (resolved): ``config.n_envs`` copies in its vector
     environment class, normalised as its hyperparameters say (``normalizer``: saved statistics to
-    go on from), with the privileged state for an asymmetric critic (``hp.privileged_critic``)."""
+    go on from), with the privileged state for an asymmetric critic (``hp.privileged_critic``) and
+    the step-info entries an imitated teacher reads (``hp.imitate``)."""
     hp = config.hyperparams
     return make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
                           normalize=bool(hp.get("normalize")), on_policy=algorithm(config.algo).on_policy,
-                          normalizer=normalizer, vec_env=config.vec_env, privileged=bool(hp.get("privileged_critic")))
+                          normalizer=normalizer, vec_env=config.vec_env, privileged=bool(hp.get("privileged_critic")),
+                          keep_info=TEACHER_INFO if hp.get("imitate") else ())
 
 
 def _write_config(run_dir: Path, config: TrainConfig) -> None:

@@ -11,7 +11,13 @@
 
 Both classes give the same transitions for the same seed (each copy is seeded ``seed + rank``, its
 observations, rewards and infos arrive unchanged through the pipes, rewards as float32 in both), so
-a seeded run learns the same weights with either: the choice changes how fast it goes. A failure
+a seeded run learns the same weights with either: the choice changes how fast it goes.
+
+Each copy's step info is slimmed where the copy runs (:class:`TrainingInfo`): training reads only
+the episode's end (``is_success``, ``episode_metrics``, Monitor's ``episode``) and the reward terms'
+episode sums, so the per-step records (the sensors, the prior's targets, each step's reward terms)
+are not copied (DummyVecEnv deep-copies every info) or pickled through a pipe (SubprocVecEnv) on
+every step, unless a teacher that reads them is imitated (``keep``). A failure
 inside a worker reaches the parent as a broken pipe (``EOFError``), the worker's traceback on
 stderr.
 """
@@ -44,7 +50,7 @@ START_METHOD = "spawn"
 
 
 @contextmanager
-def _worker_environment() -> Iterator[None]:
+def worker_environment() -> Iterator[None]:
     """:data:`WORKER_THREADS` set to 1 while the workers start (they copy this process's
     environment), then restored."""
     saved = {name: os.environ.get(name) for name in WORKER_THREADS}
@@ -57,6 +63,50 @@ def _worker_environment() -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+#: The step-info entries a training run reads (SB3's success buffer and Monitor's episode record,
+#: the episode's metrics, and :data:`EPISODE_REWARD_TERMS`); :class:`TrainingInfo` drops the others.
+TRAINING_INFO = ("is_success", "episode_metrics", "episode")
+#: The info entry with each reward term's sum over the episode just ended (term name → sum, in
+#: the order of ``info["reward_terms"]``).
+EPISODE_REWARD_TERMS = "episode_reward_terms"
+#: The step-info entries a hand-designed teacher reads (:mod:`upright.policies.feedback`: the
+#: robot's sensors and the prior's status; a walk's command), kept while one is imitated.
+TEACHER_INFO = ("sensors", "prior_status", "command")
+
+
+class TrainingInfo(gym.Wrapper):
+    """Step infos with only what training reads (:data:`TRAINING_INFO`, plus ``keep``): the reward
+    terms (``info["reward_terms"]``) are summed here, term by term in step order, and handed over
+    once, as :data:`EPISODE_REWARD_TERMS` in the info of the episode's last step. Reset infos pass
+    unchanged (one per episode)."""
+
+    def __init__(self, env: gym.Env, keep: tuple[str, ...] = ()) -> None:
+        super().__init__(env)
+        self._kept = TRAINING_INFO + tuple(keep)
+        self._sums: dict[str, float] = {}
+
+    def reset(self, **kwargs: Any) -> Any:
+        self._sums = {}
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> Any:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        sums = self._sums
+        for term, value in info.get("reward_terms", {}).items():
+            sums[term] = sums.get(term, 0.0) + float(value)
+        slim = {key: info[key] for key in self._kept if key in info}
+        if terminated or truncated:
+            slim[EPISODE_REWARD_TERMS] = sums
+            self._sums = {}
+        return observation, reward, terminated, truncated, slim
+
+
+def _training_wrappers(env: gym.Env, privileged: bool, keep: tuple[str, ...]) -> gym.Env:
+    """``env`` (in its Monitor) with the privileged observation when ``privileged`` and
+    :class:`TrainingInfo` outermost."""
+    return TrainingInfo(PrivilegedObservation(env) if privileged else env, keep)
 
 
 def _in_worker(make_env: Callable[[], gym.Env]) -> gym.Env:
@@ -72,7 +122,7 @@ class TrainSubprocVecEnv(SubprocVecEnv):
     return statistics would then differ in the last bits between the two classes)."""
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]]) -> None:
-        with _worker_environment():
+        with worker_environment():
             super().__init__([partial(_in_worker, fn) for fn in env_fns], start_method=START_METHOD)
 
     def step_wait(self) -> Any:
@@ -95,11 +145,13 @@ class TrainSubprocVecEnv(SubprocVecEnv):
 
 def make_train_env(env_id: str, env_kwargs: dict[str, Any], n_envs: int, seed: int, *, normalize: bool,
                    on_policy: bool, monitor_dir: Path | None = None, normalizer: Path | None = None,
-                   vec_env: str = "dummy", privileged: bool = False) -> VecEnv:
+                   vec_env: str = "dummy", privileged: bool = False, keep_info: tuple[str, ...] = ()) -> VecEnv:
     """``n_envs`` environments ``gym.make(env_id, **env_kwargs)`` seeded ``seed``, ``seed + 1``, ...
     in the vector environment ``vec_env`` (``dummy``, ``subproc``, or ``auto`` resolved by
     :func:`~upright.training.config.choose_vec_env`), each with the privileged state appended to
-    its observation (:class:`~upright.envs.privileged.PrivilegedObservation`) when ``privileged``.
+    its observation (:class:`~upright.envs.privileged.PrivilegedObservation`) when ``privileged``,
+    and with step infos slimmed to what training reads (:class:`TrainingInfo`) and the entries
+    named in ``keep_info`` (e.g. :data:`TEACHER_INFO` for an imitation).
     With ``normalize`` the observations are normalised (and the rewards too for on-policy
     algorithms, as rl-baselines3-zoo does); ``normalizer`` reloads saved statistics (resume, or
     fine-tuning a trained policy: :func:`load_train_normalizer`)."""
@@ -108,7 +160,8 @@ def make_train_env(env_id: str, env_kwargs: dict[str, Any], n_envs: int, seed: i
                         vec_env_cls=TrainSubprocVecEnv if chosen == "subproc" else DummyVecEnv,
                         monitor_dir=None if monitor_dir is None else str(monitor_dir),
                         monitor_kwargs={"info_keywords": ("is_success",)},
-                        wrapper_class=PrivilegedObservation if privileged else None)
+                        wrapper_class=_training_wrappers,
+                        wrapper_kwargs={"privileged": privileged, "keep": tuple(keep_info)})
     if normalizer is not None:
         return load_train_normalizer(normalizer, venv)
     if normalize:
@@ -145,5 +198,5 @@ def check_env(env_id: str, env_kwargs: dict[str, Any], privileged: bool = False)
     return PrivilegedObservation(env) if privileged else env
 
 
-__all__ = ["START_METHOD", "TrainSubprocVecEnv", "WORKER_THREADS", "check_env", "load_train_normalizer",
-           "make_train_env"]
+__all__ = ["EPISODE_REWARD_TERMS", "START_METHOD", "TEACHER_INFO", "TRAINING_INFO", "TrainSubprocVecEnv",
+           "TrainingInfo", "WORKER_THREADS", "check_env", "worker_environment", "load_train_normalizer", "make_train_env"]

@@ -100,8 +100,17 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 if vec_env not in VEC_ENVS:
                     raise ValueError(f"--vec-env takes {', '.join(VEC_ENVS)} separated by commas, got {vec_env!r}")
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-            rows = bench.run_scaling_bench(args.steps, _int_list(args.n_envs, "--n-envs"), vec_envs, hp_overrides=hp)
+            counts = _int_list(args.n_envs, "--n-envs")
+
+            def measured(row: Any) -> None:  # the bench takes minutes: each row on stderr as it comes
+                train = getattr(row, "train_steps_per_s", None)
+                print(f"measured {row.env_id} {getattr(row, 'vec_env', 'processes')} x{row.n_envs}: environment "
+                      f"{row.env_steps_per_s:.0f} steps/s" + (f", training {train:.0f}" if train else ""),
+                      file=sys.stderr, flush=True)
+
+            rows = bench.run_scaling_bench(args.steps, counts, vec_envs, hp_overrides=hp, report=measured)
             text = bench.format_scaling_bench(rows, load=load)
+            text += "\n\n" + bench.format_machine_ceiling(bench.run_machine_ceiling(args.steps, counts, report=measured))
             command += f" --training --n-envs {args.n_envs}" + (f" --vec-env {args.vec_env}" if args.vec_env else "")
         else:
             text = bench.format_training_bench(bench.run_training_bench(args.steps, hp_overrides=hp))
