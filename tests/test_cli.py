@@ -109,7 +109,7 @@ def test_view_bad_pose_is_clear(capsys):
     (["--training", "--vec-env", "subproc"], "--vec-env goes with --n-envs"),
     (["--training", "--n-envs", "1,0"], "--n-envs takes integers >= 1 separated by commas, got '0'"),
     (["--training", "--n-envs", "2,four"], "got 'four'"),
-    (["--training", "--n-envs", "2", "--vec-env", "dummy,threads"], "--vec-env takes auto, dummy, subproc separated by "
+    (["--training", "--n-envs", "2", "--vec-env", "dummy,threads"], "--vec-env takes auto, dummy, subproc, batched separated by "
                                                                     "commas, got 'threads'"),
 ])
 def test_bench_training_options_name_the_bad_value(args, message, capsys):

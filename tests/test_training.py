@@ -346,7 +346,7 @@ def test_eval_env_kwargs_evaluate_and_load_the_task_the_run_is_for(tmp_path):
     (["--eval-every", "-1"], "eval_every must be an integer >= 0, got -1"),
     (["--steps", "0"], "steps must be an integer >= 1, got 0"),
     (["--n-envs", "0"], "n_envs must be an integer >= 1, got 0"),
-    (["--vec-env", "fast"], "vec_env must be one of auto, dummy, subproc, got 'fast'"),
+    (["--vec-env", "fast"], "vec_env must be one of auto, dummy, subproc, batched, got 'fast'"),
     (["--seed", "-1"], "seed must be an integer >= 0, got -1"),
     (["--set", "hp.learning_rate=-1e-3"], "hp.learning_rate must be a number > 0, got -0.001"),
     (["--set", "hp.gamma=1.5"], "hp.gamma must be a number > 0 and <= 1, got 1.5"),
@@ -691,9 +691,11 @@ def _cores(monkeypatch, count: int) -> None:
 
 
 def test_auto_picks_the_vector_environment_by_the_cores(monkeypatch):
-    from upright.training.config import SUBPROC_MIN_CORES, choose_vec_env, usable_cores
+    from upright.training.config import BATCHED_MIN_ENVS, SUBPROC_MIN_CORES, choose_vec_env, usable_cores
 
     assert choose_vec_env("auto", 4, cores=SUBPROC_MIN_CORES - 1) == "dummy"
+    assert choose_vec_env("auto", BATCHED_MIN_ENVS, cores=SUBPROC_MIN_CORES - 1) == "batched"
+    assert choose_vec_env("auto", BATCHED_MIN_ENVS, cores=1) == "dummy"  # one core: no worker steps beside it
     assert choose_vec_env("auto", 4, cores=SUBPROC_MIN_CORES) == "subproc"
     assert choose_vec_env("auto", 1, cores=64) == "dummy"  # one copy: nothing to step side by side
     assert choose_vec_env("dummy", 8, cores=64) == "dummy" and choose_vec_env("subproc", 1, cores=1) == "subproc"
@@ -702,7 +704,7 @@ def test_auto_picks_the_vector_environment_by_the_cores(monkeypatch):
     _cores(monkeypatch, 2)
     assert usable_cores() == 2 and choose_vec_env("auto", 4) == "dummy"
     for bad in ("fast", None, 2):
-        with pytest.raises(ValueError, match=f"vec_env must be one of auto, dummy, subproc, got {bad!r}"):
+        with pytest.raises(ValueError, match=f"vec_env must be one of auto, dummy, subproc, batched, got {bad!r}"):
             choose_vec_env(bad, 4)
 
 
@@ -721,7 +723,7 @@ def test_the_vector_environment_round_trips_through_config_yml(monkeypatch):
     assert resume_config(saved, {"steps": 512}) == (replace(saved, steps=512), ["steps 256 -> 512"])
     assert resume_config(saved, {"steps": 512, "vec_env": "auto"}) == (
         replace(saved, steps=512, vec_env="subproc"), ["steps 256 -> 512", "vec_env dummy -> subproc"])
-    with pytest.raises(ValueError, match="vec_env must be one of auto, dummy, subproc, got 'many'"):
+    with pytest.raises(ValueError, match="vec_env must be one of auto, dummy, subproc, batched, got 'many'"):
         resume_config(saved, {"vec_env": "many"})
 
 
@@ -751,11 +753,52 @@ def test_subproc_training_learns_what_dummy_learns(tmp_path, monkeypatch):
     assert model_steps(run / "model.zip") == 256
 
 
-def test_ctrl_c_saves_a_subproc_run_and_ends_its_workers(tmp_path):
+def test_batched_workers_give_dummys_transitions(monkeypatch):
+    """``batched``: 5 copies in 2 workers (2 + 3, one per core of a faked 2-core machine) give DummyVecEnv's observations, rewards, dones,
+    infos and reset infos to the bit, episode ends and auto-resets included; the attribute and method
+    calls reach the right copies; bad worker counts are refused."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from upright.training.vec_env import BatchedSubprocVecEnv
+
+    _cores(monkeypatch, 2)
+    kwargs = {**SHORT, "prior": "spline", "max_episode_seconds": 0.3}
+    dummy = make_train_env(ENV, kwargs, 5, 11, normalize=False, on_policy=True, vec_env="dummy")
+    batched = make_train_env(ENV, kwargs, 5, 11, normalize=False, on_policy=True, vec_env="batched")
+    assert isinstance(dummy, DummyVecEnv) and isinstance(batched, BatchedSubprocVecEnv)
+    assert batched.starts == [0, 2, 5]
+    try:
+        rng = np.random.default_rng(0)
+        np.testing.assert_array_equal(dummy.reset(), batched.reset())
+        ends = 0
+        for _ in range(40):
+            action = rng.uniform(-1, 1, (5, 20)).astype(np.float32)
+            ours, theirs = batched.step(action), dummy.step(action)
+            for a, b in zip(ours[:3], theirs[:3]):
+                assert a.dtype == b.dtype
+                np.testing.assert_array_equal(a, b)
+            assert [sorted(i) for i in ours[3]] == [sorted(i) for i in theirs[3]]
+            ends += int(theirs[2].sum())
+        assert ends >= 5  # every copy ended episodes and was reset
+        assert [i["start"] for i in batched.reset_infos] == [i["start"] for i in dummy.reset_infos]
+        assert batched.get_attr("max_episode_seconds", [1, 4]) == [0.3, 0.3]
+        batched.set_attr("max_episode_seconds", 0.5, [3])
+        assert batched.get_attr("max_episode_seconds") == [0.3, 0.3, 0.3, 0.5, 0.3]
+        offsets = batched.env_method("residual_action", {"LKnee": 0.1}, indices=[0, 4])
+        np.testing.assert_array_equal(offsets[1], dummy.env_method("residual_action", {"LKnee": 0.1}, indices=[4])[0])
+    finally:
+        dummy.close()
+        batched.close()
+    with pytest.raises(ValueError, match="workers must be an integer from 1 to the 2 copies, got 3"):
+        BatchedSubprocVecEnv([lambda: gym.make(ENV)] * 2, workers=3)
+
+
+@pytest.mark.parametrize("vec_env", ["subproc", "batched"])
+def test_ctrl_c_saves_a_subproc_run_and_ends_its_workers(tmp_path, vec_env):
     """The terminal's Ctrl-C reaches the whole process group: the workers ignore it, the parent
     saves the run and closes them (no traceback), and nothing of the group is left running."""
     command = [sys.executable, "-m", "upright", "train", "--env", ENV, "--steps", "100000", "--out", str(tmp_path),
-               *TINY_CLI, "--vec-env", "subproc"]
+               *TINY_CLI, "--vec-env", vec_env]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True,
                                preexec_fn=_interruptible)
     run_dir = tmp_path / "WolfgangGetUp-v0" / "ppo-spline-1"
@@ -767,7 +810,7 @@ def test_ctrl_c_saves_a_subproc_run_and_ends_its_workers(tmp_path):
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130 and "Traceback" not in err, err
     assert load_policy(str(run_dir)).model.num_timesteps > 0
-    assert yaml.safe_load((run_dir / "config.yml").read_text())["vec_env"] == "subproc"
+    assert yaml.safe_load((run_dir / "config.yml").read_text())["vec_env"] == vec_env
     deadline = time.monotonic() + 10
     while True:  # the workers (and multiprocessing's resource tracker) end with the parent
         try:

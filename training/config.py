@@ -67,13 +67,20 @@ COUNTS = {"steps": 1, "n_envs": 1, "seed": 0, "eval_every": 0, "eval_episodes": 
 
 #: The vector environment choices of ``upright train --vec-env`` (``TrainConfig.vec_env``), built by
 #: :func:`upright.training.vec_env.make_train_env`.
-VEC_ENVS = ("auto", "dummy", "subproc")
+VEC_ENVS = ("auto", "dummy", "subproc", "batched")
 #: The fewest usable cores at which ``auto`` runs the copies in worker processes. The policy's
 #: forward pass and PPO's update run in the parent between vector steps, so workers gain where
 #: the cores step the copies side by side and leave the parent a core of its own; below that, the
 #: pipes' traffic costs about what the parallel stepping wins (``upright bench --training
 #: --n-envs 1,2,4`` measures both classes on the machine at hand).
 SUBPROC_MIN_CORES = 4
+
+
+#: The fewest copies at which ``auto`` below :data:`SUBPROC_MIN_CORES` cores spreads them over one
+#: worker per core (``batched``): each worker then steps several copies per message, which paid
+#: from 8 copies on a 2-core machine and cost at 2-4 (``upright bench --training --n-envs 2,4,8
+#: --vec-env dummy,subproc,batched``, docs/training.md).
+BATCHED_MIN_ENVS = 8
 
 
 def usable_cores() -> int:
@@ -83,6 +90,12 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def batch_workers(n_envs: int, cores: int | None = None) -> int:
+    """The worker processes of ``batched`` for ``n_envs`` copies: one per usable core (default:
+    :func:`usable_cores`), at most one per copy."""
+    return max(1, min(n_envs, usable_cores() if cores is None else cores))
+
+
 def check_vec_env(choice: Any) -> None:
     """ValueError naming ``choice`` unless it is one of :data:`VEC_ENVS`."""
     if choice not in VEC_ENVS:
@@ -90,14 +103,17 @@ def check_vec_env(choice: Any) -> None:
 
 
 def choose_vec_env(choice: str, n_envs: int, cores: int | None = None) -> str:
-    """The vector environment class, ``dummy`` or ``subproc``, that ``choice`` means for ``n_envs``
-    copies on ``cores`` usable cores (default: :func:`usable_cores`): ``auto`` is ``subproc`` with
-    more than one copy and at least :data:`SUBPROC_MIN_CORES` cores, else ``dummy``."""
+    """The vector environment class (``dummy``, ``subproc`` or ``batched``) that ``choice`` means for
+    ``n_envs`` copies on ``cores`` usable cores (default: :func:`usable_cores`): ``auto`` is
+    ``subproc`` with more than one copy and at least :data:`SUBPROC_MIN_CORES` cores; below that,
+    ``batched`` from :data:`BATCHED_MIN_ENVS` copies on more than one core, else ``dummy``."""
     check_vec_env(choice)
     if choice != "auto":
         return choice
     cores = usable_cores() if cores is None else cores
-    return "subproc" if n_envs > 1 and cores >= SUBPROC_MIN_CORES else "dummy"
+    if n_envs > 1 and cores >= SUBPROC_MIN_CORES:
+        return "subproc"
+    return "batched" if n_envs >= BATCHED_MIN_ENVS and cores > 1 else "dummy"
 
 
 def _integral(value: Any) -> bool:
@@ -298,6 +314,6 @@ def next_run_dir(out: str | Path, env_id: str, algo: str, prior: str | None, nam
     return base / f"{stem}-{max(taken, default=0) + 1}"
 
 
-__all__ = ["COUNTS", "HP_PREFIX", "IMITATE_DEFAULTS", "OWN_KEYS", "Rule", "SUBPROC_MIN_CORES", "VALUE_RULES", "VEC_ENVS",
-           "check_counts", "check_hyperparams", "check_values", "check_vec_env", "choose_vec_env", "load_hyperparams",
-           "model_kwargs", "next_run_dir", "split_train_settings", "usable_cores"]
+__all__ = ["BATCHED_MIN_ENVS", "COUNTS", "HP_PREFIX", "IMITATE_DEFAULTS", "OWN_KEYS", "Rule", "SUBPROC_MIN_CORES", "VALUE_RULES", "VEC_ENVS",
+           "batch_workers", "check_counts", "check_hyperparams", "check_values", "check_vec_env", "choose_vec_env",
+           "load_hyperparams", "model_kwargs", "next_run_dir", "split_train_settings", "usable_cores"]

@@ -40,7 +40,7 @@ from upright.policies.base import Policy
 from upright.policies.onnx_policy import export_env, is_export_policy
 from upright.policies.run import is_run_policy, run_env_kwargs
 from upright.policies.run_folder import TrainConfig
-from upright.training.config import SUBPROC_MIN_CORES, VEC_ENVS, split_train_settings
+from upright.training.config import BATCHED_MIN_ENVS, SUBPROC_MIN_CORES, VEC_ENVS, split_train_settings
 from upright.training.export import OPS, export, export_zoo
 from upright.training.export_measure import measure as measure_export
 from upright.training.ship import ship
@@ -469,7 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --training: PPO steps/s against the number of environments instead, e.g. 1,2,4, "
                         "wall-clock (an idle machine), with the efficiency over linear")
     p.add_argument("--vec-env", default=None, metavar="CLASS,...",
-                   help="with --n-envs: the vector environment classes, of dummy, subproc, auto "
+                   help="with --n-envs: the vector environment classes, of dummy, subproc, batched, auto "
                         "(default: dummy,subproc)")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="hp.KEY=VALUE",
                    help="with --training: hyperparameters over the shipped ones, e.g. --set hp.update_threads=8 "
@@ -557,7 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"environment copies (default: {TrainConfig.n_envs})")
     p.add_argument("--vec-env", default=None, metavar="|".join(VEC_ENVS),
                    help="vector environment of the copies: dummy (one process), subproc (a worker process each, one "
-                        f"BLAS/torch thread each), auto (subproc from {SUBPROC_MIN_CORES} usable cores, else dummy); "
+                        "BLAS/torch thread each), batched (one worker process per usable core, each stepping its share "
+                        f"of the copies), auto (subproc from {SUBPROC_MIN_CORES} usable cores; below, batched from "
+                        f"{BATCHED_MIN_ENVS} copies, else dummy); "
                         "the run's config.yml records the class it ran with (default: auto; resumed: the run's own)")
     p.add_argument("--seed", type=int, default=None,
                    help=f"seed of the first training environment (default: {TrainConfig.seed})")
