@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from upright.envs.base import PRIOR_ARGUMENTS
 from upright.eval.runner import resolve_policy
 from upright.eval.settings import env_settings, saved_prior_params
 from upright.eval.tables import Column, Table, mean_min_max, number, rate, text, vector, wilson_interval
@@ -29,10 +30,12 @@ WALK_SETTINGS: dict[str, Any] = {"command": (0.2, 0.0, 0.0), "conditions": "lab"
 def prior_alone(env_kwargs: Mapping[str, Any]) -> tuple[str | Policy, dict[str, Any]]:
     """The prior of a residual's environment arguments ``env_kwargs`` as a policy of its own (a
     baseline name, or a controller with the ``prior_params`` overrides) and the arguments without
-    the prior, its residual scale and its parameters; ValueError when there is no prior."""
+    those that need a prior (:data:`~upright.envs.base.PRIOR_ARGUMENTS`: the prior, its parameters,
+    the residual's settings, the observation of the prior's gait); ValueError when there is no
+    prior."""
     if env_kwargs.get("prior") is None:
         raise ValueError(f"no prior in the environment arguments {dict(env_kwargs)}")
-    kwargs = {k: v for k, v in env_kwargs.items() if k not in ("prior", "residual_scale", "prior_params")}
+    kwargs = {k: v for k, v in env_kwargs.items() if k not in PRIOR_ARGUMENTS}
     return resolve_policy(str(env_kwargs["prior"]), saved_prior_params(env_kwargs)), kwargs
 
 

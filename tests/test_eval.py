@@ -422,3 +422,20 @@ def test_eval_reads_controller_params_from_a_file(tmp_path, capsys):
     assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "keyframe", "--episodes", "1",
                  "--params", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "out")]) == 2
     assert "missing.yaml" in capsys.readouterr().err
+
+
+def test_the_prior_alone_drops_what_only_a_residual_means():
+    """A residual's environment arguments that need a prior (its step residual, the observation of
+    the prior's gait and odometry) are dropped with the prior, so the prior runs alone as a policy on
+    the same conditions; the conditions stay."""
+    from upright.eval.comparison import prior_alone
+
+    kwargs = {"prior": "step_adjust", "residual_scale": 0.3, "residual_on": "steps", "observe_gait": True,
+              "observe_odometry": True, "conditions": "competition", "max_episode_seconds": 0.5}
+    policy, alone = prior_alone(kwargs)
+    assert policy == "step_adjust"  # a baseline name (no parameter overrides)
+    assert alone == {"conditions": "competition", "max_episode_seconds": 0.5}
+    run = run_episodes("upright/NaoWalk-v0", policy, 1, env_kwargs=alone, seed=5, progress=False)
+    assert len(run.records) == 1 and run.records[0]["steps"] > 0
+    with pytest.raises(ValueError, match="no prior in the environment arguments"):
+        prior_alone({"conditions": "lab"})
