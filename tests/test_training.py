@@ -793,6 +793,21 @@ def test_batched_workers_give_dummys_transitions(monkeypatch):
         BatchedSubprocVecEnv([lambda: gym.make(ENV)] * 2, workers=3)
 
 
+def test_a_failing_batched_worker_reaches_the_parent(monkeypatch, capfd):
+    """A copy that raises inside a ``batched`` worker ends that worker with its traceback on stderr;
+    the parent's step raises instead of waiting for ever, and closing ends every worker."""
+    _cores(monkeypatch, 2)
+    venv = make_train_env(ENV, SHORT, 4, 0, normalize=False, on_policy=True, vec_env="batched")
+    venv.reset()
+    bad = np.zeros((4, 20), dtype=np.float32)
+    bad[3, 0] = np.nan  # the second worker's second copy: refused by the environment
+    with pytest.raises((EOFError, ConnectionResetError)):
+        venv.step(bad)
+    venv.close()
+    assert not any(process.is_alive() for process in venv.processes)
+    assert "action contains non-finite values" in capfd.readouterr().err
+
+
 @pytest.mark.parametrize("vec_env", ["subproc", "batched"])
 def test_ctrl_c_saves_a_subproc_run_and_ends_its_workers(tmp_path, vec_env):
     """The terminal's Ctrl-C reaches the whole process group: the workers ignore it, the parent

@@ -31,6 +31,8 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -155,6 +157,10 @@ def _batch_worker(remote: Any, parent_remote: Any, env_fns: Any) -> None:
                 raise ValueError(f"unknown command {command!r}")
     except EOFError:  # the parent went away
         pass
+    except Exception:  # the traceback first: the parent stops the workers once the pipe breaks
+        traceback.print_exc()
+        sys.stderr.flush()
+        raise SystemExit(1) from None
     finally:
         venv.close()
         remote.close()
