@@ -5,6 +5,7 @@ cluster with one killed mid-trial."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -135,15 +136,21 @@ def test_bad_space_is_one_line_and_exit_2(tmp_path, capsys, change, named):
     assert not (tmp_path / "out").exists()
 
 
-def test_shipped_space_makes_runs_that_upright_train_accepts(tmp_path):
+def test_shipped_space_makes_runs_that_upright_train_accepts(tmp_path, monkeypatch):
     from importlib import resources
 
     space = Path(str(resources.files("upright.training") / "sweeps" / "nao-walk-step_adjust.yml"))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)  # a 2-core machine
     plan = resolve(SweepConfig(str(space), out=tmp_path))  # the middle of every range, checked as a run
     assert plan.space.objective == "fall_rate" and plan.space.direction == "minimize"
     config = trial_config(plan, {p.name: p.low for p in plan.space.params}, "trial-0")
     assert config.eval_seed == 1_000_000 and config.eval_seed + config.eval_episodes < 3_000_000_000
     assert config.env_kwargs["reward_scales"]["fall"] == 10.0 and config.hp_overrides["learning_rate"] == 1e-5
+    # auto chooses for a trial's share of the cores: on 2 cores one worker's 8 copies run batched,
+    # two workers' trials one process each
+    assert config.vec_env == "batched" and "--vec-env batched" in config.command
+    two = resolve(SweepConfig(str(space), out=tmp_path, workers=2))
+    assert trial_config(two, {p.name: p.low for p in two.space.params}, "trial-0").vec_env == "dummy"
 
 
 def test_resume_of_a_study_that_does_not_exist_is_refused(tmp_path, capsys):

@@ -55,7 +55,7 @@ from upright.envs.registration import ENVIRONMENTS
 from upright.eval.results import score
 from upright.eval.tables import Column, Table, jsonable, number, page_head, text
 from upright.policies.run_folder import TrainConfig, read_learning_curve
-from upright.training.config import next_run_dir, split_train_settings
+from upright.training.config import choose_vec_env, next_run_dir, split_train_settings, usable_cores
 from upright.training.train import OPTIONS as TRAIN_OPTIONS
 from upright.training.train import TrainingFailed, TrainingInterrupted, train
 from upright.training.train import resolve as resolve_run
@@ -179,20 +179,26 @@ def _shown(value: Any) -> str:
 
 def trial_config(plan: SweepPlan, values: dict[str, Any], name: str) -> TrainConfig:
     """The :class:`TrainConfig` of the trial run ``name`` with the sampled ``values`` (its
-    ``command`` the equivalent ``upright train`` command line)."""
+    ``command`` the equivalent ``upright train`` command line); a ``vec_env`` of ``auto`` is chosen
+    for the trial's share of the machine's cores (usable cores over the local ``--workers``)."""
     space = plan.space
+    train = dict(space.train)
+    if train.get("vec_env", "auto") == "auto":
+        # The local workers share this machine's cores: each trial chooses for its share of them.
+        share = max(1, usable_cores() // plan.config.workers)
+        train["vec_env"] = choose_vec_env("auto", int(train.get("n_envs", TrainConfig.n_envs)), share)
     settings = {**space.settings, **plan.config.settings, **values}
     env_kwargs, hp = split_train_settings(settings)
     eval_env_kwargs, _ = split_train_settings(space.eval_settings)
     out = plan.out / "runs"
     words = ["upright", "train"]
     for key in TRAIN_KEYS:
-        if space.train.get(key) is not None:
-            words += [TRAIN_OPTIONS[key], str(space.train[key])]
+        if train.get(key) is not None:
+            words += [TRAIN_OPTIONS[key], str(train[key])]
     words += ["--set", *[f"{k}={_shown(v)}" for k, v in settings.items()]] if settings else []
     words += ["--eval-set", *[f"{k}={_shown(v)}" for k, v in space.eval_settings.items()]] if space.eval_settings else []
     words += ["--out", str(out), "--name", name, "--no-progress"]
-    return TrainConfig(**space.train, env_kwargs=env_kwargs, hp_overrides=hp, eval_env_kwargs=eval_env_kwargs,
+    return TrainConfig(**train, env_kwargs=env_kwargs, hp_overrides=hp, eval_env_kwargs=eval_env_kwargs,
                        out=str(out), name=name, progress=False, command=shlex.join(words))
 
 
