@@ -13,9 +13,9 @@
   than cores; started and threaded as ``subproc``;
 - ``auto``: one of them by the machine's cores (:func:`upright.training.config.choose_vec_env`).
 
-Both classes give the same transitions for the same seed (each copy is seeded ``seed + rank``, its
-observations, rewards and infos arrive unchanged through the pipes, rewards as float32 in both), so
-a seeded run learns the same weights with either: the choice changes how fast it goes.
+Every class gives the same transitions for the same seed (each copy is seeded ``seed + rank``, its
+observations, rewards and infos arrive unchanged through the pipes, rewards as float32 in all), so
+a seeded run learns the same weights with any of them: the choice changes how fast it goes.
 
 Each copy's step info is slimmed where the copy runs (:class:`TrainingInfo`): training reads only
 the episode's end (``is_success``, ``episode_metrics``, Monitor's ``episode``) and the reward terms'
@@ -71,8 +71,9 @@ def worker_environment() -> Iterator[None]:
                 os.environ[name] = value
 
 
-#: The step-info entries a training run reads (SB3's success buffer and Monitor's episode record,
-#: the episode's metrics, and :data:`EPISODE_REWARD_TERMS`); :class:`TrainingInfo` drops the others.
+#: The step-info entries a training run reads (SB3's success buffer, Monitor's episode record, the
+#: episode's metrics); :class:`TrainingInfo` keeps these, adds :data:`EPISODE_REWARD_TERMS` at an
+#: episode's end and drops the others.
 TRAINING_INFO = ("is_success", "episode_metrics", "episode")
 #: The info entry with each reward term's sum over the episode just ended (term name → sum, in
 #: the order of ``info["reward_terms"]``).
