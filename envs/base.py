@@ -27,7 +27,7 @@ from upright.envs.conditions import Conditions
 from upright.envs.render import Camera, RenderingUnavailable
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.metrics import Posture, StandingReference
-from upright.envs.numeric import all_finite
+from upright.envs.kernels import clip_finite
 from upright.envs.observation import (ObservationBlock, block_slices, observation_blocks, observation_size,
                                       with_observation_table)
 from upright.envs.sensors import Sensors, observation_from_sensors
@@ -122,6 +122,7 @@ class UprightEnv(gym.Env):
         m = self.sim.model
         self._low, self._high = m.actuator_ctrlrange[:, 0].copy(), m.actuator_ctrlrange[:, 1].copy()
         self._mid, self._half = (self._low + self._high) / 2, (self._high - self._low) / 2
+        self._unit_low, self._unit_high = -np.ones(m.nu), np.ones(m.nu)  # an action's range
         self.standing_targets = m.key(self.robot.standing_pose).ctrl.copy()
         self.standing = self._standing_reference()
         nu = m.nu
@@ -210,9 +211,10 @@ class UprightEnv(gym.Env):
         a = np.asarray(action, dtype=float)
         if a.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got {a.shape}")
-        if not all_finite(a):
+        clipped = np.empty(a.shape)
+        if not clip_finite(a, self._unit_low, self._unit_high, clipped):
             raise ValueError(f"action contains non-finite values: {a}")
-        return np.minimum(np.maximum(a, -1.0), 1.0)  # np.clip's result for finite values
+        return clipped
 
     def _targets(self, clipped: np.ndarray) -> np.ndarray:
         """Joint targets (rad) of a ``clipped`` action, given the current prior targets."""
@@ -223,16 +225,9 @@ class UprightEnv(gym.Env):
     def posture(self) -> Posture:
         """Simulator truth about the posture, for the metrics."""
         sim = self.sim
-        pitch, roll, hemisphere = sim.torso_fused_tilt()
-        return Posture(
-            time=sim.time,
-            fused_pitch=pitch,
-            fused_roll=roll,
-            hemisphere=hemisphere,
-            tilt=sim.torso_tilt(),
-            head_height=sim.head_height(),
-            angular_speed=sim.angular_speed(),
-        )
+        pitch, roll, hemisphere, tilt, head_height, angular_speed = sim.posture_values()
+        return Posture(time=sim.time, fused_pitch=pitch, fused_roll=roll, hemisphere=hemisphere, tilt=tilt,
+                       head_height=head_height, angular_speed=angular_speed)
 
     # ---------------------------------------------------------------- episode plumbing
     def _start_prior(self, sensors: Sensors) -> None:

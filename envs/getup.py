@@ -14,8 +14,8 @@ import numpy as np
 
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
+from upright.envs.kernels import effort_terms
 from upright.envs.metrics import GetUpTracker, Posture, is_upright
-from upright.envs.numeric import mean, norm
 from upright.envs.observation import document_observation
 from upright.envs.rewards import GetUpRewardScales
 
@@ -26,9 +26,6 @@ STARTS = (*LYING_STARTS, "random", "standing")
 PREROLL_SECONDS = 2.0
 #: Ground force (in robot weights) on one body other than the feet above which ``impact`` costs.
 IMPACT_WEIGHTS = 3.0
-#: Below this many weights the cheap bound of the ground forces settles that ``impact`` is zero
-#: (1 % under :data:`IMPACT_WEIGHTS`: a margin for the rounding of the division).
-IMPACT_CHECK_WEIGHTS = 0.99 * IMPACT_WEIGHTS
 
 
 @document_observation
@@ -142,8 +139,8 @@ class GetUpEnv(UprightEnv):
         self.start: str | tuple[str, ...] = start if isinstance(start, str) else names
         self._tracker: GetUpTracker | None = None
         self._weight = self.sim.weight
-        self._feet = {self.sim.model.body(self.sim.model.site_bodyid[self.sim.model.site(s).id]).name
-                      for s in self.robot.sole_sites}
+        self._feet = frozenset(self.sim.model.body(self.sim.model.site_bodyid[self.sim.model.site(s).id]).name
+                               for s in self.robot.sole_sites)
         #: Joint angles (rad, actuator order) within 2 % of the range from the lower / upper limit.
         self._near_low = self._low + 0.02 * 2 * self._half
         self._near_high = self._high - 0.02 * 2 * self._half
@@ -241,22 +238,16 @@ class GetUpEnv(UprightEnv):
         head = p.head_height
         progress = w.head_progress * (head - self._head_prev) / h_stand
         self._head_prev = head
-        torque = mean(self.sim.actuator_load() ** 2)
-        q = self.sim.actuated_joint_pos()
-        near = (q < self._near_low) | (q > self._near_high)
-        near_limit = np.count_nonzero(near) / near.size  # np.mean of the booleans
-        # impact is zero unless one body's ground force exceeds IMPACT_WEIGHTS; the cheap bound
-        # settles that in most steps, the per-body sums are needed only above it.
-        hardest = self.sim.ground_force_bound(exclude=self._feet)
-        if hardest >= IMPACT_CHECK_WEIGHTS * self._weight:
-            hardest = max(map(norm, self.sim.contact_forces(exclude=self._feet).values()), default=0.0)
+        torque, near_limit, action_rate = effort_terms(self.sim.actuator_load(), self.sim.actuated_joint_pos(),
+                                                       self._near_low, self._near_high, clipped, self._last_action)
+        hardest = self.sim.max_ground_force(exclude=self._feet)
         return {
             "head_progress": progress,
             "head_height": w.head_height * min(head / h_stand, 1.0),
             "upright": w.upright * (1.0 + math.cos(p.tilt)) / 2.0,
             "still": w.still * math.exp(-p.angular_speed**2) if up else 0.0,
             "torque": -w.torque * torque,
-            "action_rate": -w.action_rate * mean((clipped - self._last_action) ** 2),
+            "action_rate": -w.action_rate * action_rate,
             "joint_limits": -w.joint_limits * near_limit,
             "impact": -w.impact * max(hardest / self._weight - IMPACT_WEIGHTS, 0.0),
             "fall": -w.fall if fell else 0.0,

@@ -1,7 +1,7 @@
 """Helpers for the small arrays of one control step, where NumPy's generic Python-level wrappers
-(``np.linalg.norm``, ``np.mean``) cost microseconds each. Each function returns exactly what the
-NumPy expression named in its docstring returns, so using one in place of the other changes no
-simulated number.
+(``np.linalg.norm``) cost microseconds each. Each function returns exactly what the NumPy expression
+named in its docstring returns, so using one in place of the other changes no simulated number (the
+compiled loops are in :mod:`upright.envs.kernels`).
 """
 
 from __future__ import annotations
@@ -16,31 +16,6 @@ def norm(v: np.ndarray) -> float:
     """Euclidean norm of the contiguous float64 vector ``v``: exactly ``float(np.linalg.norm(v))``,
     which is ``sqrt(v · v)`` with this dot product (``math.sqrt`` rounds correctly, as ``np.sqrt``)."""
     return math.sqrt(v.dot(v))
-
-
-def mean(v: np.ndarray) -> float:
-    """Mean of the float64 vector ``v``: exactly ``float(np.mean(v))`` (NumPy's sum, then one
-    division by the count)."""
-    return float(np.add.reduce(v)) / v.size
-
-
-def total(v: np.ndarray) -> float:
-    """Sum of the float64 array ``v``: exactly ``float(v.sum())``, without the method's Python-level
-    wrapper."""
-    return float(np.add.reduce(v, axis=None))
-
-
-def all_finite(v: np.ndarray) -> bool:
-    """Whether every entry of the float64 vector ``v`` is finite: a finite ``v · v`` (the cheapest
-    reduction) proves it; only a non-finite one (a NaN or infinite entry, or entries beyond about
-    1e154 whose squares overflow) needs the entry-wise test."""
-    return math.isfinite(v.dot(v)) or bool(np.isfinite(v).all())
-
-
-def within(v: np.ndarray, bound: float) -> bool:
-    """Whether every entry of the float64 vector ``v`` lies in [-bound, bound] (False for a NaN):
-    ``v · v <= bound²`` proves it; only otherwise are the extremes compared."""
-    return bool(v.dot(v) <= bound * bound) or bool(-bound <= np.minimum.reduce(v) and np.maximum.reduce(v) <= bound)
 
 
 def consecutive(indices: Sequence[int] | np.ndarray) -> slice | np.ndarray:

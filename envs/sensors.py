@@ -7,10 +7,16 @@ getters for ``info`` and metrics only.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from upright.envs.kernels import fill_observation, quaternion_fused_angles
+
+#: The observation's fixed-size blocks between the joint targets and the foot pressures: gyro,
+#: accelerometer, gravity direction and fused angles, 3 each.
+_IMU_SIZE = 12
+_EMPTY = np.zeros(0)  # an absent task or prior block (never written)
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,20 +71,20 @@ def observation_from_sensors(sensors: Sensors, task_block: np.ndarray | None = N
     :data:`upright.envs.observation.OBSERVATION`: the sensors' blocks, then ``task_block`` (get-up:
     none; walk: the command and, with ``observe_odometry``, the prior's odometry) and, for a
     residual policy, the prior's ``prior_targets`` this cycle (rad, actuator order)."""
-    w, x, y, z = sensors.quat.tolist()
-    gravity = [-(2 * (x * z - w * y)), -(2 * (y * z + w * x)), -(1 - 2 * (x * x + y * y))]
-    parts = [sensors.joint_pos, sensors.joint_vel, sensors.joint_target, sensors.gyro, sensors.accel, gravity,
-             sensors.fused[:2], sensors.fused[3:], sensors.foot_pressure,
-             np.zeros(0) if task_block is None else task_block]
-    if prior_targets is not None:
-        parts.append(prior_targets)
-    return np.concatenate(parts).astype(np.float32)
+    task = _EMPTY if task_block is None else np.asarray(task_block, dtype=float)
+    prior = _EMPTY if prior_targets is None else np.asarray(prior_targets, dtype=float)
+    s = sensors
+    out = np.empty(2 * s.joint_pos.size + s.joint_target.size + _IMU_SIZE + s.foot_pressure.size + task.size + prior.size,
+                   dtype=np.float32)
+    fill_observation(s.joint_pos, s.joint_vel, s.joint_target, s.gyro, s.accel, s.quat, s.fused, s.foot_pressure,
+                     task, prior, out)
+    return out
 
 
 def fused_tilt(quat: np.ndarray) -> tuple[float, float, float]:
     """Fused pitch and roll (rad) and the hemisphere (±1) of a body-to-world quaternion
     ``(w, x, y, z)``: :func:`fused_angles` without the yaw, as floats."""
-    pitch, roll, _, hemisphere = _fused(*np.asarray(quat, dtype=float).tolist())
+    pitch, roll, _, hemisphere = quaternion_fused_angles(*np.asarray(quat, dtype=float).tolist())
     return pitch, roll, hemisphere
 
 
@@ -91,23 +97,4 @@ def fused_angles(quat: np.ndarray) -> np.ndarray:
     ``+1`` when the body's z axis points up (``R[2,2] >= 0``), ``-1`` when upside down.
     Unlike Euler angles these have no gimbal lock near upright and stay meaningful lying down.
     """
-    return np.array(_fused(*np.asarray(quat, dtype=float).tolist()))
-
-
-def _fused(w: float, x: float, y: float, z: float) -> tuple[float, float, float, float]:
-    """:func:`fused_angles` of the quaternion ``(w, x, y, z)`` (normalised here), as floats; in
-    :mod:`math` on Python floats, which costs a fraction of NumPy's per-call overhead on scalars."""
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    w, x, y, z = w / n, x / n, y / n, z / n
-    r20 = 2.0 * (x * z - w * y)
-    r21 = 2.0 * (y * z + w * x)
-    r22 = 1.0 - 2.0 * (x * x + y * y)
-    # The sines clipped to [-1, 1] as the definition has it; a NaN (a blown-up state) becomes 1, so
-    # math.asin does not raise.
-    sin_pitch = -r20 if -r20 < 1.0 else 1.0
-    sin_roll = r21 if r21 < 1.0 else 1.0
-    pitch = math.asin(sin_pitch if sin_pitch > -1.0 else -1.0)
-    roll = math.asin(sin_roll if sin_roll > -1.0 else -1.0)
-    half_yaw = 2.0 * math.atan2(z, w)
-    yaw = math.atan2(math.sin(half_yaw), math.cos(half_yaw))
-    return pitch, roll, yaw, 1.0 if r22 >= 0.0 else -1.0
+    return np.array(quaternion_fused_angles(*np.asarray(quat, dtype=float).tolist()))

@@ -17,7 +17,9 @@ import mujoco
 import numpy as np
 
 from upright.envs.conditions import Conditions, SampledConditions, get_conditions
-from upright.envs.numeric import all_finite, consecutive, gather, norm, within
+from upright.envs.kernels import (GROUND, IGNORED, clip_finite, max_ground_force, posture_values, read_sensors,
+                                  sane_state)
+from upright.envs.numeric import consecutive, gather, norm
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensors import Sensors, fused_angles, fused_tilt
 from upright.envs.servo import Servos
@@ -27,6 +29,8 @@ from upright.envs.terrain import build_scene, randomize_turf
 MAX_SANE_VELOCITY = 200.0
 #: The warning MuJoCo counts when the accelerations become NaN or huge (a blow-up).
 BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
+#: MuJoCo's pyramidal friction cone (``opt.cone``), whose contact forces are decoded from edge forces.
+PYRAMIDAL = int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
 #: Reorders mj_objectVelocity's (angular, linear) into (linear, angular).
 LINEAR_FIRST = np.array([3, 4, 5, 0, 1, 2])
 
@@ -52,15 +56,19 @@ class Simulation:
                 f"control period {r.control_period} s is not a multiple of the timestep {m.opt.timestep} s"
             )
         # Where the robot's quantities lie in the data's arrays (slices where they are consecutive).
-        self._jnt_qadr = consecutive([m.jnt_qposadr[m.joint(j).id] for j in r.joint_names])
-        self._jnt_vadr = consecutive([m.jnt_dofadr[m.joint(j).id] for j in r.joint_names])
         self._torso = m.body(r.torso_body).id
         self._imu = m.site(r.imu_site).id
         self._head_top = m.site(r.head_top_site).id
         self._soles = [m.site(s).id for s in r.sole_sites]
         self._gyro, self._accel, self._quat = (self._sensor_slice(s) for s in (r.gyro_sensor, r.accel_sensor,
                                                                                r.quat_sensor))
-        self._pressure_adr = consecutive([self._sensor_slice(s).start for s in r.pressure_sensors])
+        # The joints', IMU's and pressure sensors' addresses for the compiled read-out (read_sensors)
+        # and the size of its output.
+        self._sensor_adr = (np.array([m.jnt_qposadr[m.joint(j).id] for j in r.joint_names]),
+                            np.array([m.jnt_dofadr[m.joint(j).id] for j in r.joint_names]),
+                            np.array([self._gyro.start, self._accel.start, self._quat.start]),
+                            np.array([self._sensor_slice(s).start for s in r.pressure_sensors]))
+        self._sensor_size = 2 * len(r.joint_names) + 14 + len(r.pressure_sensors)
         #: qpos and qvel addresses of the actuated joints, actuator order.
         self._actuated_qadr = consecutive(m.jnt_qposadr[m.actuator_trnid[:, 0]])
         self._actuated_vadr = consecutive(m.jnt_dofadr[m.actuator_trnid[:, 0]])
@@ -75,6 +83,7 @@ class Simulation:
         self._torso_xpos, self._torso_xquat = d.xpos[self._torso], d.xquat[self._torso]
         self._torso_xmat, self._torso_com = d.xmat[self._torso], d.subtree_com[self._torso]
         self._head_top_xpos = d.site_xpos[self._head_top]
+        self._gyro_data = self._sensordata[self._gyro]  # noise-free
         self._velocity = np.zeros(6)  # mj_objectVelocity's output: angular, then linear
         self._wrench = np.zeros(6)  # mj_contactForce's output: force, then torque (contact frame)
         self._robot_bodies = np.array([b for b in range(m.nbody) if m.body_rootid[b] == self._torso])
@@ -82,6 +91,8 @@ class Simulation:
         # Per geom (lists, for the per-contact loop): whether it is the ground's, its body's name.
         self._ground_geom = self._is_ground.tolist()
         self._geom_body_name = [m.body(b).name for b in m.geom_bodyid.tolist()]
+        #: Per excluded-body tuple or frozenset: the geom → body index map of :meth:`max_ground_force`.
+        self._geom_body_index: dict[tuple[str, ...] | frozenset[str], np.ndarray] = {}
         self._nominal = {
             "body_mass": m.body_mass.copy(),
             "body_inertia": m.body_inertia.copy(),
@@ -206,11 +217,11 @@ class Simulation:
         targets = np.asarray(joint_targets, dtype=float)
         if targets.shape != (m.nu,):
             raise ValueError(f"joint_targets must have shape ({m.nu},) for {self.robot.name}, got {targets.shape}")
-        if not all_finite(targets):
+        clipped = np.empty(m.nu)
+        if not clip_finite(targets, self._ctrl_low, self._ctrl_high, clipped):
             raise ValueError(f"joint_targets contain non-finite values: {targets}")
-        targets = np.minimum(np.maximum(targets, self._ctrl_low), self._ctrl_high)
-        self._last_command = targets
-        self._setpoint = self.servos.command(targets, d.time, d.qpos)
+        self._last_command = clipped
+        self._setpoint = self.servos.command(clipped, d.time, d.qpos)
         if self.unstable:
             return self.sensors()
         push = self._random_push() + self.torso_force
@@ -308,17 +319,17 @@ class Simulation:
 
     def _check_stability(self) -> None:
         warnings = int(self._warning_counts[BADQACC])
-        if warnings != self._warnings or not all_finite(self._qpos) or not within(self._qvel, MAX_SANE_VELOCITY):
+        if warnings != self._warnings or not sane_state(self._qpos, self._qvel, MAX_SANE_VELOCITY):
             self.unstable = True
         self._warnings = warnings
 
     # ------------------------------------------------------------------ what the robot measures
     def sensors(self) -> Sensors:
         """The robot's measurements now (with the conditions' sensor noise)."""
-        c, rng = self.conditions, self.rng
-        values = self._sensordata.copy()  # the sensor fields below are parts of this one copy
-        joint_pos = gather(self._qpos, self._jnt_qadr)
-        gyro, accel, quat = values[self._gyro], values[self._accel], values[self._quat]
+        c, rng, nj = self.conditions, self.rng, len(self.robot.joint_names)
+        values = np.empty(self._sensor_size)  # the fields below are parts of this one array
+        read_sensors(self._qpos, self._qvel, self._sensordata, *self._sensor_adr, values)
+        joint_pos, gyro, accel = values[:nj], values[2 * nj : 2 * nj + 3], values[2 * nj + 3 : 2 * nj + 6]
         if c.joint_noise:
             joint_pos += rng.normal(0.0, c.joint_noise, joint_pos.shape)
         if c.gyro_noise:
@@ -328,13 +339,13 @@ class Simulation:
         return Sensors(
             time=float(self.data.time),
             joint_pos=joint_pos,
-            joint_vel=gather(self._qvel, self._jnt_vadr),
+            joint_vel=values[nj : 2 * nj],
             joint_target=self._last_command.copy(),
             gyro=gyro,
             accel=accel,
-            quat=quat,
-            fused=fused_angles(quat),
-            foot_pressure=values[self._pressure_adr],
+            quat=values[2 * nj + 6 : 2 * nj + 10],
+            fused=values[2 * nj + 10 : 2 * nj + 14],
+            foot_pressure=values[2 * nj + 14 :],
         )
 
     # ------------------------------------------------------------------ privileged simulator truth
@@ -392,6 +403,12 @@ class Simulation:
         :func:`~upright.envs.sensors.fused_tilt`)."""
         return fused_tilt(self._torso_xquat)
 
+    def posture_values(self) -> tuple[float, float, float, float, float, float]:
+        """:meth:`torso_fused_tilt` (pitch, roll, hemisphere), :meth:`torso_tilt`,
+        :meth:`head_height` and :meth:`angular_speed` in one compiled call
+        (:func:`~upright.envs.kernels.posture_values`)."""
+        return posture_values(self._torso_xquat, self._torso_xmat, self._head_top_xpos, self._gyro_data)
+
     def torso_tilt(self) -> float:
         """Angle (rad) between the torso's z axis and the world's z axis."""
         cos_tilt = float(self._torso_xmat[8])  # R[2, 2], clipped to [-1, 1] (NaN stays NaN)
@@ -448,18 +465,23 @@ class Simulation:
             forces[name] = forces.get(name, 0.0) + (f_world if on_geom2 else -f_world)
         return forces
 
-    def ground_force_bound(self, exclude: Collection[str] = ()) -> float:
-        """The sum of the norms (N) of the ground-contact forces on robot bodies not named in
-        ``exclude``: at least the norm of any such body's total ground force (the norm of a sum is
-        at most the sum of the norms; a rotation keeps norms, so no contact frame is needed), at a
-        fraction of :meth:`contact_forces`' cost."""
-        m, d = self.model, self.data
-        wrench = self._wrench
-        total = 0.0
-        for i, _, _ in self._ground_contacts(exclude):
-            mujoco.mj_contactForce(m, d, i, wrench)
-            total += norm(wrench[:3])
-        return total
+    def max_ground_force(self, exclude: Collection[str] = ()) -> float:
+        """The largest norm (N) of one robot body's total ground-contact force, over the bodies not
+        named in ``exclude`` (0 without such contacts): ``max(norm(f) for f in
+        contact_forces(exclude).values())``, computed in one compiled pass over the contacts
+        (:func:`~upright.envs.kernels.max_ground_force`)."""
+        d = self.data
+        hashable = isinstance(exclude, (tuple, frozenset))
+        geom_body = self._geom_body_index.get(exclude) if hashable else None
+        if geom_body is None:
+            geom_body = np.array([GROUND if ground else IGNORED if name in exclude else body
+                                  for ground, name, body in zip(self._ground_geom, self._geom_body_name,
+                                                                self.model.geom_bodyid.tolist())])
+            if hashable:
+                self._geom_body_index[exclude] = geom_body
+        contact = d.contact
+        return max_ground_force(contact.geom, contact.efc_address, contact.dim, contact.frame, contact.friction,
+                                d.efc_force, geom_body, self.model.opt.cone == PYRAMIDAL)
 
     def kinetic_energy(self) -> float:
         """Kinetic energy of the robot (J)."""

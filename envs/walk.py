@@ -11,13 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
-import mujoco
 import numpy as np
 
 from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
+from upright.envs.kernels import walk_effort_terms
 from upright.envs.metrics import Posture, WalkTracker, is_fallen
-from upright.envs.numeric import norm, total
+from upright.envs.numeric import norm
 from upright.envs.observation import document_observation
 from upright.envs.rewards import WalkRewardScales
 from upright.envs.sensors import Sensors
@@ -251,8 +251,7 @@ class WalkEnv(UprightEnv):
                                  f"got {limits.tolist()}")
             self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(len(limits),), dtype=np.float32)
         self._tracker: WalkTracker | None = None
-        self._sole_sites = [self.sim.model.site(s).id for s in self.robot.sole_sites]
-        self._sole_velocity = np.zeros(6)  # mj_objectVelocity's output: angular, linear (world frame)
+        self._sole_sites = np.array([self.sim.model.site(s).id for s in self.robot.sole_sites])
         self._reward_steps = max(1, round(self.tracking_window / self.robot.control_period))
 
     @property
@@ -359,13 +358,9 @@ class WalkEnv(UprightEnv):
         :attr:`reward_scales`."""
         w = self.reward_scales
         m, d = self.sim.model, self.sim.data
-        slip = 0.0
-        loads = (total(sensors.foot_pressure[:4]), total(sensors.foot_pressure[4:]))
-        v = self._sole_velocity
-        for site, load in zip(self._sole_sites, loads):
-            if load > 0.1 * self.sim.weight:
-                mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, site, v, 0)
-                slip += float(v[3] ** 2 + v[4] ** 2)
+        energy, slip = walk_effort_terms(self.sim.actuator_power(), sensors.foot_pressure, 0.1 * self.sim.weight,
+                                         self._sole_sites, m.site_bodyid, m.body_rootid, d.site_xpos, d.cvel,
+                                         d.subtree_com)
         (vx, vy, wz), (cx, cy, cz) = velocity.tolist(), self.command.tolist()
         dx, dy = vx - cx, vy - cy
         xy_error = dx * dx + dy * dy  # np.sum(Δ ** 2) of the two: NumPy squares an array by multiplying
@@ -374,7 +369,7 @@ class WalkEnv(UprightEnv):
             "tracking_xy": w.tracking_xy * math.exp(-xy_error / self.tracking_widths[0] ** 2),
             "tracking_yaw": w.tracking_yaw * math.exp(-yaw_error / self.tracking_widths[1] ** 2),
             "upright": w.upright * (1.0 + math.cos(posture.tilt)) / 2.0,
-            "energy": -w.energy * total(np.abs(self.sim.actuator_power())),
+            "energy": -w.energy * energy,
             "foot_slip": -w.foot_slip * slip,
             "fall": -w.fall if fallen else 0.0,
         }

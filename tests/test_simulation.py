@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -108,21 +109,25 @@ def test_sensors_deep_copy_is_equal_and_shares_no_array():
             assert not np.shares_memory(getattr(c, name), value), name
 
 
-def test_ground_force_bound_bounds_every_body_total(robot):
-    """The cheap bound the get-up reward's impact term checks first is at least every body's total
-    ground force, on the turf through a drop hard enough (over 3 weights) to take the exact path."""
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_max_ground_force_is_the_largest_body_total(robot, cone):
+    """The compiled pass over the contacts (the get-up reward's impact term) gives what the readable
+    per-contact ``mj_contactForce`` sums give, body by body, on the turf through a drop hard enough
+    (over 3 weights) to reach the impact term, with bodies left out and for both friction cones."""
     sim = Simulation(robot, "turf")
+    if cone == "elliptic":
+        sim.model.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
     sim.reset("prone", seed=1, height_offset=0.2)
     hardest = []
     for _ in range(60):
         sim.step(sim.data.ctrl.copy())
         forces = sim.contact_forces()
         largest = max((float(np.linalg.norm(f)) for f in forces.values()), default=0.0)
-        assert sim.ground_force_bound() >= largest * (1 - 1e-12)
+        assert sim.max_ground_force() == pytest.approx(largest, rel=1e-12, abs=1e-9)
         hardest.append(largest / sim.weight)
-        some = sorted(forces)[:1]  # leaving bodies out leaves their forces out of the bound
-        rest = [float(np.linalg.norm(f)) for name, f in forces.items() if name not in some]
-        assert sim.ground_force_bound(exclude=some) >= max(rest, default=0.0) * (1 - 1e-12)
+        some = sorted(forces)[:1]
+        rest = max((float(np.linalg.norm(f)) for name, f in forces.items() if name not in some), default=0.0)
+        assert sim.max_ground_force(exclude=some) == pytest.approx(rest, rel=1e-12, abs=1e-9)
     assert max(hardest) > 3.0
 
 

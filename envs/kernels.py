@@ -1,0 +1,238 @@
+"""Compiled inner loops of the environment step (numba, cached beside this module on first use).
+
+Each kernel replaces a per-step loop of Python calls whose readable version stays in the module that
+uses it, as the reference the tests compare the kernel against (``tests/test_kernels.py``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+#: ``geom_body`` entry of a ground geom (the world body's).
+GROUND = -2
+#: ``geom_body`` entry of a geom whose contacts do not count (an excluded body's).
+IGNORED = -1
+
+
+@numba.njit(cache=True, nogil=True)
+def max_ground_force(geom: np.ndarray, efc_address: np.ndarray, dim: np.ndarray, frame: np.ndarray,
+                     friction: np.ndarray, efc_force: np.ndarray, geom_body: np.ndarray,
+                     pyramidal: bool) -> float:
+    """The largest norm (N) of one body's total ground-contact force, 0 without such contacts.
+
+    Per contact ``i`` of ``geom`` (ncon × 2 geom ids): ``geom_body`` maps a geom to :data:`GROUND`,
+    :data:`IGNORED` or the index (≥ 0) of the body whose force it adds to. The contact's force in
+    its own frame (normal first) is decoded from ``efc_force`` as ``mj_contactForce`` does it: the
+    normal force alone for ``dim`` 1; for a pyramidal cone the normal force is the sum of the
+    2 (dim − 1) edge forces and friction component k is (edge 2k − edge 2k + 1) · ``friction[i, k]``;
+    for an elliptic cone the forces as they are. A contact without constraint rows
+    (``efc_address`` −1) adds nothing. ``frame`` holds the contact frame's axes as rows (world),
+    so the world force is f · frame, acting on geom2 (and its opposite on geom1)."""
+    nbody = 0
+    for g in range(geom_body.shape[0]):
+        nbody = max(nbody, geom_body[g] + 1)
+    sums = np.zeros((nbody, 3))
+    touched = np.zeros(nbody, np.bool_)
+    force = np.zeros(3)
+    for i in range(geom.shape[0]):
+        body1, body2 = geom_body[geom[i, 0]], geom_body[geom[i, 1]]
+        if body1 == GROUND and body2 >= 0:
+            body, sign = body2, 1.0
+        elif body2 == GROUND and body1 >= 0:
+            body, sign = body1, -1.0
+        else:
+            continue
+        touched[body] = True
+        adr, n = efc_address[i], dim[i]
+        if adr < 0:
+            continue
+        force[:] = 0.0
+        if n == 1:
+            force[0] = efc_force[adr]
+        elif pyramidal:
+            normal = 0.0
+            for k in range(2 * (n - 1)):
+                normal += efc_force[adr + k]
+            force[0] = normal
+            for k in range(min(n - 1, 2)):
+                force[k + 1] = (efc_force[adr + 2 * k] - efc_force[adr + 2 * k + 1]) * friction[i, k]
+        else:
+            for k in range(min(n, 3)):
+                force[k] = efc_force[adr + k]
+        for j in range(3):
+            sums[body, j] += sign * (force[0] * frame[i, j] + force[1] * frame[i, 3 + j] + force[2] * frame[i, 6 + j])
+    largest = 0.0
+    for b in range(nbody):
+        if touched[b]:
+            largest = max(largest, math.sqrt(sums[b, 0] ** 2 + sums[b, 1] ** 2 + sums[b, 2] ** 2))
+    return largest
+
+
+@numba.njit(cache=True, nogil=True)
+def effort_terms(load: np.ndarray, q: np.ndarray, near_low: np.ndarray, near_high: np.ndarray,
+                 action: np.ndarray, last_action: np.ndarray) -> tuple[float, float, float]:
+    """The get-up reward's effort quantities in one pass over the actuators: the mean squared
+    ``load`` (actuator force over its limit), the share of joint angles ``q`` (rad) below
+    ``near_low`` or above ``near_high``, and the mean squared change from ``last_action`` to
+    ``action`` (both clipped actions in [-1, 1])."""
+    n = load.shape[0]
+    torque = 0.0
+    near = 0
+    rate = 0.0
+    for i in range(n):
+        torque += load[i] * load[i]
+        if q[i] < near_low[i] or q[i] > near_high[i]:
+            near += 1
+        change = action[i] - last_action[i]
+        rate += change * change
+    return torque / n, near / n, rate / n
+
+
+@numba.njit(cache=True, nogil=True)
+def walk_effort_terms(power: np.ndarray, pressure: np.ndarray, loaded: float,
+                      sole_sites: np.ndarray, site_bodyid: np.ndarray, body_rootid: np.ndarray,
+                      site_xpos: np.ndarray, cvel: np.ndarray, subtree_com: np.ndarray) -> tuple[float, float]:
+    """The walk reward's effort quantities: the summed absolute mechanical power (W) of the
+    actuators (``power``, force × joint speed, actuator order) and the foot slip: over the soles
+    (``sole_sites``, left then right, each with its half of the foot ``pressure`` sensors, N) that
+    carry more than ``loaded`` (N), the squared horizontal speed (m²/s², world) of the sole site.
+
+    The site's velocity is ``mj_objectVelocity``'s in the world frame: the body's com-based
+    velocity ``cvel`` (angular, then linear, about its tree's ``subtree_com``) moved to the site,
+    linear = linear − (site − subtree com) × angular."""
+    energy = 0.0
+    for i in range(power.shape[0]):
+        energy += abs(power[i])
+    slip = 0.0
+    per_foot = pressure.shape[0] // sole_sites.shape[0]
+    for foot in range(sole_sites.shape[0]):
+        load = 0.0
+        for k in range(foot * per_foot, (foot + 1) * per_foot):
+            load += pressure[k]
+        if load > loaded:
+            site = sole_sites[foot]
+            body = site_bodyid[site]
+            root = body_rootid[body]
+            dx = site_xpos[site, 0] - subtree_com[root, 0]
+            dy = site_xpos[site, 1] - subtree_com[root, 1]
+            dz = site_xpos[site, 2] - subtree_com[root, 2]
+            wx, wy, wz = cvel[body, 0], cvel[body, 1], cvel[body, 2]
+            vx = cvel[body, 3] - (dy * wz - dz * wy)
+            vy = cvel[body, 4] - (dz * wx - dx * wz)
+            slip += vx * vx + vy * vy
+    return energy, slip
+
+
+@numba.njit(cache=True, nogil=True)
+def quaternion_fused_angles(w: float, x: float, y: float, z: float) -> tuple[float, float, float, float]:
+    """Fused pitch, roll, yaw (rad) and hemisphere (±1) of the quaternion ``(w, x, y, z)``
+    (normalised here; Allgeuer & Behnke 2015): pitch ``asin(−R[2,0])``, roll ``asin(R[2,1])`` with
+    the sines clipped to [−1, 1] (a NaN to 1), yaw ``2·atan2(z, w)`` wrapped to (−π, π], hemisphere
+    +1 where ``R[2,2] ≥ 0``."""
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    w, x, y, z = w / n, x / n, y / n, z / n
+    r20 = 2.0 * (x * z - w * y)
+    r21 = 2.0 * (y * z + w * x)
+    r22 = 1.0 - 2.0 * (x * x + y * y)
+    sin_pitch = -r20 if -r20 < 1.0 else 1.0
+    sin_roll = r21 if r21 < 1.0 else 1.0
+    pitch = math.asin(sin_pitch if sin_pitch > -1.0 else -1.0)
+    roll = math.asin(sin_roll if sin_roll > -1.0 else -1.0)
+    half_yaw = 2.0 * math.atan2(z, w)
+    yaw = math.atan2(math.sin(half_yaw), math.cos(half_yaw))
+    return pitch, roll, yaw, 1.0 if r22 >= 0.0 else -1.0
+
+
+@numba.njit(cache=True, nogil=True)
+def read_sensors(qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray, qpos_adr: np.ndarray,
+                 qvel_adr: np.ndarray, imu_adr: np.ndarray, pressure_adr: np.ndarray, out: np.ndarray) -> None:
+    """The robot's noise-free measurements into ``out``, in this order: the joint angles (rad,
+    ``qpos`` at ``qpos_adr``) and velocities (rad/s, ``qvel`` at ``qvel_adr``); from
+    ``sensordata`` at ``imu_adr`` (the first entries of the gyro, the accelerometer and the
+    orientation sensor) the angular velocity (rad/s), the specific force (m/s²) and the quaternion
+    (w, x, y, z); the quaternion's fused angles (pitch, roll, yaw, hemisphere,
+    :func:`quaternion_fused_angles`); the foot pressures (N, ``sensordata`` at ``pressure_adr``)."""
+    k = 0
+    for i in range(qpos_adr.shape[0]):
+        out[k] = qpos[qpos_adr[i]]
+        k += 1
+    for i in range(qvel_adr.shape[0]):
+        out[k] = qvel[qvel_adr[i]]
+        k += 1
+    for sensor, size in ((0, 3), (1, 3), (2, 4)):
+        for i in range(size):
+            out[k] = sensordata[imu_adr[sensor] + i]
+            k += 1
+    pitch, roll, yaw, hemisphere = quaternion_fused_angles(out[k - 4], out[k - 3], out[k - 2], out[k - 1])
+    out[k], out[k + 1], out[k + 2], out[k + 3] = pitch, roll, yaw, hemisphere
+    k += 4
+    for i in range(pressure_adr.shape[0]):
+        out[k + i] = sensordata[pressure_adr[i]]
+
+
+@numba.njit(cache=True, nogil=True)
+def posture_values(torso_xquat: np.ndarray, torso_xmat: np.ndarray, head_top: np.ndarray,
+                   gyro: np.ndarray) -> tuple[float, float, float, float, float, float]:
+    """Simulator truth about the posture: the torso's fused pitch and roll (rad) and hemisphere
+    (±1) from its world quaternion, its tilt (rad, the angle between its z axis and the world's,
+    ``acos`` of ``torso_xmat[8]`` clipped to [−1, 1]), the head top's height (m) and the norm of
+    the noise-free ``gyro`` (rad/s)."""
+    pitch, roll, _, hemisphere = quaternion_fused_angles(torso_xquat[0], torso_xquat[1], torso_xquat[2], torso_xquat[3])
+    cos_tilt = torso_xmat[8]
+    tilt = math.acos(-1.0 if cos_tilt < -1.0 else 1.0 if cos_tilt > 1.0 else cos_tilt)
+    speed = math.sqrt(gyro[0] * gyro[0] + gyro[1] * gyro[1] + gyro[2] * gyro[2])
+    return pitch, roll, hemisphere, tilt, head_top[2], speed
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_observation(joint_pos: np.ndarray, joint_vel: np.ndarray, joint_target: np.ndarray, gyro: np.ndarray,
+                     accel: np.ndarray, quat: np.ndarray, fused: np.ndarray, foot_pressure: np.ndarray,
+                     task_block: np.ndarray, prior_targets: np.ndarray, out: np.ndarray) -> None:
+    """The observation's blocks in order into the float32 ``out``: joint angles, velocities and
+    last targets, gyro, accelerometer, the unit gravity direction in the IMU frame (the third row
+    of the quaternion's rotation matrix, negated), fused pitch, roll and hemisphere, foot
+    pressures, ``task_block`` and ``prior_targets`` (either may be empty)."""
+    k = 0
+    for block in (joint_pos, joint_vel, joint_target, gyro, accel):
+        for i in range(block.shape[0]):
+            out[k] = block[i]
+            k += 1
+    w, x, y, z = quat[0], quat[1], quat[2], quat[3]
+    out[k] = -(2 * (x * z - w * y))
+    out[k + 1] = -(2 * (y * z + w * x))
+    out[k + 2] = -(1 - 2 * (x * x + y * y))
+    out[k + 3], out[k + 4], out[k + 5] = fused[0], fused[1], fused[3]
+    k += 6
+    for block in (foot_pressure, task_block, prior_targets):
+        for i in range(block.shape[0]):
+            out[k] = block[i]
+            k += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def clip_finite(values: np.ndarray, low: np.ndarray, high: np.ndarray, out: np.ndarray) -> bool:
+    """``out`` = ``values`` (as float64) clipped to [``low``, ``high``] entry by entry (NumPy's
+    ``minimum(maximum(values, low), high)``); whether every value was finite."""
+    finite = True
+    for i in range(values.shape[0]):
+        v = float(values[i])
+        if not math.isfinite(v):
+            finite = False
+        out[i] = min(max(v, low[i]), high[i])
+    return finite
+
+
+@numba.njit(cache=True, nogil=True)
+def sane_state(qpos: np.ndarray, qvel: np.ndarray, max_speed: float) -> bool:
+    """Whether every ``qpos`` entry is finite and every ``qvel`` entry within ±``max_speed`` (a NaN
+    is not)."""
+    for i in range(qpos.shape[0]):
+        if not math.isfinite(qpos[i]):
+            return False
+    for i in range(qvel.shape[0]):
+        if not (-max_speed <= qvel[i] <= max_speed):
+            return False
+    return True
