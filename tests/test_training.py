@@ -1181,3 +1181,29 @@ def test_training_bench_runs_the_shipped_training_configurations():
                                  hp_overrides={**wolfgang.hp_overrides, **TINY_PPO}), source="wolfgang-getup-residual-spline")
     assert row.source == "wolfgang-getup-residual-spline" and row.train_steps_per_s > 0 < row.env_steps_per_s
     assert format_training_bench([row]).splitlines()[1].endswith("  wolfgang-getup-residual-spline")
+
+
+def test_an_interrupt_inside_a_checkpoint_write_is_an_interrupt(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM while a checkpoint is being written: torch's zip writer, interrupted
+    mid-file, raises its own error on the way out. That is still an interrupt: the run is saved
+    where it stopped, and the earlier checkpoints stay."""
+    from upright.training import callbacks
+
+    written = callbacks.save_model_files
+    calls = []
+
+    def interrupted_second(model, normalizer, model_path, **kwargs):
+        calls.append(model_path.parent.name)
+        if calls.count("checkpoints") == 2 and model_path.parent.name == "checkpoints":
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                raise RuntimeError("[enforce fail at inline_container.cc] unexpected pos") from None
+        return written(model, normalizer, model_path, **kwargs)
+
+    monkeypatch.setattr(callbacks, "save_model_files", interrupted_second)
+    with pytest.raises(TrainingInterrupted):
+        train(_config(tmp_path, steps=2048, checkpoint_every=256))
+    run_dir = tmp_path / "runs" / "WolfgangGetUp-v0" / "ppo-spline-1"
+    assert model_steps(run_dir / "model.zip") == 512  # saved where the interrupt stopped it
+    assert _checkpoint_steps(run_dir) == [256, 512]  # the session's end is a checkpoint too

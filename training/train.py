@@ -90,6 +90,20 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _caused_by_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` arose while a Ctrl-C or SIGTERM was being handled: a writer interrupted
+    mid-file (torch's zip writer in a checkpoint) raises its own error on the way out, which
+    replaces the KeyboardInterrupt. The interrupt, not the error, stopped the training."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 @contextmanager
 def unchecked_distributions() -> Iterator[None]:
     """torch's distributions without their argument checks while training, then as they were. SB3
@@ -523,7 +537,10 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
     except KeyboardInterrupt:
         interrupted = True
     except Exception as error:  # any error in training: reported, and nothing of it saved
-        failure = error
+        if _caused_by_interrupt(error):
+            interrupted = True
+        else:
+            failure = error
     finally:
         signal.signal(signal.SIGTERM, previous)
     try:
