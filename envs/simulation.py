@@ -99,6 +99,8 @@ class Simulation:
             "body_ipos": m.body_ipos.copy(),
             "geom_friction": m.geom_friction.copy(),
         }
+        #: The mass scale and CoM offset the model's inertials were last set to (none yet).
+        self._inertial: tuple[float, tuple[float, ...]] | None = None
         self.total_mass = float(m.body_subtreemass[self._torso])
         #: The robot's weight (N): its mass times the model's gravity (along -z in every scene).
         self.weight = self.total_mass * abs(float(m.opt.gravity[2]))
@@ -180,11 +182,15 @@ class Simulation:
     def _apply_sampled(self, s: SampledConditions) -> None:
         m, nom = self.model, self._nominal
         bodies = self._robot_bodies
+        m.geom_friction[:, 0] = nom["geom_friction"][:, 0] * s.friction_scale
+        inertial = (s.mass_scale, tuple(s.com_offset.tolist()))
+        if inertial == self._inertial:
+            return  # the masses and the constants derived from them are as the last reset left them
         m.body_mass[bodies] = nom["body_mass"][bodies] * s.mass_scale
         m.body_inertia[bodies] = nom["body_inertia"][bodies] * s.mass_scale
         m.body_ipos[bodies] = nom["body_ipos"][bodies] + s.com_offset
-        m.geom_friction[:, 0] = nom["geom_friction"][:, 0] * s.friction_scale
         mujoco.mj_setConst(m, self.data)
+        self._inertial = inertial
 
     def place(self, qpos: np.ndarray, ctrl: np.ndarray) -> Sensors:
         """Put the robot at rest into ``qpos`` with the servos holding ``ctrl`` (what a helper does
