@@ -39,6 +39,15 @@ def prior_alone(env_kwargs: Mapping[str, Any]) -> tuple[str | Policy, dict[str, 
     return resolve_policy(str(env_kwargs["prior"]), saved_prior_params(env_kwargs)), kwargs
 
 
+def prior_label(env_kwargs: Mapping[str, Any]) -> str:
+    """How tables name the prior of a residual's environment arguments: ``prior (NAME)``, with its
+    parameter overrides when it has some (``prior (spline, time_hands_front=0.3)``), so that a
+    re-parameterised prior is never read as the baseline's defaults."""
+    params = saved_prior_params(env_kwargs)
+    overrides = "".join(f", {key}={value}" for key, value in params.items())
+    return f"prior ({env_kwargs['prior']}{overrides})"
+
+
 def comparison_cells(env_ids: Sequence[str], tasks: Mapping[str, str], policies: Sequence[str]
                      ) -> list[tuple[str, str | Policy, dict[str, Any]]]:
     """``(env_id, policy, env_kwargs)`` of the report's evaluation: every policy of ``policies``
@@ -183,4 +192,4 @@ def plot_walk_tracking(results: Sequence[Mapping[str, Any]], path: Path) -> Path
 
 
 __all__ = ["FALLS_COLUMN", "GETUP_COLUMNS", "GETUP_SETTINGS", "WALK_COLUMNS", "WALK_SETTINGS", "comparison_cells", "comparison_row", "comparison_table",
-           "plot_rates", "plot_walk_tracking", "prior_alone"]
+           "plot_rates", "plot_walk_tracking", "prior_alone", "prior_label"]

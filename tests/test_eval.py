@@ -439,3 +439,12 @@ def test_the_prior_alone_drops_what_only_a_residual_means():
     assert len(run.records) == 1 and run.records[0]["steps"] > 0
     with pytest.raises(ValueError, match="no prior in the environment arguments"):
         prior_alone({"conditions": "lab"})
+
+
+def test_the_prior_label_names_its_parameter_overrides():
+    """A table row of a re-parameterised prior says so; a prior with its defaults is named plainly."""
+    from upright.eval.comparison import prior_label
+
+    assert prior_label({"prior": "spline", "conditions": "thesis"}) == "prior (spline)"
+    kwargs = {"prior": "spline", "prior_params": {"time_hands_front": 0.3, "trunk_overshoot_angle_front": -0.7}}
+    assert prior_label(kwargs) == "prior (spline, time_hands_front=0.3, trunk_overshoot_angle_front=-0.7)"

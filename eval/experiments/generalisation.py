@@ -21,7 +21,7 @@ from typing import Any
 
 from upright.envs.conditions import Conditions, RandomWear, get_conditions
 from upright.envs.registration import ENVIRONMENTS
-from upright.eval.comparison import comparison_row
+from upright.eval.comparison import comparison_row, prior_label
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.experiments.residuals import DATA as RESIDUALS
 from upright.eval.experiments.residuals import held_out_note, residual_and_prior
@@ -156,7 +156,7 @@ def generalisation(ctx: ExperimentContext) -> list[Table]:
             if found:
                 worse.setdefault(name, {})[cell] = found
             rows += [{**ours, "policy": name, "cell": cell, "runs": "residual", "worse": ", ".join(found) or "no"},
-                     {**theirs, "policy": name, "cell": cell, "runs": f"prior ({trained['prior']})", "worse": ""}]
+                     {**theirs, "policy": name, "cell": cell, "runs": prior_label(trained), "worse": ""}]
     ctx.data["worse"] = worse
     return [Table("Shipped get-up residuals and their priors under conditions never trained on", COLUMNS, rows,
                   _notes(episodes, held_out.seed, cells, targets, unchanged, missing, worse))]

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from upright.envs.registration import ENVIRONMENTS
-from upright.eval.comparison import FALLS_COLUMN, GETUP_COLUMNS, WALK_COLUMNS, comparison_row, prior_alone
+from upright.eval.comparison import FALLS_COLUMN, GETUP_COLUMNS, WALK_COLUMNS, comparison_row, prior_alone, prior_label
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.experiments.keyframe import worn_hip
 from upright.eval.tables import Column, Table
@@ -80,7 +80,7 @@ def trained_residuals(ctx: ExperimentContext) -> list[Table]:
             residual, prior = residual_and_prior(held_out, name, cell, env_id, kwargs, n)
             rows = getup_rows if ENVIRONMENTS[env_id].task == "getup" else walk_rows
             rows += [{**comparison_row(result), "policy": name, "runs": runs, "cell": cell}
-                     for runs, result in (("residual", residual), (f"prior ({trained['prior']})", prior))]
+                     for runs, result in (("residual", residual), (prior_label(trained), prior))]
             if cell == "target":
                 evaluation = {"seeds": [held_out.seed, held_out.seed + episodes - 1], "episodes": episodes,
                               "residual": rows[-2], "prior": rows[-1]}
