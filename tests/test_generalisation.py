@@ -9,12 +9,15 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 
 from upright import Conditions, Simulation
 from upright.cli import main
+from upright.eval.comparison import prior_label
 from upright.envs.conditions import PRESETS, RandomWear
 from upright.eval.experiments.generalisation import DATA, _notes, perturbed, worse_than_prior
 from upright.eval.tables import interval, mean_interval
+from upright.policies.run import zoo_dir
 
 WOLFGANG = "wolfgang-getup-residual-spline"
 
@@ -153,8 +156,11 @@ def test_generalisation_runs_every_cell_for_residual_and_prior_on_held_out_seeds
     result = json.loads((out / "results.json").read_text())
     (table,) = result["tables"]
     cells = [cell for cell in DATA["perturbations"] if cell != "wear-x1.5"]
+    manifest = yaml.safe_load((zoo_dir() / WOLFGANG / "manifest.yml").read_text())
+    prior = prior_label(manifest["env_kwargs"])  # the shipped prior with its parameter overrides
+    assert prior.startswith("prior (spline")
     assert [(r["cell"], r["runs"]) for r in table["rows"]] == [
-        (cell, runs) for cell in cells for runs in ("residual", "prior (spline)")]
+        (cell, runs) for cell in cells for runs in ("residual", prior)]
     assert all(r["worse"] in ("no", "") or r["runs"] == "residual" for r in table["rows"])
     assert "wear-x1.5 for wolfgang-getup-residual-spline" in table["notes"]
     delayed = json.loads((out / WOLFGANG / "delay+1-prior" / "results.json").read_text())
