@@ -29,14 +29,18 @@ WALK_SETTINGS: dict[str, Any] = {"command": (0.2, 0.0, 0.0), "conditions": "lab"
 
 def prior_alone(env_kwargs: Mapping[str, Any]) -> tuple[str | Policy, dict[str, Any]]:
     """The prior of a residual's environment arguments ``env_kwargs`` as a policy of its own (a
-    baseline name, or a controller with the ``prior_params`` overrides) and the arguments without
+    baseline name, or a controller with the ``prior_params`` overrides, named with them:
+    ``spline (time_hands_front=0.3)``) and the arguments without
     those that need a prior (:data:`~upright.envs.base.PRIOR_ARGUMENTS`: the prior, its parameters,
     the residual's settings, the observation of the prior's gait); ValueError when there is no
     prior."""
     if env_kwargs.get("prior") is None:
         raise ValueError(f"no prior in the environment arguments {dict(env_kwargs)}")
     kwargs = {k: v for k, v in env_kwargs.items() if k not in PRIOR_ARGUMENTS}
-    return resolve_policy(str(env_kwargs["prior"]), saved_prior_params(env_kwargs)), kwargs
+    params = saved_prior_params(env_kwargs)
+    name = str(env_kwargs["prior"])
+    label = f"{name} ({', '.join(f'{key}={value}' for key, value in params.items())})" if params else None
+    return resolve_policy(name, params, label=label), kwargs
 
 
 def prior_label(env_kwargs: Mapping[str, Any]) -> str:

@@ -11,6 +11,7 @@ Writes ``OUT/report.md`` (human-readable), ``OUT/report.json`` (numbers), ``OUT/
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict
 from pathlib import Path
 
@@ -49,13 +50,15 @@ def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2,
         if episode_seconds is not None:
             kwargs = {**kwargs, "max_episode_seconds": min(episode_seconds, kwargs.get("max_episode_seconds",
                                                                                         episode_seconds))}
+        name = policy if isinstance(policy, str) else policy.name  # a re-parameterised prior is a Policy
         try:
             run = run_episodes(env_id, policy, episodes, env_kwargs=kwargs, seed=REPORT_SEED, workers=workers)
         except ValueError as error:  # a baseline that does not support this robot or task
-            print(f"skipped {policy} on {env_id}: {error}")
+            print(f"skipped {name} on {env_id}: {error}")
             continue
         result = aggregate(run)
-        write_results(result, out / "eval" / f"{i:02d}-{env_id.split('/')[-1]}-{policy.replace(':', '-')}")
+        folder = re.sub(r"[^A-Za-z0-9_.+-]+", "-", name).strip("-")
+        write_results(result, out / "eval" / f"{i:02d}-{env_id.split('/')[-1]}-{folder}")
         results.append(result)
         if run.interrupted:
             break

@@ -442,9 +442,14 @@ def test_the_prior_alone_drops_what_only_a_residual_means():
 
 
 def test_the_prior_label_names_its_parameter_overrides():
-    """A table row of a re-parameterised prior says so; a prior with its defaults is named plainly."""
+    """A table row and a result of a re-parameterised prior say so; a prior with its defaults is
+    named plainly."""
     from upright.eval.comparison import prior_label
 
     assert prior_label({"prior": "spline", "conditions": "thesis"}) == "prior (spline)"
     kwargs = {"prior": "spline", "prior_params": {"time_hands_front": 0.3, "trunk_overshoot_angle_front": -0.7}}
     assert prior_label(kwargs) == "prior (spline, time_hands_front=0.3, trunk_overshoot_angle_front=-0.7)"
+    from upright.eval.comparison import prior_alone
+
+    policy, alone = prior_alone(kwargs)  # a controller with the overrides, named with them in results
+    assert policy.name == "spline (time_hands_front=0.3, trunk_overshoot_angle_front=-0.7)" and alone == {}
