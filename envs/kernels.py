@@ -1,7 +1,8 @@
 """Compiled inner loops of the environment step (numba, cached beside this module on first use).
 
-Each kernel replaces a per-step loop of Python calls whose readable version stays in the module that
-uses it, as the reference the tests compare the kernel against (``tests/test_kernels.py``).
+Each kernel replaces per-step NumPy and MuJoCo calls; the tests compare it with those calls, written
+out readably, on states of real episodes (``tests/test_kernels.py``; the contact forces against
+:meth:`~upright.envs.simulation.Simulation.contact_forces`).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from upright.envs.kernels import (GROUND, IGNORED, clip_finite, max_ground_force
                                   sane_state)
 from upright.envs.numeric import consecutive, gather, norm
 from upright.envs.robots import RobotSpec, get_robot
-from upright.envs.sensors import Sensors, fused_angles, fused_tilt
+from upright.envs.sensors import Sensors, fused_tilt
 from upright.envs.servo import Servos
 from upright.envs.terrain import build_scene, randomize_turf
 
@@ -62,13 +62,18 @@ class Simulation:
         self._soles = [m.site(s).id for s in r.sole_sites]
         self._gyro, self._accel, self._quat = (self._sensor_slice(s) for s in (r.gyro_sensor, r.accel_sensor,
                                                                                r.quat_sensor))
-        # The joints', IMU's and pressure sensors' addresses for the compiled read-out (read_sensors)
-        # and the size of its output.
+        # The joints', IMU's and pressure sensors' addresses for the compiled read-out (read_sensors),
+        # and where each Sensors field lies in its output, in the order it writes them.
         self._sensor_adr = (np.array([m.jnt_qposadr[m.joint(j).id] for j in r.joint_names]),
                             np.array([m.jnt_dofadr[m.joint(j).id] for j in r.joint_names]),
                             np.array([self._gyro.start, self._accel.start, self._quat.start]),
                             np.array([self._sensor_slice(s).start for s in r.pressure_sensors]))
-        self._sensor_size = 2 * len(r.joint_names) + 14 + len(r.pressure_sensors)
+        nj = len(r.joint_names)
+        sizes = {"joint_pos": nj, "joint_vel": nj, "gyro": 3, "accel": 3, "quat": 4, "fused": 4,
+                 "foot_pressure": len(r.pressure_sensors)}
+        ends = np.cumsum(list(sizes.values())).tolist()
+        self._sensor_fields = {name: slice(end - size, end) for (name, size), end in zip(sizes.items(), ends)}
+        self._sensor_size = ends[-1]
         #: qpos and qvel addresses of the actuated joints, actuator order.
         self._actuated_qadr = consecutive(m.jnt_qposadr[m.actuator_trnid[:, 0]])
         self._actuated_vadr = consecutive(m.jnt_dofadr[m.actuator_trnid[:, 0]])
@@ -91,8 +96,8 @@ class Simulation:
         # Per geom (lists, for the per-contact loop): whether it is the ground's, its body's name.
         self._ground_geom = self._is_ground.tolist()
         self._geom_body_name = [m.body(b).name for b in m.geom_bodyid.tolist()]
-        #: Per excluded-body tuple or frozenset: the geom → body index map of :meth:`max_ground_force`.
-        self._geom_body_index: dict[tuple[str, ...] | frozenset[str], np.ndarray] = {}
+        #: Per set of excluded bodies: the geom → body index map of :meth:`max_ground_force`.
+        self._geom_body_index: dict[frozenset[str], np.ndarray] = {}
         self._nominal = {
             "body_mass": m.body_mass.copy(),
             "body_inertia": m.body_inertia.copy(),
@@ -332,10 +337,10 @@ class Simulation:
     # ------------------------------------------------------------------ what the robot measures
     def sensors(self) -> Sensors:
         """The robot's measurements now (with the conditions' sensor noise)."""
-        c, rng, nj = self.conditions, self.rng, len(self.robot.joint_names)
+        c, rng, at = self.conditions, self.rng, self._sensor_fields
         values = np.empty(self._sensor_size)  # the fields below are parts of this one array
         read_sensors(self._qpos, self._qvel, self._sensordata, *self._sensor_adr, values)
-        joint_pos, gyro, accel = values[:nj], values[2 * nj : 2 * nj + 3], values[2 * nj + 3 : 2 * nj + 6]
+        joint_pos, gyro, accel = values[at["joint_pos"]], values[at["gyro"]], values[at["accel"]]
         if c.joint_noise:
             joint_pos += rng.normal(0.0, c.joint_noise, joint_pos.shape)
         if c.gyro_noise:
@@ -345,13 +350,13 @@ class Simulation:
         return Sensors(
             time=float(self.data.time),
             joint_pos=joint_pos,
-            joint_vel=values[nj : 2 * nj],
+            joint_vel=values[at["joint_vel"]],
             joint_target=self._last_command.copy(),
             gyro=gyro,
             accel=accel,
-            quat=values[2 * nj + 6 : 2 * nj + 10],
-            fused=values[2 * nj + 10 : 2 * nj + 14],
-            foot_pressure=values[2 * nj + 14 :],
+            quat=values[at["quat"]],
+            fused=values[at["fused"]],
+            foot_pressure=values[at["foot_pressure"]],
         )
 
     # ------------------------------------------------------------------ privileged simulator truth
@@ -477,14 +482,13 @@ class Simulation:
         contact_forces(exclude).values())``, computed in one compiled pass over the contacts
         (:func:`~upright.envs.kernels.max_ground_force`)."""
         d = self.data
-        hashable = isinstance(exclude, (tuple, frozenset))
-        geom_body = self._geom_body_index.get(exclude) if hashable else None
+        key = frozenset(exclude)  # free for a frozenset, which the get-up passes every step
+        geom_body = self._geom_body_index.get(key)
         if geom_body is None:
-            geom_body = np.array([GROUND if ground else IGNORED if name in exclude else body
+            geom_body = np.array([GROUND if ground else IGNORED if name in key else body
                                   for ground, name, body in zip(self._ground_geom, self._geom_body_name,
                                                                 self.model.geom_bodyid.tolist())])
-            if hashable:
-                self._geom_body_index[exclude] = geom_body
+            self._geom_body_index[key] = geom_body
         contact = d.contact
         return max_ground_force(contact.geom, contact.efc_address, contact.dim, contact.frame, contact.friction,
                                 d.efc_force, geom_body, self.model.opt.cone == PYRAMIDAL)

@@ -39,8 +39,12 @@ def prior_alone(env_kwargs: Mapping[str, Any]) -> tuple[str | Policy, dict[str, 
     kwargs = {k: v for k, v in env_kwargs.items() if k not in PRIOR_ARGUMENTS}
     params = saved_prior_params(env_kwargs)
     name = str(env_kwargs["prior"])
-    label = f"{name} ({', '.join(f'{key}={value}' for key, value in params.items())})" if params else None
-    return resolve_policy(name, params, label=label), kwargs
+    return resolve_policy(name, params, label=f"{name} ({_overrides(params)})" if params else None), kwargs
+
+
+def _overrides(params: Mapping[str, Any]) -> str:
+    """Controller parameter overrides as the tables show them: ``key=value, key=value``."""
+    return ", ".join(f"{key}={value}" for key, value in params.items())
 
 
 def prior_label(env_kwargs: Mapping[str, Any]) -> str:
@@ -48,8 +52,7 @@ def prior_label(env_kwargs: Mapping[str, Any]) -> str:
     parameter overrides when it has some (``prior (spline, time_hands_front=0.3)``), so that a
     re-parameterised prior is never read as the baseline's defaults."""
     params = saved_prior_params(env_kwargs)
-    overrides = "".join(f", {key}={value}" for key, value in params.items())
-    return f"prior ({env_kwargs['prior']}{overrides})"
+    return f"prior ({env_kwargs['prior']}{', ' + _overrides(params) if params else ''})"
 
 
 def comparison_cells(env_ids: Sequence[str], tasks: Mapping[str, str], policies: Sequence[str]
