@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -200,6 +202,22 @@ def test_lying_direction() -> None:
     assert lying_direction(np.array([-1.4, 0.0, 0.0, 1.0]), 0.8) == "back"
     assert lying_direction(np.array([0.1, 0.1, 0.0, 1.0]), 0.8) == "rise"
     assert lying_direction(np.array([-0.1, 0.1, 0.0, -1.0]), 0.8) == "back"  # upside down: by the pitch sign
+    side = np.array([-0.1, 1.4, 0.0, 1.0])  # on its side, trunk pitched slightly backwards
+    assert lying_direction(side, 0.8) == "back"
+    assert lying_direction(side, 0.8, front_pitch=-0.2) == "front"
+    assert lying_direction(np.array([-1.4, 0.0, 0.0, 1.0]), 0.8, front_pitch=-0.2) == "back"
+
+
+def test_front_pitch_parameter_chooses_the_front_stand_up_for_a_slight_backward_pitch() -> None:
+    robot = get_robot("wolfgang")
+    q = np.zeros(len(robot.joint_names))
+    plans = {}
+    for front_pitch in (0.0, -0.2):
+        c = SplineStandUp(robot, SplineParams.load("wolfgang").with_overrides({"front_pitch": front_pitch}))
+        on_side = dataclasses.replace(_sensors(robot, 0.0, q, -0.1), fused=np.array([-0.1, 1.4, 0.0, 1.0]))
+        c.reset(on_side, np.random.default_rng(0))
+        plans[front_pitch] = c.plan.direction
+    assert plans == {0.0: "back", -0.2: "front"}
 
 
 # ---------------------------------------------------------------- registry, IK goals, real stand-ups

@@ -69,14 +69,15 @@ LEG_DAMPING2 = 1e-8 * np.eye(6)
 _CORRECTION_STEPS = (np.array((1.0, 0.0)), np.array((-1.0, 0.0)), np.array((0.0, 1.0)), np.array((0.0, -1.0)))
 
 
-def lying_direction(fused: np.ndarray, fall_angle: float) -> str:
+def lying_direction(fused: np.ndarray, fall_angle: float, front_pitch: float = 0.0) -> str:
     """Which motion gets the robot up from the measured fused angles ``(pitch, roll, yaw, hemi)``:
     ``rise`` when the trunk is within ``fall_angle`` of upright, else ``front`` for a trunk pitched
-    forward (prone), ``back`` otherwise."""
+    forward beyond ``front_pitch`` (rad; 0, the reference's split, decides a robot lying on its
+    side by the sign of a small pitch), ``back`` otherwise."""
     pitch, roll, _, hemisphere = fused
     if hemisphere > 0 and abs(pitch) < fall_angle and abs(roll) < fall_angle:
         return "rise"
-    return "front" if pitch > 0 else "back"
+    return "front" if pitch > front_pitch else "back"
 
 
 class SplineStandUp:
@@ -160,7 +161,7 @@ class SplineStandUp:
         self._stabilizer.reset()
         self.correction = np.zeros(2)
         p = self.params
-        direction = lying_direction(sensors.fused, p.fall_angle)
+        direction = lying_direction(sensors.fused, p.fall_angle, p.front_pitch)
         self.plan = plan = plan_motion(direction, p, self.measured_poses(sensors.joint_pos))
         self._head_tilt = {"front": p.head_tilt_front, "back": p.head_tilt_back}.get(direction, p.head_tilt_final)
         start = np.array(sensors.joint_pos, dtype=float)
@@ -356,7 +357,7 @@ class SplineStandUp:
             if self.tries >= p.max_tries:
                 self.status = "failed"
             else:
-                direction = lying_direction(sensors.fused, p.fall_angle)
+                direction = lying_direction(sensors.fused, p.fall_angle, p.front_pitch)
                 if p.safe_pose_time > 0 and direction != "rise":
                     pose = p.safe_pose_front if direction == "front" else p.safe_pose_back
                     start = np.asarray(sensors.joint_pos, dtype=float)[self._actuated]

@@ -150,6 +150,10 @@ class SplineParams(Params):
     #: standing afterwards).
     fall_angle: float
     fall_time: float
+    #: A try lying down takes the front (prone) stand-up when the fused pitch is above this (rad),
+    #: else the back (supine) one. The reference splits at 0; below 0, a robot lying on its side
+    #: with its trunk pitched slightly backwards rolls onto its front instead of its back.
+    front_pitch: float
     #: After a fall: time limp (targets = measured angles) before deciding the next try (s).
     limp_time: float
     #: The robot counts as at rest below this IMU angular speed (rad/s) ...
