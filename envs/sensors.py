@@ -12,10 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from upright.envs.kernels import fill_observation, quaternion_fused_angles
+from upright.envs.observation import OBSERVATION
 
-#: The observation's fixed-size blocks between the joint targets and the foot pressures: gyro,
-#: accelerometer, gravity direction and fused angles, 3 each.
-_IMU_SIZE = 12
+#: The observation's fixed-size blocks between the joint targets and the foot pressures (gyro,
+#: accelerometer, gravity direction and fused angles), in the order :func:`fill_observation` writes.
+_IMU_BLOCKS = ("gyro", "accel", "gravity", "fused")
+#: Their total length, from the observation table.
+_IMU_SIZE = sum(int(block.size) for block in OBSERVATION if block.name in _IMU_BLOCKS)
 _EMPTY = np.zeros(0)  # an absent task or prior block (never written)
 
 
