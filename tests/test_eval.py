@@ -17,6 +17,7 @@ import pytest
 from conftest import no_gl
 from upright import cli
 from upright.cli import main
+from upright.eval.comparison import prior_alone, prior_label
 from upright.eval.results import aggregate
 from upright.eval.runner import EvalRun, Observer, WorkerDied, run_episodes
 from upright.eval.settings import parse_settings, parse_value, split_settings
@@ -428,8 +429,6 @@ def test_the_prior_alone_drops_what_only_a_residual_means():
     """A residual's environment arguments that need a prior (its step residual, the observation of
     the prior's gait and odometry) are dropped with the prior, so the prior runs alone as a policy on
     the same conditions; the conditions stay."""
-    from upright.eval.comparison import prior_alone
-
     kwargs = {"prior": "step_adjust", "residual_scale": 0.3, "residual_on": "steps", "observe_gait": True,
               "observe_odometry": True, "conditions": "competition", "max_episode_seconds": 0.5}
     policy, alone = prior_alone(kwargs)
@@ -444,12 +443,8 @@ def test_the_prior_alone_drops_what_only_a_residual_means():
 def test_the_prior_label_names_its_parameter_overrides():
     """A table row and a result of a re-parameterised prior say so; a prior with its defaults is
     named plainly."""
-    from upright.eval.comparison import prior_label
-
     assert prior_label({"prior": "spline", "conditions": "thesis"}) == "prior (spline)"
     kwargs = {"prior": "spline", "prior_params": {"time_hands_front": 0.3, "trunk_overshoot_angle_front": -0.7}}
     assert prior_label(kwargs) == "prior (spline, time_hands_front=0.3, trunk_overshoot_angle_front=-0.7)"
-    from upright.eval.comparison import prior_alone
-
     policy, alone = prior_alone(kwargs)  # a controller with the overrides, named with them in results
     assert policy.name == "spline (time_hands_front=0.3, trunk_overshoot_angle_front=-0.7)" and alone == {}
