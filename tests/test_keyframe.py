@@ -136,23 +136,45 @@ def test_feature_switches_and_scales_are_overrides():
         c.params.with_overrides({"tempo": -1})
 
 
-def test_tempo_divides_every_keyframe_duration():
-    """``tempo`` plays each keyframe in ``duration / tempo`` (a wait's stretch may only lengthen
-    it), checked on the keyframes a real prone start plays in its first second."""
-    env = gym.make("upright/NaoGetUp-v0", start="prone", conditions="lab", max_episode_seconds=1.0)
-    policy = ControllerPolicy("keyframe", params={"tempo": 1.25})
+def _played_durations(params: dict, seconds: float) -> set[tuple[str, float, float]]:
+    """(block, library duration ms, played duration ms) of the keyframes a real prone start in
+    ``lab`` plays in its first ``seconds`` with keyframe parameters ``params``."""
+    env = gym.make("upright/NaoGetUp-v0", start="prone", conditions="lab", max_episode_seconds=seconds)
+    policy = ControllerPolicy("keyframe", params=params)
     observation, info = env.reset(seed=0)
     policy.reset(env, 0)
-    played = set()  # (library duration, played duration), ms
+    played = set()
     while True:
         observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
-        if policy.controller.state == "working":
-            played.add((policy.controller.kf.duration, policy.controller.duration))
+        c = policy.controller
+        if c.state == "working":
+            played.add((c.block.name, c.kf.duration, c.duration))
         if terminated or truncated:
             break
     env.close()
-    assert all(duration >= library / 1.25 - 1e-9 for library, duration in played)
-    assert any(library > 100 and duration == pytest.approx(library / 1.25) for library, duration in played)
+    return played
+
+
+def test_tempo_divides_every_keyframe_duration():
+    """``tempo`` plays each keyframe in ``duration / tempo`` (a wait's stretch may only lengthen
+    it), checked on the keyframes a real prone start plays in its first second."""
+    played = _played_durations({"tempo": 1.25}, 1.0)
+    assert all(duration >= library / 1.25 - 1e-9 for _, library, duration in played)
+    assert any(library > 100 and duration == pytest.approx(library / 1.25) for _, library, duration in played)
+
+
+def test_tempo_blocks_limit_the_tempo_to_the_named_blocks():
+    """With ``tempo_blocks`` the tempo speeds up those blocks only: a prone start's ``front`` block
+    plays faster while its rise (``frontUpright``) keeps the library's timing; an unknown block is
+    named with the valid ones."""
+    played = _played_durations({"tempo": 1.25, "tempo_blocks": "front"}, 4.0)
+    blocks = {block for block, _, _ in played}
+    assert {"front", "frontUpright"} <= blocks, blocks
+    assert any(block == "front" and library > 100 and duration == pytest.approx(library / 1.25)
+               for block, library, duration in played)
+    assert all(duration >= library - 1e-9 for block, library, duration in played if block != "front")
+    with pytest.raises(ValueError, match="unknown block 'frnt' for nao; valid: front, frontUpright"):
+        make_controller("keyframe", NAO, "getup", params={"tempo_blocks": ["frnt"]})
 
 
 # ---------------------------------------------------------------- real stand-ups

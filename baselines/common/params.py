@@ -103,9 +103,12 @@ def coerce(value: Any, hint: Any, key: str) -> Any:
         raise ValueError("; ".join(errors))
     if origin is tuple:
         args = typing.get_args(hint)
+        variadic = len(args) == 2 and args[1] is Ellipsis
+        if variadic and isinstance(value, (str, int, float)):
+            value = [value]  # one value is a list of one, as ``--set KEY=VALUE`` writes it
         if not isinstance(value, (list, tuple)):
             raise ValueError(f"{key}: expected a list, got {value!r}")
-        if len(args) == 2 and args[1] is Ellipsis:
+        if variadic:
             return tuple(coerce(v, args[0], key) for v in value)
         if len(value) != len(args):
             raise ValueError(f"{key}: expected {len(args)} values, got {value!r}")

@@ -96,6 +96,10 @@ class KeyframeParams(Params):
     #: timing; 1.25 plays each interpolation in 0.8 of its time). The waits' conditions and time
     #: limits are the robot settling, so they stay as they are.
     tempo: float = 1.0
+    #: The blocks (names in the library's ``blocks``) whose keyframes ``tempo`` plays faster; empty:
+    #: every block. A rise can keep its own timing where the tempo would make it fail, while the
+    #: motions that bring the robot into position (rolling over, pulling the legs in) go faster.
+    tempo_blocks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.tempo > 0.0:
@@ -158,6 +162,10 @@ class KeyframeController:
         self.robot = robot
         self.params = params or KeyframeParams()
         self.lib: MotionLibrary = load_library(robot, self.params.data_file)
+        unknown = [name for name in self.params.tempo_blocks if name not in self.lib.blocks]
+        if unknown:
+            raise ValueError(f"KeyframeParams.tempo_blocks: unknown block {unknown[0]!r} for {robot.name}; "
+                             f"valid: {', '.join(self.lib.blocks)}")
         self.nu = len(robot.actuator_names)
         self.dt = robot.control_period
         self.model = RobotModel(robot)
@@ -310,7 +318,9 @@ class KeyframeController:
         self.target_base = np.where(np.isnan(kf.angles), self.start_base, kf.angles)
         self.kf_start = t
         self._state_since = t
-        self.duration = kf.duration / self.params.tempo
+        self.duration = kf.duration
+        if not self.params.tempo_blocks or self.block.name in self.params.tempo_blocks:
+            self.duration /= self.params.tempo
         if self._stretch_ms > 0.0:
             self.duration = max(self.duration, self._stretch_ms)
             self._stretch_ms = 0.0
