@@ -123,11 +123,14 @@ def plot_curve_comparison(title: str, groups: dict[str, list[Curve]], path: str 
             ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    legend_rows = (len(labels) + 1) // 2  # the legend below both panels, two columns: the labels are long
-    fig.set_size_inches(11, 4 + 0.22 * legend_rows)
-    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    # The legend below both panels: two columns while the labels fit half the width (about 85
+    # characters at this font size), else one.
+    columns = 2 if max((len(label) for label in labels), default=0) <= 85 else 1
+    legend_rows = -(-len(labels) // columns)
+    fig.set_size_inches(11, 4 + 0.18 * legend_rows)
+    fig.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
     fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.22 * legend_rows / (4 + 0.22 * legend_rows) + 0.01, 1, 1))
+    fig.tight_layout(rect=(0, 0.18 * legend_rows / (4 + 0.18 * legend_rows) + 0.01, 1, 1))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
