@@ -406,3 +406,26 @@ def test_com_prediction_copes_with_a_com_below_the_sole():
     assert predict_com(0.2, 0.1, -0.05, 0.1, -0.006, 0.036) == pytest.approx(0.2 + 0.1 * 0.036)
     assert predict_com(0.2, 0.1, -0.05, 0.1, 0.0, 0.036) == pytest.approx(0.2 + 0.1 * 0.036)
     assert predict_com(0.2, 0.1, -0.05, 0.1, 0.26, 0.036) > 0.2 + 0.1 * 0.036  # beyond the edge: it tips
+
+
+@pytest.mark.parametrize("forward, extra", [(0.1, 0.0), (0.3, 0.05), (-0.3, 0.05)])
+def test_step_period_grows_with_the_forward_speed_beyond_its_threshold(forward, extra):
+    """``period_forward_factor`` lengthens a step by that many s per m/s of |forward speed| above
+    ``period_forward_from`` (here 0.5 s per m/s from 0.2 m/s), on top of the base period and the
+    sideways increase; the step's size is the speed times that period."""
+    from upright import Simulation
+    from upright.baselines.walk.step_adjust import StepAdjustWalk
+
+    sim = Simulation("nao")
+    sensors = sim.reset(seed=0)
+    params = StepAdjustParams.load("nao").with_overrides({"period_forward_factor": 0.5, "period_forward_from": 0.2,
+                                                          "max_acceleration": [1.0, 1.0, 1.0],
+                                                          "max_backward": 0.4})
+    walk = StepAdjustWalk(sim.robot, params)
+    walk.set_command(np.array([forward, 0.05, 0.0]))
+    walk.reset(sensors, np.random.default_rng(0))
+    walk._begin_step(first=False)
+    speed = walk._speed.tolist()
+    assert speed[:2] == pytest.approx([forward, 0.05])
+    assert walk._period == pytest.approx(params.period + params.period_side_factor * 0.05 + extra)
+    assert walk._step_size[0] == pytest.approx(forward * walk._period)
