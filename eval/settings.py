@@ -105,11 +105,16 @@ def env_settings(kwargs: Mapping[str, Any], params: Mapping[str, Any],
                  trained: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The environment keyword arguments of a run: a trained policy's saved ones ``trained`` (none:
     empty) under ``kwargs`` (the ``--set`` environment keys), and, when there are ``params`` (the
-    ``--set params.*`` keys), ``prior_params`` as the saved ones (:func:`saved_prior_params`) with
-    ``params`` over them. Without ``params`` the saved ``prior_params`` stay as they were."""
+    ``--set params.*`` keys) or dotted ``prior_params.*`` keys (a mapping in ``kwargs``),
+    ``prior_params`` as the saved ones (:func:`saved_prior_params`; a ``prior_params`` file in
+    ``kwargs`` replaces them) with those over them: changing one parameter of a trained policy's
+    prior keeps the others it was trained with. Without either the saved ones stay."""
     merged = {**(trained or {}), **kwargs}
+    given = kwargs.get("prior_params")
+    if isinstance(given, Mapping):
+        merged["prior_params"] = {**saved_prior_params(trained or {}), **given}
     if params:
-        merged["prior_params"] = {**saved_prior_params(trained or {}), **params}
+        merged["prior_params"] = {**saved_prior_params(merged), **params}
     return merged
 
 

@@ -20,7 +20,7 @@ from upright.cli import main
 from upright.eval.comparison import prior_alone, prior_label
 from upright.eval.results import aggregate
 from upright.eval.runner import EvalRun, Observer, WorkerDied, run_episodes
-from upright.eval.settings import parse_settings, parse_value, split_settings
+from upright.eval.settings import env_settings, parse_settings, parse_value, split_settings
 from upright.eval.tables import wilson_interval
 from upright.policies.builtin import ControllerPolicy, ZeroPolicy
 
@@ -448,3 +448,20 @@ def test_the_prior_label_names_its_parameter_overrides():
     assert prior_label(kwargs) == "prior (spline, time_hands_front=0.3, trunk_overshoot_angle_front=-0.7)"
     policy, alone = prior_alone(kwargs)  # a controller with the overrides, named with them in results
     assert policy.name == "spline (time_hands_front=0.3, trunk_overshoot_angle_front=-0.7)" and alone == {}
+
+
+def test_prior_parameter_settings_keep_the_trained_ones_they_do_not_name(tmp_path):
+    """``--set prior_params.KEY=V`` and ``--set params.KEY=V`` on a policy trained on a re-parameterised
+    prior change that one parameter and keep the others it was trained with; a parameter file given
+    as ``prior_params`` replaces the saved ones, with ``params.*`` over it."""
+    trained = {"prior": "step_adjust", "prior_params": {"period": 0.19}, "conditions": "competition"}
+    kwargs, params = split_settings(parse_settings(["prior_params.period_forward_factor=0.5"]))
+    assert env_settings(kwargs, params, trained)["prior_params"] == {"period": 0.19, "period_forward_factor": 0.5}
+    kwargs, params = split_settings(parse_settings(["params.period_forward_from=0.2"]))
+    assert env_settings(kwargs, params, trained)["prior_params"] == {"period": 0.19, "period_forward_from": 0.2}
+    assert env_settings({}, {}, trained) == trained
+    file = tmp_path / "p.yml"
+    file.write_text("period: 0.21\n")
+    assert env_settings({"prior_params": str(file)}, {}, trained)["prior_params"] == str(file)
+    merged = env_settings({"prior_params": str(file)}, {"foot_lift": 0.02}, trained)
+    assert merged["prior_params"] == {"period": 0.21, "foot_lift": 0.02}

@@ -33,7 +33,7 @@ from upright.envs.conditions import Conditions
 from upright.eval import bench
 from upright.eval.results import aggregate, write_results
 from upright.eval.runner import EvalRun, Observer, Wrap, resolve_policy, run_episodes
-from upright.eval.settings import split_settings
+from upright.eval.settings import env_settings, split_settings
 from upright.eval.tables import Table, jsonable, print_tables, write_tables
 from upright.policies.base import Policy
 from upright.policies.registry import policy_digest
@@ -92,8 +92,9 @@ class ExperimentContext:
 
     def env_kwargs(self, base: Mapping[str, Any]) -> dict[str, Any]:
         """A cell's environment keyword arguments ``base`` with the ``--set`` environment settings
-        over them."""
-        return {**base, **split_settings(self.settings)[0]}
+        over them (dotted ``prior_params.*`` keys over the cell's prior parameters, see
+        :func:`~upright.eval.settings.env_settings`)."""
+        return env_settings(split_settings(self.settings)[0], {}, base)
 
     def policy(self, name: str, params: Mapping[str, Any] | None = None, label: str | None = None) -> str | Policy:
         """The policy ``name`` with the overrides ``params`` and the ``--set params.*`` overrides
