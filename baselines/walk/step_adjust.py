@@ -94,9 +94,9 @@ class StepAdjustParams(Params):
     #: Step (half-cycle) duration (s) and its increase per m/s of sideways speed (s per m/s).
     period: float
     period_side_factor: float
-    #: The step duration's increase per m/s of forward or backward speed beyond
-    #: ``period_forward_from`` (s per m/s; 0: none, B-Human's walk): a short period for the slow
-    #: walks that fall least with it, longer steps for fast ones.
+    #: The step duration's increase per m/s of forward speed beyond ``period_forward_from`` (s per
+    #: m/s; 0: none, B-Human's walk): a short period for the walks that fall least with it, longer
+    #: steps for a fast forward walk, which a short period cannot sustain.
     period_forward_factor: float
     period_forward_from: float
     #: Sole height below the torso origin while walking, in the walk frame (m).
@@ -356,7 +356,7 @@ class StepAdjustWalk:
         # Python floats from here on (numpy scalars would make every later operation ~3x slower)
         speed = self._speed.tolist()
         self._period = (p.period + p.period_side_factor * abs(speed[1])
-                        + p.period_forward_factor * max(0.0, abs(speed[0]) - p.period_forward_from))
+                        + p.period_forward_factor * max(0.0, speed[0] - p.period_forward_from))
         self._step_size = (speed[0] * self._period, speed[1] * self._period, speed[2] * self._period)
         self._lift = p.foot_lift + p.foot_lift_forward * abs(speed[0]) + p.foot_lift_side * abs(speed[1])
         if first:
