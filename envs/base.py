@@ -37,9 +37,10 @@ __doc__ = with_observation_table(__doc__, None)
 
 RENDER_SIZE = (640, 480)
 #: The environment arguments that belong to a residual on a prior and mean nothing without one: the
-#: prior, its parameters, the residual's range and what it moves, and the walk's observation of the
-#: prior's gait and odometry. Running the prior alone as a policy drops them.
-PRIOR_ARGUMENTS = ("prior", "prior_params", "residual_scale", "residual_on", "observe_gait", "observe_odometry")
+#: prior, its parameters, the residual's range and what it moves (a get-up's tempo entry), and the
+#: walk's observation of the prior's gait and odometry. Running the prior alone as a policy drops them.
+PRIOR_ARGUMENTS = ("prior", "prior_params", "residual_scale", "residual_on", "observe_gait", "observe_odometry",
+                   "tempo_range")
 
 #: Builds the controller that ``prior="NAME"`` names: ``factory(name, robot, task, params)``, with
 #: ``params`` a mapping of dotted parameter overrides or None for the defaults.

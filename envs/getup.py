@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from upright.envs.base import UprightEnv
@@ -18,6 +19,7 @@ from upright.envs.kernels import effort_terms
 from upright.envs.metrics import GetUpTracker, Posture, is_upright
 from upright.envs.observation import document_observation
 from upright.envs.rewards import GetUpRewardScales
+from upright.envs.sensors import Sensors
 
 #: Lying starts (``random`` draws one of them) and ``standing`` (for tests and push recovery).
 LYING_STARTS = ("prone", "supine", "side", "fall")
@@ -40,6 +42,14 @@ class GetUpEnv(UprightEnv):
     target is ``prior target + residual_scale · action · half range`` (rad), so a zero action
     reproduces the prior exactly. Targets pass the servo model (delay, strength, play, lag).
 
+    With ``tempo_range`` (a prior that plays a timed motion and exposes ``set_tempo``: ``keyframe``)
+    the action has one more, last entry, ``tempo`` (``env.residual_names[-1]``): the prior's motion
+    then plays ``tempo_range ** action[-1]`` times as fast over the next control period (0 = its own
+    timing, so a zero action still reproduces the prior; −1 and +1 = ``1 / tempo_range`` and
+    ``tempo_range`` times). Its ``residual_limits`` entry is ``ln tempo_range``: ``residual_action``
+    takes the natural logarithm of the tempo factor for it. The residual thereby chooses when the prior
+    may hurry and when it must wait, which a fixed ``prior_params.tempo`` cannot.
+
     ## Observation space
 
     ``Box(-inf, inf, (n,), float32)`` built only from the robot's sensors, in this order:
@@ -58,7 +68,7 @@ class GetUpEnv(UprightEnv):
     * ``still`` [1]: weight × exp(−|ω|²) (ω: noise-free IMU angular velocity, rad/s) while upright with
       the head high;
     * ``torque`` [0.05]: −weight × mean squared actuator force / force limit;
-    * ``action_rate`` [0.05]: −weight × mean squared change of the (clipped) action;
+    * ``action_rate`` [0.05]: −weight × mean squared change of the (clipped) action's joint entries;
     * ``joint_limits`` [0.1]: −weight × fraction of joints within 2 % of their range from a limit;
     * ``impact`` [0.5]: −weight × (largest contact force on a body other than the feet / the
       robot's weight − 3) when that force exceeds 3 × the weight;
@@ -105,6 +115,7 @@ class GetUpEnv(UprightEnv):
     | reward_scales       | GetUpRewardScales, dict or None | None      | weights; a dict replaces the named ones     |
     | render_mode         | str or None                     | None      | "rgb_array" or "human"                      |
     | prior_params        | dict, YAML path or None         | None      | the prior's parameter overrides (dotted)    |
+    | tempo_range         | float > 1 or None               | None      | the prior's tempo entry's range (see above) |
 
     ## Version history
 
@@ -126,6 +137,7 @@ class GetUpEnv(UprightEnv):
         reward_scales: GetUpRewardScales | Mapping[str, float] | None = None,
         render_mode: str | None = None,
         prior_params: Mapping[str, Any] | str | None = None,
+        tempo_range: float | None = None,
     ) -> None:
         names = (start,) if isinstance(start, str) else tuple(start)
         if not names:
@@ -135,6 +147,16 @@ class GetUpEnv(UprightEnv):
                 raise ValueError(f"unknown start {name!r}; valid starts: {', '.join(STARTS)}")
         self.reward_scales = GetUpRewardScales.resolve(reward_scales)
         super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
+        #: The tempo entry's range (None: the action has none), see the class docstring.
+        self.tempo_range: float | None = None
+        if tempo_range is not None:
+            if not (isinstance(tempo_range, (int, float)) and math.isfinite(tempo_range) and tempo_range > 1.0):
+                raise ValueError(f"tempo_range must be a finite number > 1 (or None), got {tempo_range!r}")
+            if not hasattr(self.prior, "set_tempo"):
+                raise ValueError(f"tempo_range needs a prior that plays a timed motion (keyframe), got prior {prior!r}")
+            self.tempo_range = float(tempo_range)
+            self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(self.sim.model.nu + 1,), dtype=np.float32)
+            self._unit_low, self._unit_high = -np.ones(self.sim.model.nu + 1), np.ones(self.sim.model.nu + 1)
         #: The start name, or the tuple of names one is drawn from per episode.
         self.start: str | tuple[str, ...] = start if isinstance(start, str) else names
         self._tracker: GetUpTracker | None = None
@@ -145,6 +167,27 @@ class GetUpEnv(UprightEnv):
         self._near_low = self._low + 0.02 * 2 * self._half
         self._near_high = self._high - 0.02 * 2 * self._half
         self._head_prev = 0.0
+
+    # ---------------------------------------------------------------- the tempo entry
+    @property
+    def residual_names(self) -> tuple[str, ...]:
+        names = super().residual_names
+        return names if self.tempo_range is None else (*names, "tempo")
+
+    @property
+    def residual_limits(self) -> np.ndarray:
+        """The largest residual per action entry: rad per actuator, and with ``tempo_range`` last
+        ``ln tempo_range`` (the natural logarithm of the tempo factor)."""
+        limits = super().residual_limits
+        return limits if self.tempo_range is None else np.append(limits, math.log(self.tempo_range))
+
+    def _targets(self, clipped: np.ndarray) -> np.ndarray:
+        return super()._targets(clipped if self.tempo_range is None else clipped[:-1])
+
+    def _prior_step(self, sensors: Sensors, clipped: np.ndarray) -> np.ndarray:
+        if self.tempo_range is not None:
+            self.prior.set_tempo(self.tempo_range ** clipped[-1])
+        return self.prior.step(sensors)
 
     # ---------------------------------------------------------------- start states
     def _start_state(self, start: str | tuple[str, ...], seed: int) -> str:

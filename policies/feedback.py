@@ -126,6 +126,9 @@ class FeedbackResidualPolicy(Policy):
         if base.residual_on != "joints":
             raise ValueError(f"{self.name}: a hand-designed residual moves joint targets; this environment's "
                              f"residual moves {base.residual_on} (residual_on={base.residual_on!r})")
+        if getattr(base, "tempo_range", None) is not None:
+            raise ValueError(f"{self.name}: a hand-designed residual moves joint targets only; this environment's "
+                             f"action has a tempo entry (tempo_range={base.tempo_range!r})")
         names = list(base.robot.actuator_names)
         self._limits = np.asarray(base.residual_limits, dtype=float)
         self._offsets = self._vector(self.spec.offsets, names)

@@ -261,8 +261,9 @@ def observation_layout(env: UprightEnv) -> list[dict[str, Any]]:
 
 def action_spec(env: UprightEnv) -> dict[str, Any]:
     """The action of ``env`` for the spec: size, clip, what a value commands, the joints in order
-    with their limits and (residual) the largest residual each; for a walk's step residual
-    (``residual_on="steps"``) the step-target offsets with their limits instead."""
+    with their limits and (residual) the largest residual each, and a get-up's last, tempo entry
+    (``tempo_range``); for a walk's step residual (``residual_on="steps"``) the step-target offsets
+    with their limits instead."""
     if env.residual_on == "steps":
         offsets = [{"index": k, "offset": name, "limit": float(limit)}
                    for k, (name, limit) in enumerate(zip(env.residual_names, env.residual_limits))]
@@ -280,7 +281,8 @@ def action_spec(env: UprightEnv) -> dict[str, Any]:
         if env.prior is not None:
             joint["residual_limit_rad"] = float(env.residual_limits[k])
         joints.append(joint)
-    spec: dict[str, Any] = {"size": len(joints), "clip": [-1.0, 1.0], "clip_in_graph": True}
+    tempo_range = getattr(env, "tempo_range", None)
+    spec: dict[str, Any] = {"size": len(joints) + (tempo_range is not None), "clip": [-1.0, 1.0], "clip_in_graph": True}
     if env.prior is not None:
         spec.update(kind="residual",
                     adds_to="the prior's joint targets of this cycle (prior_target in the observation)",
@@ -289,6 +291,11 @@ def action_spec(env: UprightEnv) -> dict[str, Any]:
     else:
         spec.update(kind="joint target", target_rad="(lower_rad[k] + upper_rad[k]) / 2 + action[k] * half_range_rad[k]")
     spec["joints"] = joints
+    if tempo_range is not None:
+        spec["tempo"] = {"index": len(joints), "range": tempo_range,
+                         "factor": f"range ** action[{len(joints)}]",
+                         "sets": "how fast the prior's motion plays over the next control cycle (1 = its own "
+                                 "timing; the prior's set_tempo)"}
     return spec
 
 
@@ -357,7 +364,7 @@ def build_export(name: str, ops: str = "default") -> Export:
                    if normalizer is not None else {}),
                 "layout": observation_layout(base),
             },
-            "action": {"output": f"{OUTPUT_NAME} [batch, nu]", "dtype": "float32", **action_spec(base)},
+            "action": {"output": f"{OUTPUT_NAME} [batch, size]", "dtype": "float32", **action_spec(base)},
             "prior": None if base.prior is None else {
                 "name": env_kwargs["prior"], "class": type(base.prior).__name__,
                 "params": jsonable(dataclasses.asdict(base.prior.params)) if hasattr(base.prior, "params") else None,

@@ -211,9 +211,13 @@ def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[
         data, _, _ = load_from_zip_file(model_path, device="cpu", load_data=True)
         for name in ("observation_space", "action_space"):
             theirs, ours = data[name].shape, getattr(env, name).shape
-            # a policy of the robot's observation may start an asymmetric critic's run (widened)
-            robots = (env.actor_size,) if name == "observation_space" and hasattr(env, "actor_size") else ours
-            if theirs not in (ours, robots):
+            # a policy of the robot's observation may start an asymmetric critic's run (widened), a
+            # policy without the tempo entry a run with one (its action widened, _widen_action)
+            if name == "observation_space":
+                narrower = (env.actor_size,) if hasattr(env, "actor_size") else ours
+            else:
+                narrower = (ours[0] - 1,) if getattr(env.unwrapped, "tempo_range", None) is not None else ours
+            if theirs not in (ours, narrower):
                 raise ValueError(f"init {init!r}: its {name} has shape {theirs}, this environment's {ours}")
     normalizer = normalizer_path(model_path)
     if normalizer.is_file() != normalize:
@@ -296,17 +300,44 @@ def new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path |
 def _load_init(model: Any, start: Path) -> None:
     """Load the weights and optimiser state of the model file ``start`` into ``model``; a policy of
     the robot's observation into an asymmetric critic's model gets its critic widened
-    (:func:`~upright.policies.asymmetric.widen_critic`) and a fresh optimiser (Adam's moments do
-    not fit the widened layer)."""
+    (:func:`~upright.policies.asymmetric.widen_critic`), a policy without the tempo entry into a
+    model with one its action head widened (:func:`_widen_action`), each with a fresh optimiser
+    (Adam's moments do not fit the widened layers)."""
     from stable_baselines3.common.save_util import load_from_zip_file  # SB3 (and torch): only when a model loads
 
     data, params, _ = load_from_zip_file(start, device="cpu", load_data=True)
-    if data["observation_space"].shape == model.observation_space.shape:
+    same_observation = data["observation_space"].shape == model.observation_space.shape
+    if same_observation and data["action_space"].shape == model.action_space.shape:
         model.set_parameters(str(start), exact_match=True, device="cpu")
         return
-    from upright.policies.asymmetric import widen_critic
+    state = params["policy"]
+    if not same_observation:
+        from upright.policies.asymmetric import widen_critic
 
-    model.policy.load_state_dict(widen_critic(params["policy"], model))
+        state = widen_critic(state, model)
+    if data["action_space"].shape != model.action_space.shape:
+        state = _widen_action(state, model)
+    model.policy.load_state_dict(state)
+
+
+def _widen_action(state: dict[str, Any], model: Any) -> dict[str, Any]:
+    """The PPO weights ``state`` of a policy without the get-up's tempo entry for ``model``'s
+    policy with it (the action's last entry): the action head gains a zero row, so the tempo starts
+    at the prior's own (action 0) and every joint entry acts as trained, and the new entry's log
+    standard deviation is the model's fresh one (``log_std_init``). ValueError when the shapes fit
+    otherwise."""
+    import torch  # torch: only when a model is built
+
+    ours = model.policy.state_dict()
+    narrow, wide = state["action_net.weight"], ours["action_net.weight"]
+    if narrow.shape[0] + 1 != wide.shape[0] or narrow.shape[1] != wide.shape[1]:
+        raise ValueError(f"the action head has shape {tuple(narrow.shape)}; this policy's is {tuple(wide.shape)}, "
+                         "one tempo entry more is the only widening there is")
+    zero_row = torch.zeros(1, narrow.shape[1], dtype=narrow.dtype)
+    return {**state,
+            "action_net.weight": torch.cat([narrow, zero_row]),
+            "action_net.bias": torch.cat([state["action_net.bias"], torch.zeros(1, dtype=narrow.dtype)]),
+            "log_std": torch.cat([state["log_std"], ours["log_std"][-1:]])}
 
 
 def _imitate(model: Any, venv: Any, config: TrainConfig, run_dir: Path) -> float:

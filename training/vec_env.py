@@ -357,7 +357,8 @@ def load_train_normalizer(path: Path, venv: VecEnv) -> VecNormalize:
     """The VecNormalize saved at ``path`` on ``venv``, updating its statistics again. Statistics of
     the robot's observation on a ``venv`` that appends privileged entries (fine-tuning a symmetric
     policy with an asymmetric critic) are widened with mean 0 and variance 1 for those entries,
-    which are of order one (:mod:`upright.envs.privileged`), and then learnt as training goes on."""
+    which are of order one (:mod:`upright.envs.privileged`), and then learnt as training goes on.
+    The action space is always ``venv``'s."""
     with open(path, "rb") as file:
         loaded = pickle.load(file)
     size, wanted = loaded.observation_space.shape[0], venv.observation_space.shape[0]
@@ -367,6 +368,9 @@ def load_train_normalizer(path: Path, venv: VecEnv) -> VecNormalize:
         rms.var = np.concatenate((rms.var, np.ones(wanted - size)))
         loaded.observation_space = venv.observation_space
     loaded.set_venv(venv)  # ValueError when the shapes differ otherwise
+    # the statistics are the observation's; the action space is the venv's (the pickled one is the
+    # saving run's, one entry short when a run adds the get-up's tempo entry)
+    loaded.action_space = venv.action_space
     loaded.training = True  # statistics saved beside an evaluated model may have been frozen
     return loaded
 
