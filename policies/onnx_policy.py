@@ -26,7 +26,7 @@ ONNX_PREFIX = "onnx:"
 GRAPH_FILE = "policy.onnx"
 SPEC_FILE = "policy.yml"
 EXAMPLES_FILE = "example_io.npz"
-#: Names of the graph's input (observations, float32 [batch, n]) and output (actions, float32 [batch, nu]).
+#: Names of the graph's input (observations, float32 [batch, n]) and output (actions, float32 [batch, size]).
 INPUT_NAME = "observation"
 OUTPUT_NAME = "action"
 

@@ -4,8 +4,8 @@ robot-side implementer follows and example inputs and outputs.
 What is written (``docs/export.md`` describes the files for the robot side):
 
 - ``policy.onnx``: input ``observation`` (float32 ``[batch, n]``, the observation exactly as
-  ``env.step`` returns it), output ``action`` (float32 ``[batch, nu]``, exactly what the policy's
-  deterministic ``act`` returns). Inside: SB3's VecNormalize as it normalises
+  ``env.step`` returns it), output ``action`` (float32 ``[batch, size]``, the spec's action size,
+  exactly what the policy's deterministic ``act`` returns). Inside: SB3's VecNormalize as it normalises
   (``clip((obs - mean) / sqrt(var + epsilon), -clip_obs, clip_obs)``, the mean held as a float32
   pair ``hi + lo`` so that centring keeps float64's accuracy where a mean is large against its
   spread), the actor (its Linear layers and activations; the Gaussian's mean is the deterministic
