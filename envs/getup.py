@@ -42,7 +42,8 @@ class GetUpEnv(UprightEnv):
     target is ``prior target + residual_scale · action · half range`` (rad), so a zero action
     reproduces the prior exactly. Targets pass the servo model (delay, strength, play, lag).
 
-    With ``tempo_range`` (a prior that plays a timed motion and exposes ``set_tempo``: ``keyframe``)
+    With ``tempo_range`` (a prior that plays a timed motion and exposes ``set_tempo``: ``keyframe``,
+    ``spline``)
     the action has one more, last entry, ``tempo`` (``env.residual_names[-1]``): the prior's motion
     then plays ``tempo_range ** action[-1]`` times as fast over the next control period (0 = its own
     timing, so a zero action still reproduces the prior; −1 and +1 = ``1 / tempo_range`` and
@@ -153,7 +154,8 @@ class GetUpEnv(UprightEnv):
             if not (isinstance(tempo_range, (int, float)) and math.isfinite(tempo_range) and tempo_range > 1.0):
                 raise ValueError(f"tempo_range must be a finite number > 1 (or None), got {tempo_range!r}")
             if not hasattr(self.prior, "set_tempo"):
-                raise ValueError(f"tempo_range needs a prior that plays a timed motion (keyframe), got prior {prior!r}")
+                raise ValueError(f"tempo_range needs a prior that plays a timed motion (keyframe, spline), "
+                                 f"got prior {prior!r}")
             self.tempo_range = float(tempo_range)
             self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(self.sim.model.nu + 1,), dtype=np.float32)
             self._unit_low, self._unit_high = -np.ones(self.sim.model.nu + 1), np.ones(self.sim.model.nu + 1)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import gymnasium as gym
@@ -26,14 +27,19 @@ ENV = "upright/NaoGetUp-v0"
 ZOO = "zoo:nao-getup-residual-keyframe"
 
 
-def _stand_up(action_tempo: float | None, seconds: float = 9.0) -> tuple[dict, list[np.ndarray]]:
+#: The get-up priors with a tempo: environment, prior.
+TIMED = [(ENV, "keyframe"), ("upright/WolfgangGetUp-v0", "spline")]
+
+
+def _stand_up(action_tempo: float | None, env_id: str = ENV, prior: str = "keyframe",
+              seconds: float = 9.0) -> tuple[dict, list[np.ndarray]]:
     """The episode metrics and the prior's targets of a prone start in ``lab`` with a zero joint
     residual: without a tempo entry (None) or with ``tempo_range=1.5`` and the entry held at
     ``action_tempo``."""
-    kwargs = {"prior": "keyframe", "start": "prone", "conditions": "lab", "max_episode_seconds": seconds}
+    kwargs = {"prior": prior, "start": "prone", "conditions": "lab", "max_episode_seconds": seconds}
     if action_tempo is not None:
         kwargs["tempo_range"] = 1.5
-    env = gym.make(ENV, **kwargs)
+    env = gym.make(env_id, **kwargs)
     env.reset(seed=0)
     action = np.zeros(env.action_space.shape, dtype=np.float32)
     if action_tempo is not None:
@@ -47,19 +53,50 @@ def _stand_up(action_tempo: float | None, seconds: float = 9.0) -> tuple[dict, l
             return info["episode_metrics"], targets
 
 
-def test_a_zero_tempo_entry_is_the_prior_to_the_bit_and_the_entry_speeds_it_up_or_slows_it_down():
-    """Tempo 1 (action 0) leaves the motion clock on the real time, so every target is the plain
-    prior's; the entry at +1 plays the motion 1.5 times as fast (the waits keep their time, so the
-    whole stand-up is somewhat less than 1.5 times shorter) and at -1 slower."""
-    plain, plain_targets = _stand_up(None)
-    zero, zero_targets = _stand_up(0.0)
+@pytest.mark.parametrize("env_id, prior", TIMED)
+def test_a_zero_tempo_entry_is_the_prior_to_the_bit(env_id, prior):
+    """Tempo 1 (action 0) leaves the motion time on the real time: every target is the plain prior's."""
+    plain, plain_targets = _stand_up(None, env_id, prior)
+    zero, zero_targets = _stand_up(0.0, env_id, prior)
     assert np.array_equal(np.array(plain_targets), np.array(zero_targets))
     assert plain["success"] and zero["time_to_stand"] == plain["time_to_stand"]
+
+
+def test_the_keyframe_stands_up_sooner_at_a_faster_tempo_and_later_at_a_slower_one():
+    """NAO's keyframe stand-up from prone at 1.5 times its tempo and at 1 / 1.5: the waits keep
+    their time, so the whole stand-up changes by less than 1.5 times."""
+    plain, _ = _stand_up(None)
     fast, _ = _stand_up(1.0)
     slow, _ = _stand_up(-1.0, seconds=12.0)
     assert fast["success"] and slow["success"], (fast, slow)
     assert plain["time_to_stand"] / 1.5 < fast["time_to_stand"] < 0.9 * plain["time_to_stand"], (fast, plain)
-    assert slow["time_to_stand"] > 1.1 * plain["time_to_stand"], (slow, plain)
+    assert 1.1 * plain["time_to_stand"] < slow["time_to_stand"] < 1.5 * plain["time_to_stand"], (slow, plain)
+
+
+def test_the_spline_plays_its_plan_at_the_tempo():
+    """Before its stabiliser starts the spline's targets are its planned trajectory at the motion
+    time: with the measurements held still, tempo 2 on every cycle reaches at cycle k the plain
+    controller's targets of cycle 2k (the same motion time; the gain's sum rounds apart in the last
+    bits). The fling into the squat is timed dynamics: on the robot even 0.9 or 1.1 times the plan's
+    tempo falls from prone in `lab`, so the entry is for a residual to learn, not a knob to turn."""
+    env = gym.make("upright/WolfgangGetUp-v0", start="prone", conditions="lab")
+    _, info = env.reset(seed=0)
+    first = info["sensors"]
+    robot = env.unwrapped.robot
+    dt = robot.control_period
+    plain, fast = (make_controller("spline", robot, "getup") for _ in range(2))
+    for controller in (plain, fast):
+        controller.reset(first, np.random.default_rng(0))
+    stabilize_from = plain.plan.stabilize_from
+    cycles = int(stabilize_from / dt / 2) - 1
+    assert cycles > 20, stabilize_from
+    plain_targets = [plain.step(dataclasses.replace(first, time=first.time + k * dt)) for k in range(1, 2 * cycles + 1)]
+    assert np.abs(plain_targets[cycles - 1] - plain_targets[2 * cycles - 1]).max() > 0.05  # the plan moves
+    for k in range(1, cycles + 1):
+        fast.set_tempo(2.0)
+        targets = fast.step(dataclasses.replace(first, time=first.time + k * dt))
+        np.testing.assert_allclose(targets, plain_targets[2 * k - 1], rtol=0, atol=1e-9)
+    env.close()
 
 
 def test_the_tempo_entry_names_and_limits_and_its_bad_values():
@@ -78,10 +115,11 @@ def test_the_tempo_entry_names_and_limits_and_its_bad_values():
             gym.make(ENV, prior="keyframe", tempo_range=bad)
     with pytest.raises(ValueError, match="tempo_range needs a prior that plays a timed motion .*got prior None"):
         gym.make(ENV, tempo_range=1.5)
-    controller = make_controller("keyframe", get_robot("nao"), "getup")
-    for bad in (0.0, -1.0, float("inf")):
-        with pytest.raises(ValueError, match="tempo factor must be a finite number > 0"):
-            controller.set_tempo(bad)
+    for robot, prior in (("nao", "keyframe"), ("wolfgang", "spline")):
+        controller = make_controller(prior, get_robot(robot), "getup")
+        for bad in (0.0, -1.0, float("inf")):
+            with pytest.raises(ValueError, match="tempo factor must be a finite number > 0"):
+                controller.set_tempo(bad)
 
 
 def test_the_prior_alone_drops_the_tempo_entry_and_a_hand_designed_residual_refuses_it():

@@ -130,6 +130,9 @@ class SplineStandUp:
         #: The targets (rad, actuator order) of the last cycle: the array :meth:`step` returned.
         self.targets = np.zeros(len(actuated))
         self._t0 = 0.0
+        self._tempo = 1.0  # set_tempo's factor
+        self._clock_gain = 0.0  # s the try's motion time is ahead of the real time (set_tempo)
+        self._clock_time = 0.0  # the real time (s) the gain was last advanced to
         self._limp_since: float | None = None
         #: While moving into the safe pose: (start time (s), targets at the start, their change to
         #: the safe pose) (rad, actuator order).
@@ -148,12 +151,14 @@ class SplineStandUp:
         """Start from the first measurements: plan the motion for the direction the robot lies in."""
         self._stabilizer = self._make_stabilizer()
         self.tries = 0
+        self._tempo = 1.0
         self._start(sensors)
 
     def _start(self, sensors: Sensors) -> None:
         """Plan a new try from the measured poses and precompute its nominal joint trajectory."""
         self.tries += 1
-        self._t0 = sensors.time
+        self._t0 = self._clock_time = sensors.time
+        self._clock_gain = 0.0
         self._limp_since = None
         self._safe_pose = None
         self._stable_for = 0.0
@@ -279,8 +284,23 @@ class SplineStandUp:
         return poses
 
     # ------------------------------------------------------------------ control
+    def set_tempo(self, factor: float) -> None:
+        """Play the planned motion ``factor`` times as fast from the last control cycle on (1 = the
+        plan's timing): the try's motion time, which the splines, the stabiliser's start and the
+        nominal end read, advances by ``factor`` × the elapsed time over the cycle before the next
+        :meth:`step`. The fall check, the limp phase and the stillness before finishing keep the
+        real time. What a residual's ``tempo`` action entry sets
+        (:class:`~upright.envs.getup.GetUpEnv`'s ``tempo_range``); ValueError for a factor that is
+        not a finite number > 0."""
+        if not (np.isfinite(factor) and factor > 0.0):
+            raise ValueError(f"tempo factor must be a finite number > 0, got {factor!r}")
+        self._tempo = float(factor)
+
     def step(self, sensors: Sensors) -> np.ndarray:
         """Joint targets (rad, actuator order) for this control cycle."""
+        # the motion time's gain on the real time (exactly 0 at tempo 1)
+        self._clock_gain += (self._tempo - 1.0) * (sensors.time - self._clock_time)
+        self._clock_time = sensors.time
         self.targets = self._step(sensors)
         return self.targets
 
@@ -288,7 +308,7 @@ class SplineStandUp:
         p = self.params
         if self.status in ("waiting", "failed"):
             return self._limp(sensors)
-        t = sensors.time - self._t0
+        t = sensors.time - self._t0 + self._clock_gain  # the try's motion time (s)
         legs, arms = self.legs, self.arms
         stabilising = t >= self.plan.stabilize_from
         k, w = legs.weights(t)
