@@ -79,8 +79,8 @@ def plot_curve_comparison(title: str, groups: dict[str, list[Curve]], path: str 
     get-up, ``fall_rate`` of a walk: the share of episodes with a fall) of several runs
     (``groups``: a label, e.g. ``residual`` or ``scratch``, to the curves of its seeds) against
     environment steps and against wall-clock minutes into ``path``: one line per run with its
-    Wilson 95 % band, one colour per group, and each distinct prior as a dashed line with its
-    interval."""
+    Wilson 95 % band, one colour per group (after ten groups the colours repeat with another line
+    style), and each distinct prior as a dashed line with its interval."""
     import matplotlib  # matplotlib: only when a figure is drawn
 
     matplotlib.use("Agg")
@@ -90,7 +90,10 @@ def plot_curve_comparison(title: str, groups: dict[str, list[Curve]], path: str 
         raise ValueError(f"metric must be success_rate, stood_up_rate or fall_rate, got {metric!r}")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
     priors_drawn = set()
-    for colour, (label, curves) in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], groups.items()):
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, (label, curves) in enumerate(groups.items()):
+        # past the colour cycle the colours repeat with another line style (the priors are dashed)
+        colour, style = colours[index % len(colours)], ("-", "-.", ":")[index // len(colours) % 3]
         for marker, curve in zip("osD^v<>", curves):  # one marker per seed of a group
             rows = curve.rows
             if not rows or rows[0][metric] is None:
@@ -104,7 +107,7 @@ def plot_curve_comparison(title: str, groups: dict[str, list[Curve]], path: str 
             offset = {"steps": curve.offset_steps, "wall_seconds": curve.offset_seconds}
             for ax, x_key in zip(axes[0], ("steps", "wall_seconds")):
                 x = [(r[x_key] + offset[x_key]) / (60.0 if x_key == "wall_seconds" else 1.0) for r in rows]
-                ax.plot(x, y, marker=marker, ms=4, color=colour, label=f"{label} ({curve.name})")
+                ax.plot(x, y, marker=marker, ms=4, color=colour, ls=style, label=f"{label} ({curve.name})")
                 ax.fill_between(x, [b[0] for b in bands], [b[1] for b in bands], color=colour, alpha=0.12)
                 if new_prior:
                     value, episodes = curve.prior

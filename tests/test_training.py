@@ -1110,6 +1110,29 @@ def test_walk_curves_plot_the_fall_rate_against_the_prior(tmp_path):
         plot_curve_comparison("walk", {}, tmp_path / "y.png", metric="falls")
 
 
+def test_curves_draw_every_group_past_the_colour_cycle(tmp_path, monkeypatch):
+    """More groups than the ten colours: every run is drawn and in the legend, each group in its
+    own colour and line style."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.figure
+    from upright.eval.learning_curves import Curve, plot_curve_comparison
+
+    drawn = []
+    legend = matplotlib.figure.Figure.legend
+
+    def record(self, handles, labels, **kwargs):
+        drawn.append((handles, labels))
+        return legend(self, handles, labels, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "legend", record)
+    rows = [{"steps": 100.0, "wall_seconds": 10.0, "success_rate": 0.5, "success_ci_low": 0.3, "success_ci_high": 0.7}]
+    groups = {f"group {i}": [Curve(f"run-{i}", rows, 30)] for i in range(12)}
+    plot_curve_comparison("twelve", groups, tmp_path / "twelve.png")
+    (handles, labels), = drawn
+    assert labels == [f"group {i} (run-{i})" for i in range(12)]
+    assert len({(h.get_color(), h.get_linestyle()) for h in handles}) == 12
+
+
 def test_update_threads_run_the_updates_on_more_threads_and_collection_on_one(tmp_path, monkeypatch):
     """``hp.update_threads``: SB3's updates see that many torch threads, every collected step one,
     and the run ends on one; 0 threads is refused by name."""
