@@ -59,6 +59,7 @@ from upright.baselines.keyframe.library import (
     load_library,
 )
 from upright.baselines.common.rotations import yaw_removed
+from upright.baselines.common.tempo import MotionClock
 from upright.baselines.kinematics import Kinematics
 from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
@@ -176,6 +177,8 @@ class KeyframeController:
         self.errors = JointErrorEstimator(self.nu, self.lib.delay_cycles)
         self.status = "working"
         self.state = "decideAction"
+        #: The keyframes' interpolation time (set_tempo); waits and break-ups read the real time.
+        self.clock = MotionClock()
 
     # ------------------------------------------------------------------ episode
     def reset(self, sensors: Sensors, rng: np.random.Generator) -> None:
@@ -192,9 +195,7 @@ class KeyframeController:
         self.state = "decideAction"
         self.status = "working"
         self._state_since = sensors.time
-        self._tempo = 1.0
-        self._clock_gain = 0.0  # s the motion clock is ahead of the real time (set_tempo)
-        self._clock_time = self._clock = sensors.time
+        self.clock = MotionClock(sensors.time)
         self._angles = np.zeros((3, 2))
         self._angles[:] = self._torso_angles(sensors)
         self.motion = None
@@ -319,7 +320,7 @@ class KeyframeController:
             left_balance[i] = 0.0
         self.start_base += left_balance  # joints leaving the balancer keep their balanced request
         self.target_base = np.where(np.isnan(kf.angles), self.start_base, kf.angles)
-        self.kf_start = self._clock
+        self.kf_start = t + self.clock.gain
         self._state_since = t
         self.duration = kf.duration
         if not self.params.tempo_blocks or self.block.name in self.params.tempo_blocks:
@@ -347,8 +348,8 @@ class KeyframeController:
         return compensation(kf.compensation, self.errors.raw, self.errors.applied, hpd, self.nu,
                             self.params.compensation_scale)
 
-    def _ratio(self) -> float:
-        elapsed = (self._clock - self.kf_start) * 1000.0
+    def _ratio(self, t: float) -> float:
+        elapsed = (t + self.clock.gain - self.kf_start) * 1000.0
         if self.duration - elapsed < 3.0:
             return 1.0
         return min(elapsed / self.duration, 1.0)
@@ -356,7 +357,7 @@ class KeyframeController:
     def _interpolation_values(self, ratio: float) -> None:
         kf = self.kf
         self._goal_growth = (0.75 * self._goal_growth
-                             + 0.25 * (kf.goal_com - self._last_goal) * self.lib.cycle_ms * self._tempo / self.duration)
+                             + 0.25 * (kf.goal_com - self._last_goal) * self.lib.cycle_ms * self.clock.tempo / self.duration)
         self._goal = self._last_goal + (kf.goal_com - self._last_goal) * ratio
         self._com_base = self._last_base + (self.lib.phases[kf.phase].com_base - self._last_base) * ratio
         end = kf.breakup_end
@@ -535,17 +536,12 @@ class KeyframeController:
         before the next :meth:`step`. Waits, break-ups and stillness checks keep the real time. What a
         residual's ``tempo`` action entry sets (:class:`~upright.envs.getup.GetUpEnv`'s
         ``tempo_range``); ValueError for a factor that is not a finite number > 0."""
-        if not (np.isfinite(factor) and factor > 0.0):
-            raise ValueError(f"tempo factor must be a finite number > 0, got {factor!r}")
-        self._tempo = float(factor)
+        self.clock.set_tempo(factor)
 
     def step(self, sensors: Sensors) -> np.ndarray:
         """Joint targets (rad, actuator order) for this control cycle."""
         t = sensors.time
-        # the motion clock: the real time plus what set_tempo gained on it (exactly t at tempo 1)
-        self._clock_gain += (self._tempo - 1.0) * (t - self._clock_time)
-        self._clock_time = t
-        self._clock = t + self._clock_gain
+        self.clock.advance(t)
         self._update_sensors(sensors)
         self._check_broken_joint(t)
         request = self._state_machine(t)
@@ -590,19 +586,19 @@ class KeyframeController:
         return self._state_machine(t) if self.state in ("decideAction", "waiting") else self.request + 0.0
 
     def _working(self, t: float) -> np.ndarray:
-        ratio = self._ratio()
+        ratio = self._ratio(t)
         if self._take_branch(True, t):
-            ratio = self._ratio()
+            ratio = self._ratio(t)
         elif ratio >= 1.0:
             if self._take_branch(False, t):
-                ratio = self._ratio()
+                ratio = self._ratio(t)
             elif self.kf.wait and self.params.waiting and not self._wait_done(t):
                 self.state, self._state_since = "waiting", t
             else:
                 self._next_keyframe(t)
                 if self.state != "working":
                     return self._state_machine(t)
-                ratio = self._ratio()
+                ratio = self._ratio(t)
         if self.state in ("working", "waiting") and self._out_of_range():
             self._break_up(t)
             return self._break_up_pose(t)

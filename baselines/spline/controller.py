@@ -50,6 +50,7 @@ import bisect
 import numpy as np
 
 from upright.baselines import register_controller
+from upright.baselines.common.tempo import MotionClock
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.forward import pose_error, solve_spd
 from upright.baselines.spline.motion import (EFFECTORS, Plan, PoseSpline, plan_motion, pose_matrix, pose_vector,
@@ -130,9 +131,7 @@ class SplineStandUp:
         #: The targets (rad, actuator order) of the last cycle: the array :meth:`step` returned.
         self.targets = np.zeros(len(actuated))
         self._t0 = 0.0
-        self._tempo = 1.0  # set_tempo's factor
-        self._clock_gain = 0.0  # s the try's motion time is ahead of the real time (set_tempo)
-        self._clock_time = 0.0  # the real time (s) the gain was last advanced to
+        self.clock = MotionClock()  # the try's motion time (set_tempo)
         self._limp_since: float | None = None
         #: While moving into the safe pose: (start time (s), targets at the start, their change to
         #: the safe pose) (rad, actuator order).
@@ -151,14 +150,14 @@ class SplineStandUp:
         """Start from the first measurements: plan the motion for the direction the robot lies in."""
         self._stabilizer = self._make_stabilizer()
         self.tries = 0
-        self._tempo = 1.0
+        self.clock = MotionClock()
         self._start(sensors)
 
     def _start(self, sensors: Sensors) -> None:
         """Plan a new try from the measured poses and precompute its nominal joint trajectory."""
         self.tries += 1
-        self._t0 = self._clock_time = sensors.time
-        self._clock_gain = 0.0
+        self._t0 = sensors.time
+        self.clock.restart(sensors.time)
         self._limp_since = None
         self._safe_pose = None
         self._stable_for = 0.0
@@ -292,15 +291,11 @@ class SplineStandUp:
         real time. What a residual's ``tempo`` action entry sets
         (:class:`~upright.envs.getup.GetUpEnv`'s ``tempo_range``); ValueError for a factor that is
         not a finite number > 0."""
-        if not (np.isfinite(factor) and factor > 0.0):
-            raise ValueError(f"tempo factor must be a finite number > 0, got {factor!r}")
-        self._tempo = float(factor)
+        self.clock.set_tempo(factor)
 
     def step(self, sensors: Sensors) -> np.ndarray:
         """Joint targets (rad, actuator order) for this control cycle."""
-        # the motion time's gain on the real time (exactly 0 at tempo 1)
-        self._clock_gain += (self._tempo - 1.0) * (sensors.time - self._clock_time)
-        self._clock_time = sensors.time
+        self.clock.advance(sensors.time)
         self.targets = self._step(sensors)
         return self.targets
 
@@ -308,7 +303,7 @@ class SplineStandUp:
         p = self.params
         if self.status in ("waiting", "failed"):
             return self._limp(sensors)
-        t = sensors.time - self._t0 + self._clock_gain  # the try's motion time (s)
+        t = sensors.time - self._t0 + self.clock.gain  # the try's motion time (s)
         legs, arms = self.legs, self.arms
         stabilising = t >= self.plan.stabilize_from
         k, w = legs.weights(t)
