@@ -137,9 +137,9 @@ class UprightEnv(gym.Env):
         self._sensors: Sensors | None = None
 
     # ---------------------------------------------------------------- layout
-    def _extra_observation(self) -> np.ndarray:
-        """Task-specific observation block (the walk command); empty by default."""
-        return np.zeros(0)
+    def _extra_observation(self) -> np.ndarray | None:
+        """Task-specific observation block (the walk command); none by default."""
+        return None
 
     def _observation_options(self) -> set[str]:
         """The options of :data:`~upright.envs.observation.OPTIONS` this environment observes."""
@@ -209,7 +209,9 @@ class UprightEnv(gym.Env):
     def _clipped(self, action: np.ndarray) -> np.ndarray:
         """``action`` as float64 clipped to [-1, 1]; ValueError for a wrong shape or a non-finite
         value."""
-        a = np.asarray(action, dtype=float)
+        # A float32 or float64 array goes to the compiled clip as it is (each value is read as a
+        # float64 there, which is exact); anything else is converted first.
+        a = action if type(action) is np.ndarray and action.dtype.char in "fd" else np.asarray(action, dtype=float)
         if a.shape != self.action_space.shape:
             raise ValueError(f"action must have shape {self.action_space.shape}, got {a.shape}")
         clipped = np.empty(a.shape)
@@ -226,9 +228,9 @@ class UprightEnv(gym.Env):
     def posture(self) -> Posture:
         """Simulator truth about the posture, for the metrics."""
         sim = self.sim
-        pitch, roll, hemisphere, tilt, head_height, angular_speed = sim.posture_values()
-        return Posture(time=sim.time, fused_pitch=pitch, fused_roll=roll, hemisphere=hemisphere, tilt=tilt,
-                       head_height=head_height, angular_speed=angular_speed)
+        # posture_values gives the fields after the time in Posture's order (pitch, roll, hemisphere,
+        # tilt, head height, angular speed); positional construction is the cheap one.
+        return Posture(sim.time, *sim.posture_values())
 
     # ---------------------------------------------------------------- episode plumbing
     def _start_prior(self, sensors: Sensors) -> None:
@@ -271,7 +273,7 @@ class UprightEnv(gym.Env):
         """The ``info`` entries every step and reset has, for ``sensors`` and ``posture`` (now)."""
         info: dict[str, Any] = {
             "sensors": sensors,
-            "time": self.sim.time,
+            "time": posture.time,
             "head_height": posture.head_height,
             "torso_tilt": posture.tilt,
             "com": self.sim.com(),
@@ -290,7 +292,7 @@ class UprightEnv(gym.Env):
         and ``info["is_success"]`` (``tracker.success`` and no blow-up; SB3's convention)."""
         unstable = self.sim.unstable
         terminated = bool(failed or unstable)
-        truncated = not terminated and self.sim.time >= self.max_episode_seconds - 1e-9
+        truncated = not terminated and posture.time >= self.max_episode_seconds - 1e-9
         info = self._base_info(sensors, posture)
         info.update(reward_terms=terms, **extra)
         if terminated or truncated:

@@ -43,6 +43,11 @@ class Wear:
                 raise ValueError(f"Wear.stuck windows are (start, duration>=0), got {window!r}")
 
 
+#: A new servo: the wear of every joint that is not worn (one shared, immutable instance, so an
+#: episode's draw does not build and validate one per joint).
+NEW_SERVO = Wear()
+
+
 @dataclass(frozen=True)
 class RandomWear:
     """Distribution of wear: each joint is worn with probability ``p_worn``; a worn joint gets a
@@ -99,7 +104,7 @@ class RandomWear:
     def sample(self, rng: np.random.Generator) -> Wear:
         """Draw the wear of one joint (a new servo when the joint is not worn)."""
         if rng.random() >= self.p_worn:
-            return Wear()
+            return NEW_SERVO
         stuck: tuple[tuple[float, float], ...] = ()
         if rng.random() < self.p_stuck:
             stuck = ((float(rng.uniform(*self.stuck_start)), float(rng.uniform(*self.stuck_duration))),)
@@ -267,7 +272,7 @@ class Conditions:
             elif self.random_wear is not None:
                 wear.append(self.random_wear.sample(rng))
             else:
-                wear.append(Wear())
+                wear.append(NEW_SERVO)
         return SampledConditions(
             wear=tuple(wear),
             extra_delay_cycles=int(self.extra_delay_cycles) + int(rng.integers(0, self.delay_jitter_cycles + 1)),

@@ -73,19 +73,22 @@ def max_ground_force(geom: np.ndarray, efc_address: np.ndarray, dim: np.ndarray,
 
 
 @numba.njit(cache=True, nogil=True)
-def effort_terms(load: np.ndarray, q: np.ndarray, near_low: np.ndarray, near_high: np.ndarray,
-                 action: np.ndarray, last_action: np.ndarray) -> tuple[float, float, float]:
-    """The get-up reward's effort quantities in one pass over the actuators: the mean squared
-    ``load`` (actuator force over its limit), the share of joint angles ``q`` (rad) below
-    ``near_low`` or above ``near_high``, and the mean squared change from ``last_action`` to
-    ``action`` (both clipped actions in [-1, 1])."""
-    n = load.shape[0]
+def effort_terms(force: np.ndarray, force_limit: np.ndarray, qpos: np.ndarray, qpos_adr: np.ndarray,
+                 near_low: np.ndarray, near_high: np.ndarray, action: np.ndarray,
+                 last_action: np.ndarray) -> tuple[float, float, float]:
+    """The get-up reward's effort quantities in one pass over the actuators: the mean squared load
+    (actuator ``force`` over its ``force_limit``), the share of joint angles (rad, ``qpos`` at
+    ``qpos_adr``, actuator order) below ``near_low`` or above ``near_high``, and the mean squared
+    change from ``last_action`` to ``action`` (both clipped actions in [-1, 1])."""
+    n = force.shape[0]
     torque = 0.0
     near = 0
     rate = 0.0
     for i in range(n):
-        torque += load[i] * load[i]
-        if q[i] < near_low[i] or q[i] > near_high[i]:
+        load = force[i] / force_limit[i]
+        torque += load * load
+        q = qpos[qpos_adr[i]]
+        if q < near_low[i] or q > near_high[i]:
             near += 1
         change = action[i] - last_action[i]
         rate += change * change
@@ -93,11 +96,11 @@ def effort_terms(load: np.ndarray, q: np.ndarray, near_low: np.ndarray, near_hig
 
 
 @numba.njit(cache=True, nogil=True)
-def walk_effort_terms(power: np.ndarray, pressure: np.ndarray, loaded: float,
-                      sole_sites: np.ndarray, site_bodyid: np.ndarray, body_rootid: np.ndarray,
+def walk_effort_terms(force: np.ndarray, qvel: np.ndarray, qvel_adr: np.ndarray, pressure: np.ndarray,
+                      loaded: float, sole_sites: np.ndarray, site_bodyid: np.ndarray, body_rootid: np.ndarray,
                       site_xpos: np.ndarray, cvel: np.ndarray, subtree_com: np.ndarray) -> tuple[float, float]:
     """The walk reward's effort quantities: the summed absolute mechanical power (W) of the
-    actuators (``power``, force × joint speed, actuator order) and the foot slip: over the soles
+    actuators (actuator ``force`` × joint speed, ``qvel`` at ``qvel_adr``, actuator order) and the foot slip: over the soles
     (``sole_sites``, left then right, each with its half of the foot ``pressure`` sensors, N) that
     carry more than ``loaded`` (N), the squared horizontal speed (m²/s², world) of the sole site.
 
@@ -105,8 +108,8 @@ def walk_effort_terms(power: np.ndarray, pressure: np.ndarray, loaded: float,
     velocity ``cvel`` (angular, then linear, about its tree's ``subtree_com``) moved to the site,
     linear = linear − (site − subtree com) × angular."""
     energy = 0.0
-    for i in range(power.shape[0]):
-        energy += abs(power[i])
+    for i in range(force.shape[0]):
+        energy += abs(force[i] * qvel[qvel_adr[i]])
     slip = 0.0
     per_foot = pressure.shape[0] // sole_sites.shape[0]
     for foot in range(sole_sites.shape[0]):
@@ -237,3 +240,33 @@ def sane_state(qpos: np.ndarray, qvel: np.ndarray, max_speed: float) -> bool:
         if not (-max_speed <= qvel[i] <= max_speed):
             return False
     return True
+
+
+@numba.njit(cache=True, nogil=True)
+def heading_motion(cvel: np.ndarray, subtree_com: np.ndarray, xipos: np.ndarray, xpos: np.ndarray,
+                   xquat: np.ndarray, body: int, root: int, last_xy: np.ndarray, out: np.ndarray) -> float:
+    """The walk's motion of ``body`` (the torso) in one pass: its velocity in the heading frame
+    into ``out`` (vx m/s, vy m/s, yaw rate rad/s) and the horizontal distance (m) its origin moved
+    from ``last_xy`` (world x, y), which then holds the origin's new x, y.
+
+    The velocity is ``mj_objectVelocity``'s for the body in the world frame: the com-based
+    ``cvel`` (angular, then linear, about its tree's ``subtree_com``, tree ``root``) moved to the
+    body's centre of mass ``xipos``, linear = linear − (xipos − subtree com) × angular. The heading
+    frame turns it by the yaw ``atan2(2 (w z + x y), 1 − 2 (y² + z²))`` of the body's world
+    quaternion ``xquat`` (w, x, y, z); the yaw rate is the world z angular velocity."""
+    dx = xipos[body, 0] - subtree_com[root, 0]
+    dy = xipos[body, 1] - subtree_com[root, 1]
+    dz = xipos[body, 2] - subtree_com[root, 2]
+    wx, wy, wz = cvel[body, 0], cvel[body, 1], cvel[body, 2]
+    vx = cvel[body, 3] - (dy * wz - dz * wy)
+    vy = cvel[body, 4] - (dz * wx - dx * wz)
+    w, x, y, z = xquat[body, 0], xquat[body, 1], xquat[body, 2], xquat[body, 3]
+    yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    c, s = math.cos(yaw), math.sin(yaw)
+    out[0] = c * vx + s * vy
+    out[1] = -s * vx + c * vy
+    out[2] = wz
+    step_x = xpos[body, 0] - last_xy[0]
+    step_y = xpos[body, 1] - last_xy[1]
+    last_xy[0], last_xy[1] = xpos[body, 0], xpos[body, 1]
+    return math.sqrt(step_x * step_x + step_y * step_y)

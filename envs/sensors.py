@@ -22,7 +22,7 @@ _IMU_SIZE = sum(int(block.size) for block in OBSERVATION if block.name in _IMU_B
 _EMPTY = np.zeros(0)  # an absent task or prior block (never written)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Sensors:
     """One control cycle's measurements.
 
@@ -49,6 +49,15 @@ class Sensors:
     fused: np.ndarray
     #: Normal forces (N) of the foot pressure sensors, 4 left then 4 right (robot's order).
     foot_pressure: np.ndarray
+
+    def __init__(self, time: float, joint_pos: np.ndarray, joint_vel: np.ndarray, joint_target: np.ndarray,
+                 gyro: np.ndarray, accel: np.ndarray, quat: np.ndarray, fused: np.ndarray,
+                 foot_pressure: np.ndarray) -> None:
+        # Frozen: the fields are set here once, in one update of the instance's dict. The generated
+        # __init__ of a frozen dataclass sets them one object.__setattr__ call at a time, which
+        # costs twice as much, and a Sensors is made every control step.
+        self.__dict__.update(time=time, joint_pos=joint_pos, joint_vel=joint_vel, joint_target=joint_target,
+                             gyro=gyro, accel=accel, quat=quat, fused=fused, foot_pressure=foot_pressure)
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field is equal (arrays element-wise)."""

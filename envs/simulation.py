@@ -17,8 +17,8 @@ import mujoco
 import numpy as np
 
 from upright.envs.conditions import Conditions, SampledConditions, get_conditions
-from upright.envs.kernels import (GROUND, IGNORED, clip_finite, max_ground_force, posture_values, read_sensors,
-                                  sane_state)
+from upright.envs.kernels import (GROUND, IGNORED, clip_finite, heading_motion, max_ground_force, posture_values,
+                                  read_sensors, sane_state)
 from upright.envs.numeric import consecutive, gather, norm
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensors import Sensors, fused_tilt
@@ -72,7 +72,7 @@ class Simulation:
         sizes = {"joint_pos": nj, "joint_vel": nj, "gyro": 3, "accel": 3, "quat": 4, "fused": 4,
                  "foot_pressure": len(r.pressure_sensors)}
         ends = np.cumsum(list(sizes.values())).tolist()
-        self._sensor_fields = {name: slice(end - size, end) for (name, size), end in zip(sizes.items(), ends)}
+        self._sensor_slices = tuple(slice(end - size, end) for size, end in zip(sizes.values(), ends))
         self._sensor_size = ends[-1]
         #: qpos and qvel addresses of the actuated joints, actuator order.
         self._actuated_qadr = consecutive(m.jnt_qposadr[m.actuator_trnid[:, 0]])
@@ -90,6 +90,15 @@ class Simulation:
         self._head_top_xpos = d.site_xpos[self._head_top]
         self._gyro_data = self._sensordata[self._gyro]  # noise-free
         self._velocity = np.zeros(6)  # mj_objectVelocity's output: angular, then linear
+        # The whole arrays heading_motion reads the torso's motion from, and the root of its tree.
+        self._motion_arrays = (d.cvel, d.subtree_com, d.xipos, d.xpos, d.xquat)
+        self._torso_root = int(m.body_rootid[self._torso])
+        self._pyramidal = m.opt.cone == PYRAMIDAL  # how contact forces are encoded (a fixed option)
+        #: For compiled reward terms (``upright.envs.kernels``): live views of the actuator forces
+        #: (N or N m, actuator order), their limits (which wear lowers), ``qpos`` and ``qvel``, and
+        #: the actuated joints' qpos and qvel addresses (actuator order).
+        self.actuation = (self._actuator_force, self._force_limit, self._qpos, self._qvel,
+                          m.jnt_qposadr[m.actuator_trnid[:, 0]], m.jnt_dofadr[m.actuator_trnid[:, 0]])
         self._wrench = np.zeros(6)  # mj_contactForce's output: force, then torque (contact frame)
         self._robot_bodies = np.array([b for b in range(m.nbody) if m.body_rootid[b] == self._torso])
         self._is_ground = m.geom_bodyid == 0
@@ -235,7 +244,7 @@ class Simulation:
         self._setpoint = self.servos.command(clipped, d.time, d.qpos)
         if self.unstable:
             return self.sensors()
-        push = self._random_push() + self.torso_force
+        push = self._random_push() + self.torso_force if self._push_scale > 0.0 else self.torso_force
         if self.servos.has_play:
             self._step_with_play(push)
         elif self._impulses_act():
@@ -337,10 +346,11 @@ class Simulation:
     # ------------------------------------------------------------------ what the robot measures
     def sensors(self) -> Sensors:
         """The robot's measurements now (with the conditions' sensor noise)."""
-        c, rng, at = self.conditions, self.rng, self._sensor_fields
+        c, rng = self.conditions, self.rng
         values = np.empty(self._sensor_size)  # the fields below are parts of this one array
         read_sensors(self._qpos, self._qvel, self._sensordata, *self._sensor_adr, values)
-        joint_pos, gyro, accel = values[at["joint_pos"]], values[at["gyro"]], values[at["accel"]]
+        at_pos, at_vel, at_gyro, at_accel, at_quat, at_fused, at_pressure = self._sensor_slices
+        joint_pos, gyro, accel = values[at_pos], values[at_gyro], values[at_accel]
         if c.joint_noise:
             joint_pos += rng.normal(0.0, c.joint_noise, joint_pos.shape)
         if c.gyro_noise:
@@ -350,13 +360,13 @@ class Simulation:
         return Sensors(
             time=float(self.data.time),
             joint_pos=joint_pos,
-            joint_vel=values[at["joint_vel"]],
+            joint_vel=values[at_vel],
             joint_target=self._last_command.copy(),
             gyro=gyro,
             accel=accel,
-            quat=values[at["quat"]],
-            fused=values[at["fused"]],
-            foot_pressure=values[at["foot_pressure"]],
+            quat=values[at_quat],
+            fused=values[at_fused],
+            foot_pressure=values[at_pressure],
         )
 
     # ------------------------------------------------------------------ privileged simulator truth
@@ -383,6 +393,15 @@ class Simulation:
         out = self._velocity
         mujoco.mj_objectVelocity(self.model, self.data, mujoco.mjtObj.mjOBJ_BODY, self._torso, out, 0)
         return out[LINEAR_FIRST]
+
+    def torso_heading_motion(self, last_xy: np.ndarray) -> tuple[np.ndarray, float]:
+        """The torso's velocity in its heading frame, (vx m/s, vy m/s, yaw rate rad/s): the linear
+        part of :meth:`torso_velocity` turned by the torso's yaw, and the world z angular velocity;
+        and the horizontal distance (m) the torso's origin moved from ``last_xy`` (world x, y),
+        which then holds the origin's x, y now (:func:`~upright.envs.kernels.heading_motion`)."""
+        velocity = np.empty(3)
+        distance = heading_motion(*self._motion_arrays, self._torso, self._torso_root, last_xy, velocity)
+        return velocity, distance
 
     def restart_clock(self) -> Sensors:
         """Set the time to zero and refill the delay queue with the current set-points, e.g. after a
@@ -491,7 +510,7 @@ class Simulation:
             self._geom_body_index[key] = geom_body
         contact = d.contact
         return max_ground_force(contact.geom, contact.efc_address, contact.dim, contact.frame, contact.friction,
-                                d.efc_force, geom_body, self.model.opt.cone == PYRAMIDAL)
+                                d.efc_force, geom_body, self._pyramidal)
 
     def kinetic_energy(self) -> float:
         """Kinetic energy of the robot (J)."""

@@ -17,7 +17,6 @@ from upright.envs.base import UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.kernels import walk_effort_terms
 from upright.envs.metrics import Posture, WalkTracker, is_fallen
-from upright.envs.numeric import norm
 from upright.envs.observation import document_observation
 from upright.envs.rewards import WalkRewardScales
 from upright.envs.sensors import Sensors
@@ -54,12 +53,6 @@ def _command_box(value: Any, name: str) -> np.ndarray:
     if box is None or box.shape != (3, 2) or not np.all(np.isfinite(box)) or np.any(box[:, 0] > box[:, 1]):
         raise ValueError(f"{name} must be three (low, high) pairs (vx, vy, yaw rate) or six numbers, got {value!r}")
     return box
-
-
-def _yaw(quat: np.ndarray) -> float:
-    """Yaw (rad) of the body-to-world quaternion ``(w, x, y, z)``."""
-    w, x, y, z = quat.tolist()
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
 @document_observation
@@ -252,6 +245,11 @@ class WalkEnv(UprightEnv):
             self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(len(limits),), dtype=np.float32)
         self._tracker: WalkTracker | None = None
         self._sole_sites = np.array([self.sim.model.site(s).id for s in self.robot.sole_sites])
+        m, d = self.sim.model, self.sim.data
+        # What walk_effort_terms reads besides the power and pressures: the sole sites' bodies and
+        # trees, and the data's arrays (allocated once per MjData, so these views stay current).
+        self._slip_arrays = (self._sole_sites, m.site_bodyid, m.body_rootid, d.site_xpos, d.cvel, d.subtree_com)
+        self._loaded = 0.1 * self.sim.weight  # N: a sole carrying more is on the ground
         self._reward_steps = max(1, round(self.tracking_window / self.robot.control_period))
 
     @property
@@ -309,14 +307,6 @@ class WalkEnv(UprightEnv):
         if self.prior is not None and hasattr(self.prior, "set_command"):
             self.prior.set_command(command.copy())
 
-    def _heading_velocity(self, quat: np.ndarray) -> np.ndarray:
-        """The torso's (vx m/s, vy m/s, yaw rate rad/s) in the heading frame of its orientation
-        ``quat`` (w, x, y, z)."""
-        vx, vy, _, _, _, wz = self.sim.torso_velocity().tolist()
-        yaw = _yaw(quat)
-        c, s = math.cos(yaw), math.sin(yaw)
-        return np.array([c * vx + s * vy, -s * vx + c * vy, wz])
-
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(2**31)) if seed is None else seed
@@ -332,7 +322,7 @@ class WalkEnv(UprightEnv):
         self._sensors = sensors
         self._tracker = WalkTracker.for_period(self.command.copy(), self.robot.control_period)
         self._last_action = np.zeros(self.action_space.shape)
-        self._xy = self.sim.torso_pose()[0][:2]
+        self._xy = self.sim.torso_pose()[0][:2]  # the torso's x, y (m, world), moved on by every step
         self._start_prior(sensors)
         info = self._base_info(sensors, self.posture())
         info["command"] = self.command.copy()
@@ -340,12 +330,10 @@ class WalkEnv(UprightEnv):
 
     def step(self, action: np.ndarray):
         sensors, _ = self._advance(action)
-        xy, quat = self.sim.torso_pose()
-        velocity = self._heading_velocity(quat)
+        velocity, step_distance = self.sim.torso_heading_motion(self._xy)
         posture = self.posture()
         fallen = bool(is_fallen(posture, self.standing))
-        self._tracker.update(velocity, norm(xy[:2] - self._xy), fallen)
-        self._xy = xy[:2]
+        self._tracker.update(velocity, step_distance, fallen)
         tracked = velocity if self._reward_steps == 1 else self._tracker.recent_mean(self._reward_steps)
         terms = self._reward_terms(tracked, sensors, posture, fallen)
         return self._finish_step(sensors, posture, terms, fallen, self._tracker, fallen=fallen,
@@ -357,10 +345,8 @@ class WalkEnv(UprightEnv):
         ``velocity`` (m/s, m/s, rad/s) and the ``posture`` after the step, weighted by
         :attr:`reward_scales`."""
         w = self.reward_scales
-        m, d = self.sim.model, self.sim.data
-        energy, slip = walk_effort_terms(self.sim.actuator_power(), sensors.foot_pressure, 0.1 * self.sim.weight,
-                                         self._sole_sites, m.site_bodyid, m.body_rootid, d.site_xpos, d.cvel,
-                                         d.subtree_com)
+        force, _, _, qvel, _, qvel_adr = self.sim.actuation
+        energy, slip = walk_effort_terms(force, qvel, qvel_adr, sensors.foot_pressure, self._loaded, *self._slip_arrays)
         (vx, vy, wz), (cx, cy, cz) = velocity.tolist(), self.command.tolist()
         dx, dy = vx - cx, vy - cy
         xy_error = dx * dx + dy * dy  # np.sum(Δ ** 2) of the two: NumPy squares an array by multiplying

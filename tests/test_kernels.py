@@ -26,13 +26,14 @@ def test_effort_terms_equal_the_numpy_means(robot):
         action = rng.choice([-1.0, -0.5, 0.5, 1.0], env.action_space.shape)  # targets at and near the limits
         env.step(action.astype(np.float32))
         load, q = u.sim.actuator_load(), u.sim.actuated_joint_pos()
-        torque, near, rate = effort_terms(load, q, u._near_low, u._near_high, action, last)
+        force, limit, qpos, _, qpos_adr, _ = u.sim.actuation
+        torque, near, rate = effort_terms(force, limit, qpos, qpos_adr, u._near_low, u._near_high, action, last)
         assert torque == pytest.approx(float(np.mean(load**2)), rel=1e-12)
         assert near == float(np.mean((q < u._near_low) | (q > u._near_high)))
         assert rate == pytest.approx(float(np.mean((action - last) ** 2)), rel=1e-12)
         # margins a quarter range inside the limits: the branch counts joints on both sides
         low, high = u._low + u._half / 2, u._high - u._half / 2
-        _, near, _ = effort_terms(load, q, low, high, action, last)
+        _, near, _ = effort_terms(force, limit, qpos, qpos_adr, low, high, action, last)
         assert near == float(np.mean((q < low) | (q > high)))
         near_seen = max(near_seen, near)
         last = action
@@ -57,13 +58,42 @@ def test_walk_effort_terms_equal_mujoco_site_velocities(robot):
             if load > loaded:
                 mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, int(site), velocity, 0)
                 slip += velocity[3] ** 2 + velocity[4] ** 2
-        energy, kernel_slip = walk_effort_terms(sim.actuator_power(), pressure, loaded, u._sole_sites,
+        force, _, _, qvel, _, qvel_adr = sim.actuation
+        energy, kernel_slip = walk_effort_terms(force, qvel, qvel_adr, pressure, loaded, u._sole_sites,
                                                 m.site_bodyid, m.body_rootid, d.site_xpos, d.cvel, d.subtree_com)
         assert energy == pytest.approx(float(np.abs(sim.actuator_power()).sum()), rel=1e-12)
         assert kernel_slip == pytest.approx(slip, rel=1e-9, abs=1e-15)
         slipping_steps += slip > 0.0
         assert not (terminated or truncated)
     assert slipping_steps > 50
+
+
+def test_heading_motion_equals_the_torso_velocity_turned_by_its_yaw(robot):
+    """The walk's heading-frame velocity and step distance against ``mj_objectVelocity`` of the
+    torso turned by the yaw of its quaternion and the distance between its origins, along a turning
+    walk (the yaw sweeps through more than half a radian)."""
+    env = gym.make(f"upright/{robot.capitalize()}Walk-v0", prior="step_adjust", command=(0.2, 0.05, 0.5))
+    sim = env.unwrapped.sim
+    m, d = sim.model, sim.data
+    torso = m.body(sim.robot.torso_body).id
+    env.reset(seed=2)
+    last_xy = d.xpos[torso, :2].copy()
+    velocity = np.zeros(6)
+    yaws = []
+    for _ in range(250):
+        env.step(np.zeros(env.action_space.shape, np.float32))
+        before = last_xy.copy()
+        heading, distance = sim.torso_heading_motion(last_xy)
+        mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_BODY, torso, velocity, 0)
+        w, x, y, z = d.xquat[torso]
+        yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        turned = [np.cos(yaw) * velocity[3] + np.sin(yaw) * velocity[4],
+                  -np.sin(yaw) * velocity[3] + np.cos(yaw) * velocity[4], velocity[2]]
+        np.testing.assert_allclose(heading, turned, rtol=1e-12, atol=1e-14)
+        assert distance == pytest.approx(np.linalg.norm(d.xpos[torso, :2] - before), rel=1e-12, abs=1e-15)
+        np.testing.assert_array_equal(last_xy, d.xpos[torso, :2])
+        yaws.append(yaw)
+    assert np.ptp(np.unwrap(yaws)) > 0.5
 
 
 def _tumbling(robot: str, steps: int):

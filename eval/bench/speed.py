@@ -228,7 +228,7 @@ PARTS: dict[str, tuple[tuple[str, str], ...]] = {
     "blow-up check": (("sim", "_check_stability"),),
     "sensors": (("sim", "sensors"),),
     "posture": (("env", "posture"),),
-    "heading motion": (("env", "_heading_velocity"),),
+    "heading motion": (("sim", "torso_heading_motion"),),
     "reward terms": (("env", "_reward_terms"),),
     "observation": (("env", "_observe"),),
     "info": (("env", "_base_info"),),
