@@ -265,16 +265,14 @@ class Conditions:
         unknown = set(self.wear) - set(joint_names)
         if unknown:
             raise ValueError(f"wear names unknown joints {sorted(unknown)}; valid joints: {', '.join(joint_names)}")
-        wear = []
-        for joint in joint_names:
-            if joint in self.wear:
-                wear.append(self.wear[joint])
-            elif self.random_wear is not None:
-                wear.append(self.random_wear.sample(rng))
-            else:
-                wear.append(NEW_SERVO)
+        if not self.wear and self.random_wear is None:
+            wear: tuple[Wear, ...] = (NEW_SERVO,) * len(joint_names)
+        else:
+            wear = tuple(self.wear[joint] if joint in self.wear
+                         else self.random_wear.sample(rng) if self.random_wear is not None else NEW_SERVO
+                         for joint in joint_names)
         return SampledConditions(
-            wear=tuple(wear),
+            wear=wear,
             extra_delay_cycles=int(self.extra_delay_cycles) + int(rng.integers(0, self.delay_jitter_cycles + 1)),
             mass_scale=float(rng.uniform(*self.mass_scale)),
             com_offset=rng.uniform(-self.com_offset, self.com_offset, size=3) if self.com_offset else np.zeros(3),

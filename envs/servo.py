@@ -41,6 +41,7 @@ class Servos:
         self._half_play = np.zeros(model.nu)
         self._error, self._step = np.zeros(model.nu), np.zeros(model.nu)  # ctrl's work buffers
         self._stuck: list[tuple[int, float, float]] = []
+        self._wear: tuple[Wear, ...] | None = None  # the wear applied last
         self._held: dict[int, float] = {}
         self.has_play = False
 
@@ -48,19 +49,26 @@ class Servos:
         """Apply one episode's wear to the model and fill the delay queue with ``initial`` targets."""
         if len(wear) != self._model.nu:
             raise ValueError(f"need one Wear per actuator ({self._model.nu}), got {len(wear)}")
-        strength = np.array([w.strength for w in wear])
-        self._model.actuator_gainprm[:, 0] = self._kp * strength
-        self._model.actuator_biasprm[:, 1] = -self._kp * strength
-        self._model.actuator_forcerange[:] = self._forcerange * strength[:, None]
-        lag = np.array([w.lag for w in wear])
-        self._alpha = np.where(lag > 0.0, 1.0 - np.exp(-self._period / np.maximum(lag, 1e-9)), 1.0)
-        self._lagging = bool(np.any(lag > 0.0))
-        self._half_play = np.array([w.play for w in wear]) / 2.0
-        self.has_play = bool(np.any(self._half_play > 0.0))
-        self._stuck = [(i, start, start + dur) for i, w in enumerate(wear) for start, dur in w.stuck]
+        if wear != self._wear:  # the model and the servos' constants are as the last such wear left them
+            self._apply_wear(wear)
         self._held = {}
         self._queue = deque(np.array(initial, dtype=float) for _ in range(delay))
         self._setpoint = np.array(initial, dtype=float)
+
+    def _apply_wear(self, wear: tuple[Wear, ...]) -> None:
+        """Scale the model's gains and force limits by each joint's strength and set the lag,
+        play and stuck windows the servo model applies."""
+        strength, lag, play = np.array([(w.strength, w.lag, w.play) for w in wear]).T
+        self._model.actuator_gainprm[:, 0] = self._kp * strength
+        self._model.actuator_biasprm[:, 1] = -self._kp * strength
+        self._model.actuator_forcerange[:] = self._forcerange * strength[:, None]
+        self._lagging = bool((lag > 0.0).any())
+        self._alpha = (np.where(lag > 0.0, 1.0 - np.exp(-self._period / np.maximum(lag, 1e-9)), 1.0)
+                       if self._lagging else np.ones(len(wear)))
+        self._half_play = play / 2.0
+        self.has_play = bool((self._half_play > 0.0).any())
+        self._stuck = [(i, start, start + dur) for i, w in enumerate(wear) for start, dur in w.stuck]
+        self._wear = wear
 
     def refill(self, initial: np.ndarray) -> None:
         """Fill the delay queue and the set-point with ``initial`` targets, keeping the wear."""

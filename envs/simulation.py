@@ -93,7 +93,7 @@ class Simulation:
         # The whole arrays heading_motion reads the torso's motion from, and the root of its tree.
         self._motion_arrays = (d.cvel, d.subtree_com, d.xipos, d.xpos, d.xquat)
         self._torso_root = int(m.body_rootid[self._torso])
-        self._pyramidal = m.opt.cone == PYRAMIDAL  # how contact forces are encoded (a fixed option)
+        self._ctrl_shape = (m.nu,)
         #: For compiled reward terms (``upright.envs.kernels``): live views of the actuator forces
         #: (N or N m, actuator order), their limits (which wear lowers), ``qpos`` and ``qvel``, and
         #: the actuated joints' qpos and qvel addresses (actuator order).
@@ -154,6 +154,8 @@ class Simulation:
         missing = [k for k in r.poses if mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, k) < 0]
         if missing:
             raise ValueError(f"{r.mjcf} lacks the keyframes {missing}")
+        #: Pose name → keyframe id (a name lookup in the model costs microseconds per reset).
+        self._keyframes = {k: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, k) for k in r.poses}
 
     def reset(
         self,
@@ -168,7 +170,7 @@ class Simulation:
         its keyframe, or in an explicit ``qpos``/``ctrl``; conditions are drawn from ``seed``.
         The robot is lifted out of the terrain if the pose would penetrate it."""
         pose = pose or self.robot.standing_pose
-        if pose not in self.robot.poses:
+        if pose not in self._keyframes:
             raise ValueError(f"unknown pose {pose!r} for {self.robot.name}; valid poses: {', '.join(self.robot.poses)}")
         m, d = self.model, self.data
         self.rng = np.random.default_rng(seed)
@@ -176,7 +178,7 @@ class Simulation:
         self._apply_sampled(self.sampled)
         if self.conditions.terrain == "turf":
             randomize_turf(m, self.rng)
-        mujoco.mj_resetDataKeyframe(m, d, m.key(pose).id)
+        mujoco.mj_resetDataKeyframe(m, d, self._keyframes[pose])
         if qpos is not None:
             if np.shape(qpos) != (m.nq,):
                 raise ValueError(f"qpos must have shape ({m.nq},), got {np.shape(qpos)}")
@@ -235,9 +237,9 @@ class Simulation:
         """Send joint position targets (rad, actuator order) and simulate one control period."""
         m, d = self.model, self.data
         targets = np.asarray(joint_targets, dtype=float)
-        if targets.shape != (m.nu,):
+        if targets.shape != self._ctrl_shape:
             raise ValueError(f"joint_targets must have shape ({m.nu},) for {self.robot.name}, got {targets.shape}")
-        clipped = np.empty(m.nu)
+        clipped = np.empty(self._ctrl_shape)
         if not clip_finite(targets, self._ctrl_low, self._ctrl_high, clipped):
             raise ValueError(f"joint_targets contain non-finite values: {targets}")
         self._last_command = clipped
@@ -510,7 +512,7 @@ class Simulation:
             self._geom_body_index[key] = geom_body
         contact = d.contact
         return max_ground_force(contact.geom, contact.efc_address, contact.dim, contact.frame, contact.friction,
-                                d.efc_force, geom_body, self._pyramidal)
+                                d.efc_force, geom_body, self.model.opt.cone == PYRAMIDAL)
 
     def kinetic_energy(self) -> float:
         """Kinetic energy of the robot (J)."""

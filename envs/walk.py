@@ -315,7 +315,9 @@ class WalkEnv(UprightEnv):
             # No draw without a focus share: the episodes of a seed stay those of the plain ranges.
             if self.command_focus_share > 0 and self.np_random.random() < self.command_focus_share:
                 box = self.command_focus
-            self.command = self.np_random.uniform(box[:, 0], box[:, 1])
+            # rng.uniform(low, high) as NumPy computes it, low + (high - low) * U[0, 1): the same
+            # numbers from the same draws, without the broadcasting call's cost on every reset.
+            self.command = box[:, 0] + (box[:, 1] - box[:, 0]) * self.np_random.random(3)
         else:
             self.command = self._fixed_command.copy()
         sensors = self.sim.reset(self.robot.standing_pose, seed=episode_seed)
