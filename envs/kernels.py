@@ -270,3 +270,19 @@ def heading_motion(cvel: np.ndarray, subtree_com: np.ndarray, xipos: np.ndarray,
     step_y = xpos[body, 1] - last_xy[1]
     last_xy[0], last_xy[1] = xpos[body, 0], xpos[body, 1]
     return math.sqrt(step_x * step_x + step_y * step_y)
+
+
+@numba.njit(cache=True, nogil=True)
+def play_ctrl(setpoint: np.ndarray, qpos: np.ndarray, qpos_adr: np.ndarray, half_play: np.ndarray,
+              out: np.ndarray) -> None:
+    """Actuator ``ctrl`` under gear play into ``out``: per actuator the ``setpoint`` (rad) with a
+    dead band of ``half_play`` (rad) around the joint angle ``q`` (``qpos`` at ``qpos_adr``): with
+    the error ``e = setpoint − q``, ``q + copysign(max(|e| − h, 0), e)`` (a NaN stays NaN, as
+    with ``np.maximum``)."""
+    for i in range(setpoint.shape[0]):
+        q = qpos[qpos_adr[i]]
+        error = setpoint[i] - q
+        step = abs(error) - half_play[i]
+        if step < 0.0:
+            step = 0.0
+        out[i] = q + math.copysign(step, error)

@@ -19,7 +19,7 @@ import mujoco
 import numpy as np
 
 from upright.envs.conditions import Wear
-from upright.envs.numeric import consecutive
+from upright.envs.kernels import play_ctrl
 
 
 class Servos:
@@ -30,16 +30,13 @@ class Servos:
         self._period = control_period
         self._kp = model.actuator_gainprm[:, 0].copy()
         self._forcerange = model.actuator_forcerange.copy()
-        #: qpos addresses of the actuated joints, actuator order: an array, and for :meth:`ctrl` a
-        #: slice where they are consecutive.
+        #: qpos addresses of the actuated joints, actuator order.
         self._qadr = model.jnt_qposadr[model.actuator_trnid[:, 0]]
-        self._qpos_index = consecutive(self._qadr)
         self._queue: deque[np.ndarray] = deque()
         self._setpoint = np.zeros(model.nu)
         self._alpha = np.ones(model.nu)
         self._lagging = False
         self._half_play = np.zeros(model.nu)
-        self._error, self._step = np.zeros(model.nu), np.zeros(model.nu)  # ctrl's work buffers
         self._stuck: list[tuple[int, float, float]] = []
         self._wear: tuple[Wear, ...] | None = None  # the wear applied last
         self._held: dict[int, float] = {}
@@ -97,17 +94,14 @@ class Servos:
         """Actuator ``ctrl`` for the current joint angles (into ``out`` when given): the set-point,
         with the gear play's dead band applied (a joint within half the play ``h`` of its set-point
         gets no torque): with the error ``e = setpoint − q``, ``q + sign(e)·max(|e| − h, 0)``,
-        computed in place (``copysign`` gives ``sign(e)·x`` for the ``x >= 0`` here)."""
+        compiled (:func:`~upright.envs.kernels.play_ctrl`: it runs every physics step under play;
+        ``copysign`` gives ``sign(e)·x`` for the ``x >= 0`` here)."""
         if not self.has_play:
             if out is None:
                 return setpoint
             out[:] = setpoint
             return out
-        q = qpos[self._qpos_index]
-        error, step = self._error, self._step
-        np.subtract(setpoint, q, out=error)
-        np.abs(error, out=step)
-        np.subtract(step, self._half_play, out=step)
-        np.maximum(step, 0.0, out=step)
-        np.copysign(step, error, out=step)
-        return np.add(q, step, out=out)
+        if out is None:
+            out = np.empty_like(setpoint)
+        play_ctrl(setpoint, qpos, self._qadr, self._half_play, out)
+        return out

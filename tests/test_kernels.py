@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from upright.envs.kernels import clip_finite, effort_terms, sane_state, walk_effort_terms
+from upright.envs.kernels import clip_finite, effort_terms, play_ctrl, sane_state, walk_effort_terms
 from upright.envs.sensors import fused_angles, observation_from_sensors
 
 
@@ -162,3 +162,21 @@ def test_clip_and_sanity_checks_decide_as_numpy():
             speeds_ok = bool(np.all(np.abs(v) <= bound))
         assert sane_state(np.zeros(3), v, bound) is speeds_ok, v
         assert sane_state(v, np.zeros(3), bound) is bool(np.isfinite(v).all()), v
+
+
+def test_play_dead_band_equals_the_numpy_formula():
+    """``play_ctrl`` (the servo play's ``ctrl``, every physics step) against ``q + copysign(max(|e| - h,
+    0), e)`` in NumPy, bit for bit, for errors inside, at and beyond the half play, zero play, a
+    float32 set-point and a NaN (which stays NaN, as ``np.maximum`` keeps it)."""
+    rng = np.random.default_rng(4)
+    qpos = rng.normal(0.0, 1.0, 30)
+    adr = np.array([3, 7, 8, 12, 20, 21, 29])
+    q = qpos[adr]
+    half = np.array([0.0, 0.01, 0.01, 0.005, 0.02, 0.0, 0.01])
+    for setpoint in (q + rng.normal(0.0, 0.02, adr.size), q + half, q - half, q.copy(),
+                     (q + 0.1).astype(np.float32), np.where(np.arange(adr.size) == 2, np.nan, q + 0.03)):
+        error = setpoint - q
+        expected = q + np.copysign(np.maximum(np.abs(error) - half, 0.0), error)
+        out = np.empty(adr.size)
+        play_ctrl(setpoint, qpos, adr, half, out)
+        np.testing.assert_array_equal(out, expected)
