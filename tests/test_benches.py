@@ -104,6 +104,23 @@ def test_speed_bench_replays_every_episode_of_the_environment_to_the_bit():
     env.close()
 
 
+def test_speed_bench_replay_is_exact_when_an_episode_ends_on_the_last_step():
+    """An episode that ends on the run's last step (here at its time limit) starts no episode of
+    the trajectory: the replay has its ends, one per episode, and reproduces them to the bit."""
+    import copy
+
+    import gymnasium as gym
+
+    from upright.eval.bench.speed import _raw_rate, _run_env
+
+    env = gym.make("upright/WolfgangGetUp-v0", max_episode_seconds=0.5)  # 50 control periods
+    sim = env.unwrapped.sim
+    _, trajectory = _run_env(env, np.zeros(env.action_space.shape, dtype=np.float32), 100, record=True)
+    assert sorted(trajectory.starts) == [0, 50] and len(trajectory.ends) == 2
+    assert _raw_rate(copy.copy(sim.data), sim.n_substeps, trajectory)[1]
+    env.close()
+
+
 def test_parts_profile_times_every_part_of_a_real_step_and_puts_the_classes_back():
     """`upright bench --parts`: every part of PARTS that the environment has is timed on every step
     (walk: the heading motion too, get-up: not), the glue is what the parts and the physics leave of

@@ -112,10 +112,10 @@ def _run_env(env: gym.Env, action: np.ndarray, steps: int, record: bool = False)
                 trajectory.ends.append(_state(model, data))
             env.reset(seed=seed)
             seed += 1
-            if trajectory is not None:
+            if trajectory is not None and i + 1 < steps:  # an episode that ends on the last step starts none
                 trajectory.begin(i + 1, model, data)
     rate = steps / (time.process_time() - start)
-    if trajectory is not None:
+    if trajectory is not None and len(trajectory.ends) < len(trajectory.starts):
         trajectory.ends.append(_state(model, data))
     return rate, trajectory
 
