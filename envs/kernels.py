@@ -96,6 +96,20 @@ def effort_terms(force: np.ndarray, force_limit: np.ndarray, qpos: np.ndarray, q
 
 
 @numba.njit(cache=True, nogil=True)
+def horizontal_velocity(point: np.ndarray, cvel: np.ndarray, subtree_com: np.ndarray, body: int,
+                        root: int) -> tuple[float, float]:
+    """World x and y velocity (m/s) of ``point`` (m, world) moving with ``body``, as
+    ``mj_objectVelocity`` computes it in the world frame: the body's com-based velocity ``cvel``
+    (angular, then linear, about the ``subtree_com`` of its tree ``root``) moved to the point,
+    linear = linear − (point − subtree com) × angular."""
+    dx = point[0] - subtree_com[root, 0]
+    dy = point[1] - subtree_com[root, 1]
+    dz = point[2] - subtree_com[root, 2]
+    wx, wy, wz = cvel[body, 0], cvel[body, 1], cvel[body, 2]
+    return cvel[body, 3] - (dy * wz - dz * wy), cvel[body, 4] - (dz * wx - dx * wz)
+
+
+@numba.njit(cache=True, nogil=True)
 def walk_effort_terms(force: np.ndarray, qvel: np.ndarray, qvel_adr: np.ndarray, pressure: np.ndarray,
                       loaded: float, sole_sites: np.ndarray, site_bodyid: np.ndarray, body_rootid: np.ndarray,
                       site_xpos: np.ndarray, cvel: np.ndarray, subtree_com: np.ndarray) -> tuple[float, float]:
@@ -104,9 +118,8 @@ def walk_effort_terms(force: np.ndarray, qvel: np.ndarray, qvel_adr: np.ndarray,
     (``sole_sites``, left then right, each with its half of the foot ``pressure`` sensors, N) that
     carry more than ``loaded`` (N), the squared horizontal speed (m²/s², world) of the sole site.
 
-    The site's velocity is ``mj_objectVelocity``'s in the world frame: the body's com-based
-    velocity ``cvel`` (angular, then linear, about its tree's ``subtree_com``) moved to the site,
-    linear = linear − (site − subtree com) × angular."""
+    The site's velocity is ``mj_objectVelocity``'s in the world frame
+    (:func:`horizontal_velocity`)."""
     energy = 0.0
     for i in range(force.shape[0]):
         energy += abs(force[i] * qvel[qvel_adr[i]])
@@ -119,13 +132,7 @@ def walk_effort_terms(force: np.ndarray, qvel: np.ndarray, qvel_adr: np.ndarray,
         if load > loaded:
             site = sole_sites[foot]
             body = site_bodyid[site]
-            root = body_rootid[body]
-            dx = site_xpos[site, 0] - subtree_com[root, 0]
-            dy = site_xpos[site, 1] - subtree_com[root, 1]
-            dz = site_xpos[site, 2] - subtree_com[root, 2]
-            wx, wy, wz = cvel[body, 0], cvel[body, 1], cvel[body, 2]
-            vx = cvel[body, 3] - (dy * wz - dz * wy)
-            vy = cvel[body, 4] - (dz * wx - dx * wz)
+            vx, vy = horizontal_velocity(site_xpos[site], cvel, subtree_com, body, body_rootid[body])
             slip += vx * vx + vy * vy
     return energy, slip
 
@@ -249,23 +256,17 @@ def heading_motion(cvel: np.ndarray, subtree_com: np.ndarray, xipos: np.ndarray,
     into ``out`` (vx m/s, vy m/s, yaw rate rad/s) and the horizontal distance (m) its origin moved
     from ``last_xy`` (world x, y), which then holds the origin's new x, y.
 
-    The velocity is ``mj_objectVelocity``'s for the body in the world frame: the com-based
-    ``cvel`` (angular, then linear, about its tree's ``subtree_com``, tree ``root``) moved to the
-    body's centre of mass ``xipos``, linear = linear − (xipos − subtree com) × angular. The heading
-    frame turns it by the yaw ``atan2(2 (w z + x y), 1 − 2 (y² + z²))`` of the body's world
-    quaternion ``xquat`` (w, x, y, z); the yaw rate is the world z angular velocity."""
-    dx = xipos[body, 0] - subtree_com[root, 0]
-    dy = xipos[body, 1] - subtree_com[root, 1]
-    dz = xipos[body, 2] - subtree_com[root, 2]
-    wx, wy, wz = cvel[body, 0], cvel[body, 1], cvel[body, 2]
-    vx = cvel[body, 3] - (dy * wz - dz * wy)
-    vy = cvel[body, 4] - (dz * wx - dx * wz)
+    The velocity is ``mj_objectVelocity``'s for the body (at its centre of mass ``xipos``; tree
+    ``root``) in the world frame (:func:`horizontal_velocity`), turned into the heading frame by the
+    yaw ``atan2(2 (w z + x y), 1 − 2 (y² + z²))`` of the body's world quaternion ``xquat``
+    (w, x, y, z); the yaw rate is the world z angular velocity."""
+    vx, vy = horizontal_velocity(xipos[body], cvel, subtree_com, body, root)
     w, x, y, z = xquat[body, 0], xquat[body, 1], xquat[body, 2], xquat[body, 3]
     yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
     c, s = math.cos(yaw), math.sin(yaw)
     out[0] = c * vx + s * vy
     out[1] = -s * vx + c * vy
-    out[2] = wz
+    out[2] = cvel[body, 2]
     step_x = xpos[body, 0] - last_xy[0]
     step_y = xpos[body, 1] - last_xy[1]
     last_xy[0], last_xy[1] = xpos[body, 0], xpos[body, 1]
