@@ -93,7 +93,7 @@ class Simulation:
         # The whole arrays heading_motion reads the torso's motion from, and the root of its tree.
         self._motion_arrays = (d.cvel, d.subtree_com, d.xipos, d.xpos, d.xquat)
         self._torso_root = int(m.body_rootid[self._torso])
-        self._ctrl_shape = (m.nu,)
+        self._ctrl_shape = (m.nu,)  # of a joint-target vector (actuator order)
         #: For compiled reward terms (``upright.envs.kernels``): live views of the actuator forces
         #: (N or N m, actuator order), their limits (which wear lowers), ``qpos`` and ``qvel``, and
         #: the actuated joints' qpos and qvel addresses (actuator order).

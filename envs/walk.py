@@ -246,8 +246,9 @@ class WalkEnv(UprightEnv):
         self._tracker: WalkTracker | None = None
         self._sole_sites = np.array([self.sim.model.site(s).id for s in self.robot.sole_sites])
         m, d = self.sim.model, self.sim.data
-        # What walk_effort_terms reads besides the power and pressures: the sole sites' bodies and
-        # trees, and the data's arrays (allocated once per MjData, so these views stay current).
+        # What walk_effort_terms reads besides the actuation views and the foot pressures: the sole
+        # sites, their bodies and trees, and the data's arrays (allocated once per MjData, so these
+        # views stay current).
         self._slip_arrays = (self._sole_sites, m.site_bodyid, m.body_rootid, d.site_xpos, d.cvel, d.subtree_com)
         self._loaded = 0.1 * self.sim.weight  # N: a sole carrying more is on the ground
         self._reward_steps = max(1, round(self.tracking_window / self.robot.control_period))
