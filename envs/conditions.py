@@ -265,12 +265,9 @@ class Conditions:
         unknown = set(self.wear) - set(joint_names)
         if unknown:
             raise ValueError(f"wear names unknown joints {sorted(unknown)}; valid joints: {', '.join(joint_names)}")
-        if not self.wear and self.random_wear is None:
-            wear: tuple[Wear, ...] = (NEW_SERVO,) * len(joint_names)
-        else:
-            wear = tuple(self.wear[joint] if joint in self.wear
-                         else self.random_wear.sample(rng) if self.random_wear is not None else NEW_SERVO
-                         for joint in joint_names)
+        wear = tuple(self.wear[joint] if joint in self.wear
+                     else self.random_wear.sample(rng) if self.random_wear is not None else NEW_SERVO
+                     for joint in joint_names)
         return SampledConditions(
             wear=wear,
             extra_delay_cycles=int(self.extra_delay_cycles) + int(rng.integers(0, self.delay_jitter_cycles + 1)),

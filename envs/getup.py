@@ -283,9 +283,10 @@ class GetUpEnv(UprightEnv):
         head = p.head_height
         progress = w.head_progress * (head - self._head_prev) / h_stand
         self._head_prev = head
-        force, limit, qpos, _, qpos_adr, _ = self.sim.actuation
-        torque, near_limit, action_rate = effort_terms(force, limit, qpos, qpos_adr, self._near_low, self._near_high,
-                                                       clipped, self._last_action)
+        actuation = self.sim.actuation
+        torque, near_limit, action_rate = effort_terms(actuation.force, actuation.force_limit, actuation.qpos,
+                                                       actuation.qpos_adr, self._near_low, self._near_high, clipped,
+                                                       self._last_action)
         hardest = self.sim.max_ground_force(exclude=self._feet)
         return {
             "head_progress": progress,

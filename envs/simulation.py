@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Collection, Iterator
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
@@ -33,6 +34,19 @@ BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
 PYRAMIDAL = int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
 #: Reorders mj_objectVelocity's (angular, linear) into (linear, angular).
 LINEAR_FIRST = np.array([3, 4, 5, 0, 1, 2])
+
+
+
+class Actuation(NamedTuple):
+    """Live views of MuJoCo's arrays that the compiled reward terms read (a tuple, so that a kernel
+    call can unpack it)."""
+
+    force: np.ndarray  # actuator forces (N or N m), actuator order
+    force_limit: np.ndarray  # their limits, which wear lowers
+    qpos: np.ndarray  # the data's qpos
+    qvel: np.ndarray  # the data's qvel
+    qpos_adr: np.ndarray  # qpos addresses of the actuated joints, actuator order
+    qvel_adr: np.ndarray  # qvel addresses of the actuated joints, actuator order
 
 
 class Simulation:
@@ -75,8 +89,8 @@ class Simulation:
         self._sensor_slices = tuple(slice(end - size, end) for size, end in zip(sizes.values(), ends))
         self._sensor_size = ends[-1]
         #: qpos and qvel addresses of the actuated joints, actuator order.
-        self._actuated_qadr = consecutive(m.jnt_qposadr[m.actuator_trnid[:, 0]])
-        self._actuated_vadr = consecutive(m.jnt_dofadr[m.actuator_trnid[:, 0]])
+        actuated_qadr, actuated_vadr = m.jnt_qposadr[m.actuator_trnid[:, 0]], m.jnt_dofadr[m.actuator_trnid[:, 0]]
+        self._actuated_qadr, self._actuated_vadr = consecutive(actuated_qadr), consecutive(actuated_vadr)
         # Views of the data's arrays, read every step: MuJoCo allocates an MjData's arrays once, so
         # they stay valid and always show the current values.
         d = self.data
@@ -94,11 +108,9 @@ class Simulation:
         self._motion_arrays = (d.cvel, d.subtree_com, d.xipos, d.xpos, d.xquat)
         self._torso_root = int(m.body_rootid[self._torso])
         self._ctrl_shape = (m.nu,)  # of a joint-target vector (actuator order)
-        #: For compiled reward terms (``upright.envs.kernels``): live views of the actuator forces
-        #: (N or N m, actuator order), their limits (which wear lowers), ``qpos`` and ``qvel``, and
-        #: the actuated joints' qpos and qvel addresses (actuator order).
-        self.actuation = (self._actuator_force, self._force_limit, self._qpos, self._qvel,
-                          m.jnt_qposadr[m.actuator_trnid[:, 0]], m.jnt_dofadr[m.actuator_trnid[:, 0]])
+        #: For compiled reward terms (``upright.envs.kernels``): live views of the actuator state.
+        self.actuation = Actuation(self._actuator_force, self._force_limit, self._qpos, self._qvel, actuated_qadr,
+                                   actuated_vadr)
         self._wrench = np.zeros(6)  # mj_contactForce's output: force, then torque (contact frame)
         self._robot_bodies = np.array([b for b in range(m.nbody) if m.body_rootid[b] == self._torso])
         self._is_ground = m.geom_bodyid == 0
@@ -246,7 +258,7 @@ class Simulation:
         self._setpoint = self.servos.command(clipped, d.time, d.qpos)
         if self.unstable:
             return self.sensors()
-        push = self._random_push() + self.torso_force if self._push_scale > 0.0 else self.torso_force
+        push = self._period_force()
         if self.servos.has_play:
             self._step_with_play(push)
         elif self._impulses_act():
@@ -270,10 +282,11 @@ class Simulation:
         finally:
             self.impulses_on = True
 
-    def _random_push(self) -> np.ndarray:
-        """This control period's random horizontal force on the torso (N, world x/y): magnitude
-        uniform in [0, push scale / √n] for a period of n physics steps, direction uniform, held for
-        the whole period (zero without pushes).
+    def _period_force(self) -> np.ndarray:
+        """This control period's horizontal force on the torso (N, world x/y) besides the scheduled
+        impulses: :attr:`torso_force` plus a random push of magnitude uniform in [0, push scale / √n]
+        for a period of n physics steps, direction uniform, held for the whole period (no push, and
+        no draw, without pushes).
 
         A force drawn anew every physics step of ``dt`` with magnitude uniform in [0, F] gives a
         zero-mean impulse per control period ``T = n dt`` with per-axis variance ``n dt² F²/6``;
@@ -282,10 +295,10 @@ class Simulation:
         matched on, see :attr:`Conditions.push_force`) is unchanged, and the period runs as one
         batched ``mj_step(nstep)``."""
         if self._push_scale <= 0.0:
-            return np.zeros(2)
+            return self.torso_force
         magnitude = self.rng.uniform(0.0, self._push_scale / np.sqrt(self.n_substeps))
         angle = self.rng.uniform(0.0, 2.0 * np.pi)
-        return magnitude * np.array([np.cos(angle), np.sin(angle)])
+        return magnitude * np.array([np.cos(angle), np.sin(angle)]) + self.torso_force
 
     def _impulse_force(self, time: float, force: np.ndarray | None = None) -> np.ndarray:
         """``force`` (N, world x/y; default zero) plus the scheduled impulses acting at ``time`` (s)

@@ -348,8 +348,9 @@ class WalkEnv(UprightEnv):
         ``velocity`` (m/s, m/s, rad/s) and the ``posture`` after the step, weighted by
         :attr:`reward_scales`."""
         w = self.reward_scales
-        force, _, _, qvel, _, qvel_adr = self.sim.actuation
-        energy, slip = walk_effort_terms(force, qvel, qvel_adr, sensors.foot_pressure, self._loaded, *self._slip_arrays)
+        actuation = self.sim.actuation
+        energy, slip = walk_effort_terms(actuation.force, actuation.qvel, actuation.qvel_adr, sensors.foot_pressure,
+                                         self._loaded, *self._slip_arrays)
         (vx, vy, wz), (cx, cy, cz) = velocity.tolist(), self.command.tolist()
         dx, dy = vx - cx, vy - cy
         xy_error = dx * dx + dy * dy  # np.sum(Δ ** 2) of the two: NumPy squares an array by multiplying

@@ -26,14 +26,15 @@ def test_effort_terms_equal_the_numpy_means(robot):
         action = rng.choice([-1.0, -0.5, 0.5, 1.0], env.action_space.shape)  # targets at and near the limits
         env.step(action.astype(np.float32))
         load, q = u.sim.actuator_load(), u.sim.actuated_joint_pos()
-        force, limit, qpos, _, qpos_adr, _ = u.sim.actuation
-        torque, near, rate = effort_terms(force, limit, qpos, qpos_adr, u._near_low, u._near_high, action, last)
+        a = u.sim.actuation
+        torque, near, rate = effort_terms(a.force, a.force_limit, a.qpos, a.qpos_adr, u._near_low, u._near_high, action,
+                                          last)
         assert torque == pytest.approx(float(np.mean(load**2)), rel=1e-12)
         assert near == float(np.mean((q < u._near_low) | (q > u._near_high)))
         assert rate == pytest.approx(float(np.mean((action - last) ** 2)), rel=1e-12)
         # margins a quarter range inside the limits: the branch counts joints on both sides
         low, high = u._low + u._half / 2, u._high - u._half / 2
-        _, near, _ = effort_terms(force, limit, qpos, qpos_adr, low, high, action, last)
+        _, near, _ = effort_terms(a.force, a.force_limit, a.qpos, a.qpos_adr, low, high, action, last)
         assert near == float(np.mean((q < low) | (q > high)))
         near_seen = max(near_seen, near)
         last = action
@@ -58,8 +59,8 @@ def test_walk_effort_terms_equal_mujoco_site_velocities(robot):
             if load > loaded:
                 mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, int(site), velocity, 0)
                 slip += velocity[3] ** 2 + velocity[4] ** 2
-        force, _, _, qvel, _, qvel_adr = sim.actuation
-        energy, kernel_slip = walk_effort_terms(force, qvel, qvel_adr, pressure, loaded, u._sole_sites,
+        a = sim.actuation
+        energy, kernel_slip = walk_effort_terms(a.force, a.qvel, a.qvel_adr, pressure, loaded, u._sole_sites,
                                                 m.site_bodyid, m.body_rootid, d.site_xpos, d.cvel, d.subtree_com)
         assert energy == pytest.approx(float(np.abs(sim.actuator_power()).sum()), rel=1e-12)
         assert kernel_slip == pytest.approx(slip, rel=1e-9, abs=1e-15)
