@@ -254,12 +254,15 @@ def test_hand_designed_residual_adds_offsets_and_pitch_feedback(tmp_path):
         load_feedback_spec(str(custom))
 
 
-def test_the_wide_stance_puts_the_walking_feet_about_3_cm_further_apart():
-    """``feedback:nao-walk-wide-stance`` (the start of the shipped walk residual): 0.08 rad of hip
-    roll outwards on each leg of about 0.2 m, ankle roll back; walking in place, the soles land
-    about 2 × 1.6 cm further apart than the step_adjust walk's (measured in the simulation)."""
+@pytest.mark.parametrize("env_id, name", [("upright/NaoWalk-v0", "feedback:nao-walk-wide-stance"),
+                                          ("upright/WolfgangWalk-v0", "feedback:wolfgang-walk-wide-stance")])
+def test_the_wide_stance_puts_the_walking_feet_about_3_cm_further_apart(env_id, name):
+    """The wide stances: NAO's (the start of the shipped walk residual) 0.08 rad of hip roll
+    outwards on each leg of about 0.2 m, Wolfgang's 0.05 rad on legs of about 0.3 m, ankle roll
+    back; walking in place, the soles land about 2 × 1.5 cm further apart than the step_adjust
+    walk's (measured in the simulation), so the signs of each robot's hip roll axes are right."""
     def soles_apart(name: str) -> np.ndarray:
-        env = gym.make("upright/NaoWalk-v0", prior="step_adjust", command=(0.0, 0.0, 0.0), max_episode_seconds=3.0)
+        env = gym.make(env_id, prior="step_adjust", command=(0.0, 0.0, 0.0), max_episode_seconds=3.0)
         observation, info = env.reset(seed=0)
         policy = load_policy(name)
         policy.reset(env, 0)
@@ -270,9 +273,9 @@ def test_the_wide_stance_puts_the_walking_feet_about_3_cm_further_apart():
             left, right = (base.sim.data.site(site).xpos[1] for site in base.robot.sole_sites)
             apart.append(left - right)
         assert not terminated  # no fall
-        return np.array(apart[-80:])  # the last second (m)
+        return np.array(apart[-round(1.0 / base.robot.control_period):])  # the last second (m)
 
-    prior, wide = soles_apart("zero"), soles_apart("feedback:nao-walk-wide-stance")
+    prior, wide = soles_apart("zero"), soles_apart(name)
     assert 0.025 < wide.mean() - prior.mean() < 0.04
 
 
