@@ -36,7 +36,6 @@ PYRAMIDAL = int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
 LINEAR_FIRST = np.array([3, 4, 5, 0, 1, 2])
 
 
-
 class Actuation(NamedTuple):
     """Live views of MuJoCo's arrays that the compiled reward terms read (a tuple, so that a kernel
     call can unpack it)."""

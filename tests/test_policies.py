@@ -257,10 +257,10 @@ def test_hand_designed_residual_adds_offsets_and_pitch_feedback(tmp_path):
 @pytest.mark.parametrize("env_id, name", [("upright/NaoWalk-v0", "feedback:nao-walk-wide-stance"),
                                           ("upright/WolfgangWalk-v0", "feedback:wolfgang-walk-wide-stance")])
 def test_the_wide_stance_puts_the_walking_feet_about_3_cm_further_apart(env_id, name):
-    """The wide stances: NAO's (the start of the shipped walk residual) 0.08 rad of hip roll
-    outwards on each leg of about 0.2 m, Wolfgang's 0.05 rad on legs of about 0.3 m, ankle roll
-    back; walking in place, the soles land about 2 × 1.5 cm further apart than the step_adjust
-    walk's (measured in the simulation), so the signs of each robot's hip roll axes are right."""
+    """The wide stances, hip roll outwards on each leg and ankle roll back: NAO's 0.08 rad (the
+    start of the shipped walk residual), Wolfgang's 0.05 rad on its longer legs. Walking in place,
+    the soles land about 3 cm further apart than the step_adjust walk's (measured in the
+    simulation), so the signs of each robot's hip and ankle roll axes are right."""
     def soles_apart(name: str) -> np.ndarray:
         env = gym.make(env_id, prior="step_adjust", command=(0.0, 0.0, 0.0), max_episode_seconds=3.0)
         observation, info = env.reset(seed=0)
