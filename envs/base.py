@@ -164,6 +164,15 @@ class UprightEnv(gym.Env):
         s = self.sim.sensors()
         return StandingReference(float(s.fused[0]), float(s.fused[1]), self.sim.head_height())
 
+    def set_push_strength(self, fraction: float) -> None:
+        """Let ``fraction`` (0 to 1) of the conditions' continuous random push act on the torso from
+        the next step on; 1, the default, is the preset's ``push_force``. A training curriculum
+        (``hp.push_curriculum_start``) calls it on the training copies through ``env_method``.
+        ValueError for a fraction outside [0, 1]."""
+        if not (isinstance(fraction, numbers.Real) and 0.0 <= fraction <= 1.0):
+            raise ValueError(f"push strength must be a fraction in [0, 1], got {fraction!r}")
+        self.sim.push_strength = float(fraction)
+
     # ---------------------------------------------------------------- actions
     def action_from_targets(self, targets: np.ndarray) -> np.ndarray:
         """The normalised action (no prior) that commands joint ``targets`` (rad, actuator order)."""

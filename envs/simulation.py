@@ -146,6 +146,10 @@ class Simulation:
         self._push_scale = self.conditions.push_force * (
             self.total_mass / self.conditions.push_reference_mass if self.conditions.push_reference_mass else 1.0
         )
+        #: The fraction of the preset's random push that acts (1: the preset's ``push_force``). A
+        #: training curriculum raises it towards 1 (:meth:`UprightEnv.set_push_strength`); the
+        #: random numbers drawn do not depend on it.
+        self.push_strength = 1.0
 
     # ------------------------------------------------------------------ set-up
     def _sensor_slice(self, name: str) -> slice:
@@ -284,7 +288,7 @@ class Simulation:
     def _period_force(self) -> np.ndarray:
         """This control period's horizontal force on the torso (N, world x/y) besides the scheduled
         impulses: :attr:`torso_force` plus a random push of magnitude uniform in [0, push scale / √n]
-        for a period of n physics steps, direction uniform, held for the whole period (no push, and
+        times :attr:`push_strength` for a period of n physics steps, direction uniform, held for the whole period (no push, and
         no draw, without pushes).
 
         A force drawn anew every physics step of ``dt`` with magnitude uniform in [0, F] gives a
@@ -295,7 +299,7 @@ class Simulation:
         batched ``mj_step(nstep)``."""
         if self._push_scale <= 0.0:
             return self.torso_force
-        magnitude = self.rng.uniform(0.0, self._push_scale / np.sqrt(self.n_substeps))
+        magnitude = self.push_strength * self.rng.uniform(0.0, self._push_scale / np.sqrt(self.n_substeps))
         angle = self.rng.uniform(0.0, 2.0 * np.pi)
         return magnitude * np.array([np.cos(angle), np.sin(angle)]) + self.torso_force
 

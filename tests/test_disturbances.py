@@ -4,6 +4,7 @@ sensor noise against simulator truth, and servo strength (gain and bias, not onl
 
 from __future__ import annotations
 
+import gymnasium as gym
 import mujoco
 import numpy as np
 import pytest
@@ -75,6 +76,32 @@ def test_thesis_force_has_the_documented_statistics(play, monkeypatch):
     masses = {r: Simulation(r).total_mass for r in per_second}
     ratio = per_second["nao"] / per_second["wolfgang"]
     assert ratio == pytest.approx([masses["nao"] / masses["wolfgang"]] * 2, rel=0.06)
+
+
+def test_push_strength_scales_the_random_push_from_the_same_draws():
+    """``UprightEnv.set_push_strength``: the fraction of ``thesis``'s random push that acts. The
+    same seed draws the same directions and magnitudes at every strength (a curriculum changes the
+    force, not the episode's other random numbers), the pushes scale with it, 0 leaves none; a
+    fraction outside [0, 1] is named."""
+    pushes = {}
+    for strength in (1.0, 0.25, 0.0):
+        env = gym.make("upright/WolfgangGetUp-v0", conditions="thesis", start="standing")
+        env.unwrapped.set_push_strength(strength)
+        env.reset(seed=5)
+        steps = []
+        for _ in range(20):
+            env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+            steps.append(env.unwrapped.sim.torso_push())
+        pushes[strength] = np.array(steps)
+        env.close()
+    assert np.linalg.norm(pushes[1.0], axis=1).min() > 0.0
+    np.testing.assert_allclose(pushes[0.25], 0.25 * pushes[1.0], rtol=1e-12, atol=1e-12)
+    assert not pushes[0.0].any()
+    env = gym.make("upright/WolfgangGetUp-v0", conditions="thesis")
+    for bad in (1.5, -0.1, "half"):
+        with pytest.raises(ValueError, match=f"push strength must be a fraction in \\[0, 1\\], got {bad!r}"):
+            env.unwrapped.set_push_strength(bad)
+    env.close()
 
 
 def _floating(robot: str, conditions: Conditions, seed: int) -> Simulation:

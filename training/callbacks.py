@@ -6,6 +6,7 @@
   seeds as ``prior/*``, computed once), appends ``learning_curve.csv``, keeps ``best_model.zip``;
 - :class:`Checkpoints`: the model with its normalisation and replay buffer every N steps;
 - :class:`ActorWarmup`: the actor frozen for the first environment steps (critic warm-up);
+- :class:`PushCurriculum`: the conditions' random torso push ramped up over the first steps;
 - :class:`FiniteWeights`: a diverged optimiser stops the run after the update that broke it.
 
 Every file they write goes through :func:`~upright.policies.run_folder.write_atomically`, models with their companions through
@@ -235,6 +236,31 @@ class ActorWarmup(BaseCallback):
         return True
 
 
+class PushCurriculum(BaseCallback):
+    """A curriculum over the strength of the conditions' continuous random push
+    (``hp.push_curriculum_start``, ``hp.push_curriculum_steps``): the training copies feel
+    ``start`` of it at step 0, rising linearly to all of it at ``steps`` environment steps, set
+    before each rollout (:meth:`UprightEnv.set_push_strength`). The periodic evaluation's
+    environments are separate and always feel all of it; a resumed run goes on from its step count."""
+
+    def __init__(self, start: float, steps: int) -> None:
+        super().__init__()
+        self.start = start
+        self.steps = steps
+
+    def strength(self, step: int) -> float:
+        """The fraction of the push that acts at environment step ``step``."""
+        return self.start + (1.0 - self.start) * min(1.0, step / self.steps)
+
+    def _on_rollout_start(self) -> None:
+        strength = self.strength(self.num_timesteps)
+        self.training_env.env_method("set_push_strength", strength)
+        self.logger.record("curriculum/push_strength", strength)
+
+    def _on_step(self) -> bool:
+        return True
+
+
 class UpdateThreads(BaseCallback):
     """``threads`` torch threads while the model updates, one while it collects transitions
     (``hp.update_threads``): SB3 calls ``on_rollout_end`` just before each update and
@@ -257,5 +283,6 @@ class UpdateThreads(BaseCallback):
         return True
 
 
-__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "FiniteWeights", "RewardTerms", "UpdateThreads",
+__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "FiniteWeights", "PushCurriculum", "RewardTerms",
+           "UpdateThreads",
            "actor_parameters", "save_model_files", "weights_finite"]

@@ -43,8 +43,8 @@ from upright.policies.run import (check_pair, load_normalizer, model_steps, newe
 from upright.policies.algorithms import Algorithm, algo_class, algorithm, residual_start_names
 from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_config, plain,
                                          write_atomically, write_text_atomically)
-from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, FiniteWeights, RewardTerms,
-                                        UpdateThreads, save_model_files, weights_finite)
+from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, FiniteWeights, PushCurriculum,
+                                        RewardTerms, UpdateThreads, save_model_files, weights_finite)
 from upright.training.config import (IMITATE_DEFAULTS, check_counts, choose_vec_env, load_hyperparams, model_kwargs,
                                      next_run_dir)
 from upright.training.vec_env import TEACHER_INFO, check_env, make_train_env
@@ -558,6 +558,8 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
             callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
         if hp.get("update_threads", 1) > 1:
             callbacks.append(UpdateThreads(int(hp["update_threads"])))
+        if "push_curriculum_start" in hp:
+            callbacks.append(PushCurriculum(float(hp["push_curriculum_start"]), int(hp["push_curriculum_steps"])))
         remaining = config.steps - model.num_timesteps
         if remaining > 0:
             with unchecked_distributions():
