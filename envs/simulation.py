@@ -288,8 +288,8 @@ class Simulation:
     def _period_force(self) -> np.ndarray:
         """This control period's horizontal force on the torso (N, world x/y) besides the scheduled
         impulses: :attr:`torso_force` plus a random push of magnitude uniform in [0, push scale / √n]
-        times :attr:`push_strength` for a period of n physics steps, direction uniform, held for the whole period (no push, and
-        no draw, without pushes).
+        times :attr:`push_strength` for a period of n physics steps, direction uniform, held for the
+        whole period (no push, and no draw, without pushes).
 
         A force drawn anew every physics step of ``dt`` with magnitude uniform in [0, F] gives a
         zero-mean impulse per control period ``T = n dt`` with per-axis variance ``n dt² F²/6``;

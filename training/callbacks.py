@@ -284,5 +284,4 @@ class UpdateThreads(BaseCallback):
 
 
 __all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "FiniteWeights", "PushCurriculum", "RewardTerms",
-           "UpdateThreads",
-           "actor_parameters", "save_model_files", "weights_finite"]
+           "UpdateThreads", "actor_parameters", "save_model_files", "weights_finite"]

@@ -241,8 +241,8 @@ def check_values(algo: str, hp: Mapping[str, Any]) -> None:
         if key in values and not rule.valid(values[key]):
             raise ValueError(f"hp.{key} must be {rule.text}, got {values[key]!r}")
     if ("push_curriculum_start" in hp) != ("push_curriculum_steps" in hp):
-        raise ValueError("hp.push_curriculum_start and hp.push_curriculum_steps go together, got "
-                         f"{'only push_curriculum_start' if 'push_curriculum_start' in hp else 'only push_curriculum_steps'}")
+        missing = "push_curriculum_steps" if "push_curriculum_start" in hp else "push_curriculum_start"
+        raise ValueError(f"hp.push_curriculum_start and hp.push_curriculum_steps go together; hp.{missing} is missing")
     if algorithm(algo).batch_advantages and "batch_size" in hp and hp["batch_size"] < 2:
         raise ValueError(f"hp.batch_size must be >= 2 for {algo} (advantages are normalised per batch), "
                          f"got {hp['batch_size']!r}")
