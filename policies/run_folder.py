@@ -66,7 +66,9 @@ class TrainConfig:
     #: Environment keyword arguments that replace ``env_kwargs`` in the periodic evaluation (as
     #: rl-baselines3-zoo's ``eval_env_kwargs``): the task the policy is for, when training sees a
     #: wider distribution (e.g. ``start`` with extra standing starts). Loading and shipping the run
-    #: use the evaluation environment too. Empty: evaluate on the training environment.
+    #: use the evaluation environment too. Empty: evaluate on the training environment (but
+    #: :func:`~upright.training.train.resolve` adds ``command_focus_share`` 0 to a run whose
+    #: training focuses its walk commands).
     eval_env_kwargs: dict[str, Any] = field(default_factory=dict)
     checkpoint_every: int = 50_000
     progress: bool = True

@@ -103,6 +103,30 @@ def test_training_infos_carry_the_episode_not_every_step(vec_env):
     kept.close()
 
 
+def test_a_run_that_focuses_its_walk_commands_is_evaluated_on_the_plain_ranges(tmp_path):
+    """Training that draws half its walk commands from ``command_focus`` is evaluated (periodic
+    evaluation, checkpoint-selection, a shipped manifest: ``eval_kwargs_with_prior``) on the plain
+    command ranges: the same commands as an environment without any focus, seed by seed. An
+    explicit ``--eval-set command_focus_share`` is kept."""
+    walk = dict(env_id="upright/WolfgangWalk-v0", prior="step_adjust")
+    focus = {"command_focus": (0.15, 0.3, -0.1, 0.1, -0.5, 0.5), "command_focus_share": 0.5}
+    config = resolve(_config(tmp_path, **walk, env_kwargs={**SHORT, **focus}))
+    assert config.eval_env_kwargs == {"command_focus_share": 0.0}
+    envs = {name: gym.make(config.env_id, **kwargs).unwrapped for name, kwargs in (
+        ("training", config.env_kwargs_with_prior), ("evaluation", config.eval_kwargs_with_prior),
+        ("plain", {**SHORT, "prior": "step_adjust"}))}
+    commands = {name: [] for name in envs}
+    for seed in range(20):
+        for name, env in envs.items():
+            env.reset(seed=seed)
+            commands[name].append(env.command.copy())
+    np.testing.assert_array_equal(commands["evaluation"], commands["plain"])
+    assert not np.array_equal(commands["training"], commands["plain"])
+    kept = resolve(_config(tmp_path, **walk, env_kwargs={**SHORT, **focus}, eval_env_kwargs={"command_focus_share": 0.5}))
+    assert kept.eval_env_kwargs == {"command_focus_share": 0.5}
+    assert resolve(_config(tmp_path, **walk, env_kwargs=dict(SHORT))).eval_env_kwargs == {}
+
+
 def test_initial_residual_starts_the_policy_at_a_given_correction(tmp_path):
     """``hp.initial_residual``: the deterministic action is the residual of those joint offsets
     (the actuators' order of the robot), the rest stays zero; bad uses are refused by resolve."""

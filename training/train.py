@@ -130,6 +130,7 @@ def resolve(config: TrainConfig) -> TrainConfig:
     policy's weights), before anything is started."""
     algo = algorithm(config.algo)
     check_counts(config)
+    config = replace(config, eval_env_kwargs=evaluation_kwargs(config))
     hp = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file, config.hp_overrides)
     privileged = bool(hp.get("privileged_critic"))
     if privileged and not (algo.on_policy and algo.residual_start):
@@ -164,6 +165,17 @@ def resolve(config: TrainConfig) -> TrainConfig:
         env.close()
     return replace(config, hyperparams=hp, version=version("upright"), code=source_commit(),
                    vec_env=choose_vec_env(config.vec_env, config.n_envs))
+
+
+def evaluation_kwargs(config: TrainConfig) -> dict[str, Any]:
+    """``config.eval_env_kwargs``, with ``command_focus_share`` 0 added when training draws a share
+    of its walk commands from a ``command_focus`` box and the evaluation does not say otherwise:
+    the focus shapes what training sees, not the task the policy is judged on, so the periodic
+    evaluation, checkpoint-selection and a shipped policy's manifest use the plain command ranges.
+    ``--eval-set command_focus_share=P`` keeps P."""
+    if config.env_kwargs.get("command_focus_share") and "command_focus_share" not in config.eval_env_kwargs:
+        return {**config.eval_env_kwargs, "command_focus_share": 0.0}
+    return dict(config.eval_env_kwargs)
 
 
 def _check_model(config: TrainConfig, env: Any) -> None:
