@@ -17,11 +17,13 @@ from typing import NamedTuple
 import mujoco
 import numpy as np
 
-from upright.envs.conditions import Conditions, SampledConditions, get_conditions
+from upright.envs.conditions import (SERVO_PARAMETERS, Conditions, SampledConditions, check_servo_keys,
+                                     get_conditions, servo_entry)
 from upright.envs.kernels import (GROUND, IGNORED, clip_finite, heading_motion, max_ground_force, posture_values,
                                   read_sensors, sane_state)
 from upright.envs.numeric import consecutive, gather, norm
 from upright.envs.robots import RobotSpec, get_robot
+from upright.envs.sensing import SensingModel
 from upright.envs.sensors import Sensors, fused_tilt
 from upright.envs.servo import Servos
 from upright.envs.terrain import build_scene, randomize_turf
@@ -59,10 +61,17 @@ class Simulation:
     def __init__(self, robot: str | RobotSpec, conditions: str | Conditions | None = None) -> None:
         self.robot = get_robot(robot) if isinstance(robot, str) else robot
         self.conditions = get_conditions(conditions)
-        self.model = build_scene(self.robot, self.conditions).compile()
+        spec = build_scene(self.robot, self.conditions)
+        self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
         self._check_model()
         m, r = self.model, self.robot
+        #: Each actuator's servo class: the MJCF default class it takes its parameters from.
+        self.servo_classes = tuple(spec.actuator(name).classname.name for name in r.actuator_names)
+        #: dof addresses of the hinge joints (robot joint order) and the actuator each one follows.
+        self._joint_dofs = np.array([m.jnt_dofadr[m.joint(j).id] for j in r.joint_names])
+        self._joint_actuator = np.array(r.joint_actuator_index)
+        self._set_servo_parameters()
         self.n_substeps = int(round(r.control_period / m.opt.timestep))
         if not np.isclose(self.n_substeps * m.opt.timestep, r.control_period):
             raise ValueError(
@@ -123,13 +132,20 @@ class Simulation:
             "body_inertia": m.body_inertia.copy(),
             "body_ipos": m.body_ipos.copy(),
             "geom_friction": m.geom_friction.copy(),
+            "dof_damping": m.dof_damping.copy(),
+            "dof_armature": m.dof_armature.copy(),
+            "dof_frictionloss": m.dof_frictionloss.copy(),
         }
-        #: The mass scale and CoM offset the model's inertials were last set to (none yet).
-        self._inertial: tuple[float, tuple[float, ...]] | None = None
+        #: The mass scale, CoM offsets, torso mass and servo factors the model's inertials and
+        #: joints were last set to (none yet).
+        self._inertial: tuple[object, ...] | None = None
         self.total_mass = float(m.body_subtreemass[self._torso])
         #: The robot's weight (N): its mass times the model's gravity (along -z in every scene).
         self.weight = self.total_mass * abs(float(m.opt.gravity[2]))
         self.servos = Servos(m, r.control_period)
+        self.sensing = SensingModel(self._sensor_slices, self.conditions.joint_velocity, self.conditions.orientation)
+        #: Per joint (robot joint order), the encoder's zero offset (rad) this episode, or None.
+        self._joint_offset: np.ndarray | None = None
         self.rng = np.random.default_rng(0)
         self.sampled: SampledConditions | None = None
         self.unstable = False
@@ -157,6 +173,26 @@ class Simulation:
         sensor = self.model.sensor(name)
         start = int(sensor.adr[0])
         return slice(start, start + int(sensor.dim[0]))
+
+    def _set_servo_parameters(self) -> None:
+        """Replace the robot file's servo parameters by the conditions' ``servo_parameters`` (by
+        servo class or actuator name): the position gain (kp, its bias to match), the torque limit,
+        and the damping, armature and friction loss of every joint the actuator drives."""
+        m, r, params = self.model, self.robot, self.conditions.servo_parameters
+        check_servo_keys("servo_parameters", params, r.actuator_names, self.servo_classes, r.name)
+        for i, (name, servo_class) in enumerate(zip(r.actuator_names, self.servo_classes)):
+            entry = servo_entry(params, name, servo_class, r.name)
+            if entry is None:
+                continue
+            if entry.gain is not None:
+                m.actuator_gainprm[i, 0], m.actuator_biasprm[i, 1] = entry.gain, -entry.gain
+            if entry.torque is not None:
+                m.actuator_forcerange[i] = (-entry.torque, entry.torque)
+            dofs = self._joint_dofs[self._joint_actuator == i]
+            for parameter, array in (("damping", m.dof_damping), ("armature", m.dof_armature),
+                                     ("frictionloss", m.dof_frictionloss)):
+                if getattr(entry, parameter) is not None:
+                    array[dofs] = getattr(entry, parameter)
 
     def _check_model(self) -> None:
         m, r = self.model, self.robot
@@ -189,7 +225,7 @@ class Simulation:
             raise ValueError(f"unknown pose {pose!r} for {self.robot.name}; valid poses: {', '.join(self.robot.poses)}")
         m, d = self.model, self.data
         self.rng = np.random.default_rng(seed)
-        self.sampled = self.conditions.sample(self.robot.actuator_names, self.rng)
+        self.sampled = self.conditions.sample(self.robot.actuator_names, self.rng, self.servo_classes, self.robot.name)
         self._apply_sampled(self.sampled)
         if self.conditions.terrain == "turf":
             randomize_turf(m, self.rng)
@@ -214,12 +250,26 @@ class Simulation:
         m, nom = self.model, self._nominal
         bodies = self._robot_bodies
         m.geom_friction[:, 0] = nom["geom_friction"][:, 0] * s.friction_scale
-        inertial = (s.mass_scale, tuple(s.com_offset.tolist()))
+        factors = s.servo_factors
+        inertial = (s.mass_scale, tuple(s.com_offset.tolist()), s.torso_mass, tuple(s.torso_com_offset.tolist()),
+                    None if factors is None else factors.tobytes())
         if inertial == self._inertial:
-            return  # the masses and the constants derived from them are as the last reset left them
+            return  # the masses, joints and the constants derived from them are as the last reset left them
         m.body_mass[bodies] = nom["body_mass"][bodies] * s.mass_scale
         m.body_inertia[bodies] = nom["body_inertia"][bodies] * s.mass_scale
         m.body_ipos[bodies] = nom["body_ipos"][bodies] + s.com_offset
+        if s.torso_mass:
+            torso, mass = self._torso, float(m.body_mass[self._torso])
+            if mass + s.torso_mass <= 0.0:
+                raise ValueError(f"torso_mass {s.torso_mass:g} kg leaves the torso of {mass:g} kg without mass")
+            m.body_inertia[torso] *= (mass + s.torso_mass) / mass
+            m.body_mass[torso] = mass + s.torso_mass
+        m.body_ipos[self._torso] += s.torso_com_offset
+        dofs = self._joint_dofs
+        for column, parameter in enumerate(SERVO_PARAMETERS[2:], start=2):
+            array = getattr(m, f"dof_{parameter}")
+            array[dofs] = nom[f"dof_{parameter}"][dofs] * (1.0 if factors is None else
+                                                           factors[self._joint_actuator, column])
         mujoco.mj_setConst(m, self.data)
         self._inertial = inertial
 
@@ -239,6 +289,7 @@ class Simulation:
         self.servos.refill(d.ctrl)
         self._setpoint = d.ctrl.copy()
         self._last_command = d.ctrl.copy()
+        self.sensing.restart(self.sampled.sensor_latency_cycles)
         return self.sensors()
 
     def _lift_out_of_ground(self) -> None:
@@ -375,6 +426,15 @@ class Simulation:
             gyro += rng.normal(0.0, c.gyro_noise, 3)
         if c.accel_noise:
             accel += rng.normal(0.0, c.accel_noise, 3)
+        if c.pressure_noise:
+            pressure = values[at_pressure]
+            pressure += rng.normal(0.0, c.pressure_noise * self.weight, pressure.shape)
+            np.maximum(pressure, 0.0, out=pressure)
+        if self._joint_offset is not None:
+            joint_pos -= self._joint_offset
+        if self.sensing.active:
+            values = self.sensing.process(float(self.data.time), values)
+            joint_pos, gyro, accel = values[at_pos], values[at_gyro], values[at_accel]
         return Sensors(
             time=float(self.data.time),
             joint_pos=joint_pos,
@@ -425,8 +485,14 @@ class Simulation:
         """Set the time to zero and refill the delay queue with the current set-points, e.g. after a
         pre-roll that brought the robot into its start state; wear windows count from here."""
         self.data.time = 0.0
-        self.servos.reset(self.sampled.wear, self.robot.delay_cycles + self.sampled.extra_delay_cycles, self.data.ctrl)
+        sampled = self.sampled
+        factors, offset = sampled.servo_factors, sampled.zero_offset
+        self.servos.reset(sampled.wear, self.robot.delay_cycles + sampled.extra_delay_cycles, self.data.ctrl,
+                          gain=None if factors is None else factors[:, 0],
+                          torque=None if factors is None else factors[:, 1], offset=offset)
+        self._joint_offset = None if offset is None else offset[self._joint_actuator]
         self._last_command = self.data.ctrl.copy()
+        self.sensing.restart(sampled.sensor_latency_cycles)
         return self.sensors()
 
     def torso_push(self) -> np.ndarray:
