@@ -18,18 +18,11 @@ Unstiffened (``off``) joints have no error.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
+from upright.baselines.common.joint_errors import JointErrorEstimator, applied_error
 from upright.baselines.keyframe.library import CompensationEntry
-
-
-def applied_error(raw: np.ndarray, previous_raw: np.ndarray, factor: float = 3.0) -> np.ndarray:
-    """Equations 3 and 4: the predicted error, used only where it is closer to zero than ``raw``."""
-    raw = np.asarray(raw, dtype=float)
-    predicted = factor * (raw - np.asarray(previous_raw, dtype=float)) + raw
-    return np.where(predicted * raw <= 0.0, 0.0, np.where(np.abs(predicted) < np.abs(raw), predicted, raw))
 
 
 def entry_percent(entry: CompensationEntry, error: float) -> float:
@@ -61,43 +54,4 @@ def compensation(entries: Sequence[CompensationEntry], raw: np.ndarray, applied:
     return out
 
 
-class JointErrorEstimator:
-    """Keeps the requests of the last ``delay`` cycles and computes the errors of eqs. 2–4.
-
-    Call :meth:`update` with the measured angles at the start of a cycle, then :meth:`push` with
-    the request sent in that cycle (NaN where the joint is unstiffened: no error then)."""
-
-    def __init__(self, size: int, delay: int) -> None:
-        if delay < 1:
-            raise ValueError(f"delay must be >= 1 cycle, got {delay!r}")
-        self.size = size
-        self.delay = delay
-        self._requests: deque[np.ndarray] = deque(maxlen=delay)
-        self.raw = np.zeros(size)
-        self.previous_raw = np.zeros(size)
-        self.applied = np.zeros(size)
-
-    def reset(self, measured: np.ndarray) -> None:
-        """Start with the measured angles as the past requests (no error)."""
-        self._requests.clear()
-        for _ in range(self.delay):
-            self._requests.append(np.array(measured, dtype=float))
-        self.raw = np.zeros(self.size)
-        self.previous_raw = np.zeros(self.size)
-        self.applied = np.zeros(self.size)
-
-    @property
-    def delayed_request(self) -> np.ndarray:
-        """The request sent ``delay`` cycles ago (expected to be executed now)."""
-        return self._requests[0]
-
-    def update(self, measured: np.ndarray) -> None:
-        """Equation 2 (raw error) and equations 3–4 (applied error) for this cycle."""
-        self.previous_raw = self.raw
-        raw = self.delayed_request - np.asarray(measured, dtype=float)
-        self.raw = np.where(np.isnan(raw), 0.0, raw)
-        self.applied = applied_error(self.raw, self.previous_raw)
-
-    def push(self, request: np.ndarray) -> None:
-        """Remember this cycle's request."""
-        self._requests.append(np.array(request, dtype=float))
+__all__ = ["JointErrorEstimator", "applied_error", "compensation", "entry_percent"]

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from upright.baselines import register_controller
+from upright.baselines.common.joint_errors import compensation_gains, compensation_offset
 from upright.baselines.common.params import Params
 from upright.baselines.keyframe.compensation import JointErrorEstimator, compensation
 from upright.baselines.keyframe.library import (
@@ -101,6 +102,9 @@ class KeyframeParams(Params):
     #: every block. A rise can keep its own timing where the tempo would make it fail, while the
     #: motions that bring the robot into position (rolling over, pulling the legs in) go faster.
     tempo_blocks: tuple[str, ...] = ()
+    #: Multiplies the gain of the blocks' self-compensation (the library's ``self_compensation``:
+    #: joints compensating their own error, ours); 0 is the paper's engine.
+    self_compensation_scale: float = 1.0
 
     def __post_init__(self) -> None:
         if not self.tempo > 0.0:
@@ -167,6 +171,12 @@ class KeyframeController:
         if unknown:
             raise ValueError(f"KeyframeParams.tempo_blocks: unknown block {unknown[0]!r} for {robot.name}; "
                              f"valid: {', '.join(self.lib.blocks)}")
+        #: Per block with a self-compensation: its factor per actuator (p times the scale) and its
+        #: dead band (deg).
+        self._self_compensation = {
+            name: (compensation_gains(block.self_compensation, robot) * self.params.self_compensation_scale,
+                   float(np.rad2deg(block.self_compensation.dead_band)))
+            for name, block in self.lib.blocks.items() if block.self_compensation is not None}
         self.nu = len(robot.actuator_names)
         self.dt = robot.control_period
         self.model = RobotModel(robot)
@@ -552,9 +562,12 @@ class KeyframeController:
         self.request = request
         self.errors.push(np.where(off, np.nan, request))
         out = request
+        own = self._self_compensation.get(self.block.name) if self.block is not None else None
+        if own is not None:
+            out = request + compensation_offset(self.errors.applied, *own)
         if self.params.stiffness:
             s = np.clip(self.stiff / 100.0, 0.0, 1.0)
-            out = self.meas + s * (request - self.meas)
+            out = self.meas + s * (out - self.meas)
         return np.deg2rad(np.clip(out, self._lo, self._hi))
 
     def _state_machine(self, t: float) -> np.ndarray:

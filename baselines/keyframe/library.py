@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from upright.baselines.common.data import read_yaml
+from upright.baselines.common.joint_errors import JointCompensationParams
 from upright.baselines.spline.motion import smoothstep5
 from upright.envs.robots import RobotSpec
 
@@ -154,6 +155,9 @@ class Block:
     name: str
     stiffness: np.ndarray  # percent per actuator, NaN = keep
     keyframes: tuple[Keyframe, ...]
+    #: Joints that compensate their own error in this block's keyframes (eq. 1 with p_γ for γ = j;
+    #: the file gives the dead band in degrees, this holds it in rad), or None.
+    self_compensation: JointCompensationParams | None = None
 
 
 @dataclass(frozen=True)
@@ -289,7 +293,14 @@ def load_library(robot: RobotSpec, path: str | Path | None = None) -> MotionLibr
                 if i is not None and percent >= 0:
                     stiff[i] = float(percent)
         interp = spec.get("interpolation", "linear")
-        blocks[name] = Block(name, stiff, tuple(keyframe(k, interp, name) for k in spec["keyframes"]))
+        own = spec.get("self_compensation")
+        if own is not None:
+            unknown = [j for j in own["joints"] if j not in robot.actuator_names]
+            if unknown:
+                raise ValueError(f"block {name!r}: self_compensation names unknown joints {unknown}")
+            own = JointCompensationParams(float(own["gain"]), tuple(own["joints"]),
+                                          float(np.deg2rad(own.get("dead_band", 0.0))))
+        blocks[name] = Block(name, stiff, tuple(keyframe(k, interp, name) for k in spec["keyframes"]), own)
     motions = {}
     for name, spec in data["motions"].items():
         for b in spec["blocks"]:

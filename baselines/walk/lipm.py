@@ -30,6 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from upright.baselines import register_controller
+from upright.baselines.common.joint_errors import JointCompensation, JointCompensationParams
 from upright.baselines.common.params import Params
 from upright.baselines.walk.com_observer import ComObserver
 from upright.baselines.walk.ik_samples import SampledJoints
@@ -75,6 +76,9 @@ class LipmParams(Params):
     first_support: int = 1
     #: Speed feedback from the robot's odometry (ours, :mod:`~upright.baselines.walk.odometry`).
     feedback: FeedbackParams = FeedbackParams()
+    #: Joint-error compensation of the legs (the stand-up paper's eq. 1–4, applied to the walk:
+    #: :mod:`~upright.baselines.common.joint_errors`): the walk keeps its plan on softer servos.
+    compensation: JointCompensationParams = JointCompensationParams()
     #: Sagittal gyro balance: the support sole's pitch (rad) per rad/s of the low-passed torso
     #: pitch rate (B-Human 2013 rotates the feet by the torso's rate error, gyroStateGain), and
     #: the low-pass ratio (old share per cycle). 0: off.
@@ -217,10 +221,17 @@ class LipmWalk:
         self._gyro_y = 0.0
         self._walking = False
         self._diagnostics: tuple | None = None
+        self._compensation = JointCompensation(p.compensation, self.robot)
+        self._compensation.reset(sensors)
         self.status = "working"
 
     def step(self, sensors: Sensors) -> np.ndarray:
-        """Joint targets (rad, actuator order) for this cycle."""
+        """Joint targets (rad, actuator order) for this control cycle: the walk's plan, with the
+        joint-error compensation (``params.compensation``) added."""
+        return self._compensation.apply(sensors, self._plan(sensors))
+
+    def _plan(self, sensors: Sensors) -> np.ndarray:
+        """The walk's joint requests (rad, actuator order) for this control cycle."""
         p = self.params
         t = sensors.time - self._t0
         dt = sensors.time - self._last_time

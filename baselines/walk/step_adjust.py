@@ -43,6 +43,7 @@ from typing import ClassVar
 import numpy as np
 
 from upright.baselines import register_controller
+from upright.baselines.common.joint_errors import JointCompensation, JointCompensationParams
 from upright.baselines.common.params import Params
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import clip, quat_matrix
@@ -162,6 +163,9 @@ class StepAdjustParams(Params):
     leveling: LevelingParams
     #: Speed feedback from the robot's odometry (ours, :mod:`~upright.baselines.walk.odometry`).
     feedback: FeedbackParams = FeedbackParams()
+    #: Joint-error compensation of the legs (the stand-up paper's eq. 1–4, applied to the walk:
+    #: :mod:`~upright.baselines.common.joint_errors`): the walk keeps its plan on softer servos.
+    compensation: JointCompensationParams = JointCompensationParams()
     #: Control cycles per leg IK solution while walking; the targets of the cycles between are
     #: continued linearly from the last two solutions (:mod:`~upright.baselines.walk.ik_samples`).
     #: 1: every cycle.
@@ -302,10 +306,17 @@ class StepAdjustWalk:
         #: Joint requests of the last ``delay_cycles + 1`` frames (the oldest is what the servos follow now).
         self._requests: deque[np.ndarray] = deque([self._walk_joints.copy()], maxlen=self.robot.delay_cycles + 1)
         self._samples = SampledJoints(p.ik_period)
+        self._compensation = JointCompensation(p.compensation, self.robot)
+        self._compensation.reset(sensors)
         self.status = "working"
 
     def step(self, sensors: Sensors) -> np.ndarray:
-        """Joint targets (rad, actuator order) for this control cycle."""
+        """Joint targets (rad, actuator order) for this control cycle: the walk's plan, with the
+        joint-error compensation (``params.compensation``) added."""
+        return self._compensation.apply(sensors, self._plan(sensors))
+
+    def _plan(self, sensors: Sensors) -> np.ndarray:
+        """The walk's joint requests (rad, actuator order) for this control cycle."""
         dt = self.robot.control_period
         self._time += dt
         p = self.params
