@@ -4,8 +4,9 @@ NumPy only, no torch and no stable-baselines3, as on a robot.
 An export folder holds ``policy.onnx`` (observation in, action out: the observation normalisation
 and the action clip are inside the graph), ``policy.yml`` (the spec: environment, observation
 layout, action, prior, control period, delay, held-out numbers, the graph's SHA-256) and
-``example_io.npz`` (observations of real episodes with the actions the graph must give them);
-``docs/export.md`` describes them. :class:`ExportedActor` runs the graph; :class:`OnnxPolicy` is
+``example_io.npz`` (observations of real episodes with the actions the graph must give them) and,
+for a policy with a prior, ``prior_vectors.npz`` (the prior's inputs and targets in the same
+episodes); ``docs/export.md`` describes them. :class:`ExportedActor` runs the graph; :class:`OnnxPolicy` is
 the same as a :class:`~upright.policies.base.Policy`, and ``upright eval --policy onnx:DIR`` runs it
 in the environment of its spec (:func:`export_env`).
 """

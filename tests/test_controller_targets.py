@@ -11,7 +11,9 @@ targets (rad, actuator order). The test feeds the recorded inputs to a fresh con
 in the environments, and asserts every cycle's targets within 1e-9 rad of the recorded ones. No
 physics runs in the test, so the check does not depend on the machine's floating point last bits
 amplified over an episode; the tolerance leaves room for the last-bit differences of the
-controllers' own arithmetic (trigonometry, the model's kinematics) between CPUs.
+controllers' own arithmetic (trigonometry, the model's kinematics) between CPUs. Recording and
+replay are :mod:`upright.policies.controller_record`'s, with which ``upright export`` also writes
+a trained residual's prior vectors.
 
 A deliberate change of a controller (its parameters, its algorithm) changes the targets: record
 again with ``python tests/test_controller_targets.py`` and say so in the commit. A change of the
@@ -30,7 +32,7 @@ import pytest
 import upright  # noqa: F401  (registers the ids)
 from upright.baselines import baseline_entry, make_controller
 from upright.envs.registration import env_id
-from upright.envs.sensors import Sensors
+from upright.policies.controller_record import ControllerEpisode, record_controller_episode
 
 RECORDING = Path(__file__).with_name("data") / "controller_targets.npz"
 SEED = 3
@@ -51,7 +53,6 @@ EPISODES: dict[tuple[str, str], tuple[float, str | None]] = {
     ("step_adjust", "nao"): (3.0, None),
     ("step_adjust", "wolfgang"): (3.0, None),
 }
-FIELDS = tuple(Sensors.__dataclass_fields__)
 TOLERANCE = 1e-9  # rad
 
 
@@ -66,42 +67,18 @@ def _record(name: str, robot: str) -> dict[str, np.ndarray]:
     seconds, start = EPISODES[name, robot]
     options = {"start": start} if task == "getup" else {"command": COMMAND}
     env = gym.make(env_id(robot, task), conditions="competition", max_episode_seconds=seconds, **options)
-    _, info = env.reset(seed=SEED)
-    controller = make_controller(name, robot, task)
-    recording = {_key(name, robot, "seed"): np.array(SEED)}
-    if "command" in info:
-        command = np.array(info["command"], dtype=float)
-        recording[_key(name, robot, "command")] = command
-        controller.set_command(command.copy())
-    controller.reset(info["sensors"], np.random.default_rng(SEED))
-    inputs: dict[str, list[np.ndarray]] = {f: [] for f in FIELDS}
-    targets = []
-    while True:
-        sensors = info["sensors"]
-        for f in FIELDS:  # copied before the controller sees them
-            inputs[f].append(np.array(getattr(sensors, f), dtype=np.float64))
-        targets.append(np.array(controller.step(sensors), dtype=np.float64))
-        _, _, terminated, truncated, info = env.step(env.unwrapped.action_from_targets(targets[-1]))
-        if terminated or truncated:
-            break
-    env.close()
-    recording.update({_key(name, robot, f): np.array(values) for f, values in inputs.items()})
-    recording[_key(name, robot, "targets")] = np.array(targets)
-    return recording
+    try:
+        return record_controller_episode(env, make_controller(name, robot, task), SEED).arrays(_key(name, robot, ""))
+    finally:
+        env.close()
 
 
 def _replay(name: str, robot: str, recording) -> np.ndarray:
     """A fresh controller's targets (cycles, nu) for the recorded inputs, fed as
     :class:`~upright.policies.builtin.ControllerPolicy` feeds them: the command (walks), then
     ``reset`` with the first cycle's sensors, then ``step`` every cycle."""
-    columns = {f: recording[_key(name, robot, f)] for f in FIELDS}
-    cycles = [Sensors(**{f: (float(v[i]) if f == "time" else v[i].copy()) for f, v in columns.items()})
-              for i in range(len(columns["time"]))]
-    controller = make_controller(name, robot, baseline_entry(name).task)
-    if _key(name, robot, "command") in recording:
-        controller.set_command(recording[_key(name, robot, "command")].copy())
-    controller.reset(cycles[0], np.random.default_rng(int(recording[_key(name, robot, "seed")])))
-    return np.array([controller.step(sensors) for sensors in cycles], dtype=np.float64)
+    episode = ControllerEpisode.from_arrays(recording, _key(name, robot, ""))
+    return episode.replay(make_controller(name, robot, baseline_entry(name).task))
 
 
 @pytest.mark.parametrize("name, robot", list(EPISODES))

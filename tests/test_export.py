@@ -27,6 +27,7 @@ from upright.policies.registry import load_policy
 from upright.policies.run import load_run_policy, zoo_names
 from upright.training.export import (COMPILED_NN_OPERATORS, EXAMPLE_TOLERANCE, HELD_OUT_SEED, build_export, record,
                                      zoo_export_dir)
+from upright.training.export_spec import PRIOR_PYTHON_TOLERANCE, PRIOR_VECTORS_FILE, replay_prior_vectors
 
 ENV = "upright/WolfgangGetUp-v0"
 #: A PPO run of 128 steps on the spline prior with 16-unit layers; the actor's last layer is not
@@ -109,6 +110,30 @@ def test_export_writes_graph_spec_and_examples(relu_run, relu_export):
     assert np.abs(sb3).max() > 1e-3  # a graph of zeros would pass the parity check trivially
     np.testing.assert_allclose(examples["action"], sb3, rtol=0, atol=1e-5)
     assert sum(p.stat().st_size for p in relu_export.iterdir()) < MAX_EXPORT_BYTES
+    assert {"joints", "kinematics_check", "prior_vectors"} <= set(spec) and "semantics" in spec["observation"]
+    assert spec["observation"]["semantics"]["trained_with"]["joint_velocity"] == "exact"  # lab: no conditions given
+
+
+def test_prior_vectors_are_the_examples_episodes_and_reproduce(relu_export):
+    """``prior_vectors.npz`` holds the episodes the examples come from, from their first cycle: the
+    examples' observations are the recorded Sensors and prior targets of their step (float32), and
+    a fresh prior built from the spec answers the recorded inputs with the recorded targets."""
+    spec = yaml.safe_load((relu_export / SPEC_FILE).read_text())
+    names = [row["name"] for row in spec["observation"]["layout"]]
+    columns = {block: [i for i, name in enumerate(names) if name.startswith(f"{block}.")]
+               for block in ("joint_pos", "joint_vel", "joint_target", "foot_pressure", "prior_target")}
+    replayed = replay_prior_vectors(relu_export)
+    assert [episode.seed for episode, _ in replayed] == [HELD_OUT_SEED, HELD_OUT_SEED + 1]
+    for episode, targets in replayed:
+        np.testing.assert_allclose(targets, episode.targets, rtol=0, atol=PRIOR_PYTHON_TOLERANCE)
+        assert episode.sensors["time"][0] == 0.0 and episode.cycles == 101  # reset and 1 s of 10 ms steps
+    examples = _examples(relu_export)
+    for observation, seed, step in zip(examples["observation"], examples["seed"], examples["step"]):
+        episode = replayed[int(seed) - HELD_OUT_SEED][0]
+        recorded = {**{block: episode.sensors[block][step] for block in columns if block != "prior_target"},
+                    "prior_target": episode.targets[step]}
+        for block, index in columns.items():
+            np.testing.assert_array_equal(observation[index], recorded[block].astype(np.float32), err_msg=block)
 
 
 def test_compiled_nn_export_uses_only_compiled_nn_operators(relu_run, relu_export, tmp_path):
@@ -269,8 +294,9 @@ def test_observation_from_sensors_is_the_environments_observation(env_id, kwargs
 @pytest.mark.parametrize("name", zoo_names())
 def test_shipped_export_matches_what_the_command_writes(name):
     """The committed ``policies/zoo/NAME/onnx/`` is what ``upright export --zoo`` writes now: the
-    same operators, weights and spec (the examples' episodes are not rerun here), and each
-    committed file is intact and small."""
+    same operators, weights and spec (the examples' and prior vectors' episodes are not rerun
+    here), and each committed file is intact and small (the prior vectors:
+    ``tests/test_export_spec.py``)."""
     directory = zoo_export_dir(name)
     export = build_export(f"zoo:{name}")
     committed = onnx.load(directory / GRAPH_FILE)
@@ -282,7 +308,9 @@ def test_shipped_export_matches_what_the_command_writes(name):
     spec = yaml.safe_load((directory / SPEC_FILE).read_text())
     assert spec["model"].pop("sha256") == sha256_bytes((directory / GRAPH_FILE).read_bytes())
     assert spec == {**export.spec, "model": {k: v for k, v in export.spec["model"].items() if k != "sha256"}}
-    assert sum(p.stat().st_size for p in directory.iterdir()) < MAX_EXPORT_BYTES
+    files = {p.name: p.stat().st_size for p in directory.iterdir()}
+    assert set(files) == {GRAPH_FILE, SPEC_FILE, EXAMPLES_FILE, PRIOR_VECTORS_FILE}
+    assert sum(size for file, size in files.items() if file != PRIOR_VECTORS_FILE) < MAX_EXPORT_BYTES
 
 
 @pytest.mark.parametrize("name", zoo_names())

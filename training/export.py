@@ -10,12 +10,17 @@ What is written (``docs/export.md`` describes the files for the robot side):
   pair ``hi + lo`` so that centring keeps float64's accuracy where a mean is large against its
   spread), the actor (its Linear layers and activations; the Gaussian's mean is the deterministic
   action) and SB3's clip of the action to the action space.
-- ``policy.yml``: the spec (:func:`build_spec`): robot, task, control period and actuation delay,
-  the observation layout index by index, the action (what it adds to, residual scale, clip, joint
-  order), the prior and the exact parameters it ran with, the training and evaluation conditions
-  and the held-out numbers of the manifest, the package version and the graph's SHA-256.
+- ``policy.yml``: the spec (:func:`build_export`): robot, task, the timing (control period, the
+  actuation delay the policy was trained with, the order of calls), the joints and kinematic check
+  values, the observation layout index by index with what each block is in the simulator and on
+  the robot, the action (what it adds to, residual scale, clip, joint order), the prior and the
+  exact parameters it ran with, its test vectors, the training and evaluation conditions and the
+  held-out numbers of the manifest, the package version and the graph's SHA-256
+  (:mod:`~upright.training.export_spec` writes the robot-side sections).
 - ``example_io.npz``: observations of real episodes on held-out seeds with the actions the graph
   gives them (``observation``, ``action``, and the ``seed`` and ``step`` each observation came from).
+- ``prior_vectors.npz`` (a policy with a prior): the same episodes whole, every cycle's inputs of
+  the prior and its targets, which a port of the prior must reproduce.
 
 The graph is built with ``onnx.helper`` from the actor's weights rather than traced with
 ``torch.onnx``: the installed torch's default exporter needs ``onnxscript`` and its legacy
@@ -54,6 +59,9 @@ from upright.policies.run import (ZOO_PREFIX, is_run_policy, load_run_policy, ru
                                   zoo_names)
 from upright.policies.run_folder import load_run_config
 from upright.policies.sb3 import ModelPolicy
+from upright.training.export_spec import (PRIOR_VECTORS_FILE, joints_spec, kinematics_check, observation_semantics,
+                                          prior_cycle_inputs, prior_vectors_spec, record_prior_vectors, timing_spec,
+                                          training_conditions)
 
 if TYPE_CHECKING:
     import onnx
@@ -70,7 +78,8 @@ COMPILED_NN_OPERATORS = frozenset({"Add", "BatchNormalization", "Cast", "Clip", 
 #: First seed of the episodes the examples come from: held out from training (episode seeds in
 #: [0, 2^31)) and model selection, the seeds of the manifests' evaluation (``trained-residuals``).
 HELD_OUT_SEED = 3_000_000_000
-#: Episodes recorded for ``example_io.npz`` and the observations kept, evenly spaced over their steps.
+#: Episodes recorded for ``example_io.npz`` (and whole for ``prior_vectors.npz``) and the observations
+#: kept, evenly spaced over their steps.
 EXAMPLE_EPISODES = 2
 EXAMPLES = 256
 #: Largest difference (normalised action units) a robot-side implementation of the graph may have
@@ -302,7 +311,7 @@ def action_spec(env: UprightEnv) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Export:
     """What :func:`build_export` makes of a trained policy: the graph, the spec, and what
-    records the examples (the SB3 policy and its evaluation environment)."""
+    records the examples and the prior vectors (the SB3 policy and its evaluation environment)."""
 
     graph: onnx.ModelProto
     spec: dict[str, Any]
@@ -337,24 +346,18 @@ def build_export(name: str, ops: str = "default") -> Export:
         manifest_path = run_dir / "manifest.yml"
         manifest = yaml.safe_load(manifest_path.read_text()) if manifest_path.is_file() else {}
         robot = base.robot
-        conditions = base.sim.conditions
-        delay = robot.delay_cycles + conditions.extra_delay_cycles
+        trained = training_conditions(config.env_kwargs)
+        calls = prior_cycle_inputs(base)
         spec = {
             "policy": {"name": label, "source": name, "model_file": model_path.name,
                        "model_steps": int(policy.model.num_timesteps), "algo": config.algo},
             "robot": robot.name,
             "task": base.task,
-            "environment": {"id": config.env_id, "kwargs": jsonable(env_kwargs), "conditions": conditions.to_dict()},
-            "timing": {
-                "control_period_s": robot.control_period,
-                # the robot's own delay and the conditions' fixed extra: what the policy was trained with
-                "actuation_delay_cycles": delay,
-                "actuation_delay_jitter_cycles": conditions.delay_jitter_cycles,
-                "meaning": (f"a target commanded in cycle t reaches the servos in cycle t + {delay}"
-                            + (f" (+ 0..{conditions.delay_jitter_cycles} more, drawn per episode)"
-                               if conditions.delay_jitter_cycles else "")
-                            + f"; one cycle is {robot.control_period * 1000:g} ms"),
-            },
+            "environment": {"id": config.env_id, "kwargs": jsonable(env_kwargs),
+                            "conditions": base.sim.conditions.to_dict()},
+            "timing": timing_spec(base, trained, residual=base.prior is not None, calls=calls),
+            "joints": joints_spec(robot),
+            "kinematics_check": kinematics_check(robot),
             "observation": {
                 "size": base.observation_space.shape[0], "dtype": "float32", "input": f"{INPUT_NAME} [batch, n]",
                 "built_by": "upright.envs.sensors.observation_from_sensors",
@@ -363,6 +366,7 @@ def build_export(name: str, ops: str = "default") -> Export:
                 **({"epsilon": float(normalizer.epsilon), "clip_obs": float(normalizer.clip_obs)}
                    if normalizer is not None else {}),
                 "layout": observation_layout(base),
+                "semantics": observation_semantics(base, trained),
             },
             "action": {"output": f"{OUTPUT_NAME} [batch, size]", "dtype": "float32", **action_spec(base)},
             "prior": None if base.prior is None else {
@@ -370,6 +374,8 @@ def build_export(name: str, ops: str = "default") -> Export:
                 "params": jsonable(dataclasses.asdict(base.prior.params)) if hasattr(base.prior, "params") else None,
                 "code": f"upright {upright.__version__}" + (f", commit {config.code}" if config.code else ""),
             },
+            "prior_vectors": None if base.prior is None else prior_vectors_spec(
+                env_kwargs["prior"], EXAMPLE_EPISODES, HELD_OUT_SEED, calls),
             "training": {
                 "env_kwargs": jsonable(config.env_kwargs_with_prior), "algo": config.algo, "seed": config.seed,
                 "total_steps": manifest.get("total_steps", config.steps),
@@ -462,7 +468,8 @@ def _prepare_out(out: Path) -> None:
 def write_export(export: Export, out: str | Path) -> Path:
     """Write ``export`` into the folder ``out`` (replacing an earlier export there) with
     :data:`EXAMPLES` observations (or every one, when there are fewer) of :data:`EXAMPLE_EPISODES`
-    episodes from :data:`HELD_OUT_SEED`; returns ``out``."""
+    episodes from :data:`HELD_OUT_SEED` and, for a policy with a prior, the prior's vectors of the
+    same episodes; returns ``out``."""
     out = Path(out)
     _prepare_out(out)
     graph = export.graph.SerializeToString()
@@ -482,6 +489,9 @@ def write_export(export: Export, out: str | Path) -> Path:
         np.savez_compressed(temporary / EXAMPLES_FILE, observation=observations, action=run_graph(graph, observations),
                             seed=np.asarray(recorded.seeds, dtype=np.int64)[chosen],
                             step=np.asarray(recorded.steps, dtype=np.int64)[chosen])
+        if spec["prior_vectors"] is not None:
+            np.savez_compressed(temporary / PRIOR_VECTORS_FILE, **record_prior_vectors(
+                export.policy, export.env_id, export.env_kwargs, EXAMPLE_EPISODES, HELD_OUT_SEED))
         if out.exists():
             os.replace(out, old)
         os.replace(temporary, out)
