@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import NamedTuple
 
 import mujoco
@@ -56,12 +56,21 @@ class Simulation:
     Args:
         robot: a robot name (:data:`~upright.envs.robots.ROBOT_NAMES`) or a :class:`RobotSpec`.
         conditions: a preset name or a :class:`Conditions` (default ``lab``).
+        edit: changes the scene's :class:`mujoco.MjSpec` before it compiles, for a model other
+            than the free-moving robot (the identification's robot hanging with its torso fixed,
+            :func:`upright.tuning.identify.hang`). It keeps the robot's joints, actuators and
+            keyframes; :meth:`reset`'s ``height_offset`` and its lift out of the ground move the
+            free joint's z, so an edit that removes the free joint keeps the robot off the ground
+            and resets with ``height_offset`` 0.
     """
 
-    def __init__(self, robot: str | RobotSpec, conditions: str | Conditions | None = None) -> None:
+    def __init__(self, robot: str | RobotSpec, conditions: str | Conditions | None = None, *,
+                 edit: Callable[[mujoco.MjSpec], None] | None = None) -> None:
         self.robot = get_robot(robot) if isinstance(robot, str) else robot
         self.conditions = get_conditions(conditions)
         spec = build_scene(self.robot, self.conditions)
+        if edit is not None:
+            edit(spec)
         self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
         self._check_model()

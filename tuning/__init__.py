@@ -9,7 +9,9 @@ episodes through the shared runner.
 * :mod:`.storage`: SQLite by default, a journal file for local workers, any RDB URL; heartbeat and retry;
 * :mod:`.study`: :func:`optimize` and the trial loop;
 * :mod:`.summary`: best trial, Pareto front, Figure 4's measures, ``best_params.yaml``, plots;
-* :mod:`.protocols`: the papers' measurements as ``upright experiment optimize-*`` protocols.
+* :mod:`.protocols`: the papers' measurements as ``upright experiment optimize-*`` protocols;
+* :mod:`.identify`: ``upright identify``, servo parameters fitted to a robot's recorded joint
+  trajectories with CMA-ES (``docs/identify.md``).
 
 The training sweeps (:mod:`upright.training.sweep`) reuse the space format, storages and trial
 loop. ``docs/optimize.md`` is the user guide.

@@ -1,7 +1,8 @@
 """The ``upright`` command line: ``info``, ``view``, ``bench``, ``report`` (the main job), ``eval``,
 ``video``, ``experiment`` (a paper's protocol by name), ``optimize`` (controller parameters),
-``train`` (residual or from-scratch policies), ``ship`` (a trained policy into the zoo), ``export``
-(a trained policy as ONNX with its robot-side spec), ``soak``
+``identify`` (servo parameters fitted to a robot's joint logs), ``train`` (residual or from-scratch
+policies), ``ship`` (a trained policy into the zoo), ``export`` (a trained policy as ONNX with its
+robot-side spec), ``soak``
 (random and extreme actions everywhere, counting exceptions, non-finite values and blow-ups) and
 ``check-same`` (a refactoring's bit-identity on this machine against a git revision)."""
 
@@ -18,9 +19,9 @@ from typing import Any
 
 import upright  # noqa: F401  (selects the GL backend before mujoco renders)
 from upright.envs.base import load_params_file
-from upright.envs.conditions import PRESETS, TERRAINS
+from upright.envs.conditions import PRESETS, SERVO_PARAMETERS, TERRAINS
 from upright.envs.render import RenderingUnavailable
-from upright.envs.robots import ROBOT_NAMES
+from upright.envs.robots import ROBOT_NAMES, get_robot
 from upright.eval.bench.speed import format_bench, format_parts, run_bench, run_parts
 from upright.eval.comparison import prior_alone
 from upright.eval.experiments import experiments, run_experiment
@@ -273,6 +274,44 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_identify(args: argparse.Namespace) -> int:
+    # optuna: only this command
+    from upright.tuning.identify import (EXCITATION_AMPLITUDE, excitation, identify, read_recording,
+                                         write_identification, write_recording)
+
+    if args.robot is None:
+        raise ValueError(f"give --robot ({', '.join(ROBOT_NAMES)})")
+    robot = get_robot(args.robot)
+    if args.excite:
+        if args.log is not None:
+            raise ValueError(f"--excite writes a schedule to play; it reads no LOG, got {args.log!r}")
+        if args.seconds is None or args.out is None:
+            raise ValueError("--excite needs --seconds and --out FILE (.npz or .csv)")
+        schedule = excitation(robot, args.seconds, joints=tuple(args.joints) if args.joints else None,
+                              amplitude=EXCITATION_AMPLITUDE if args.amplitude is None else args.amplitude)
+        path = write_recording(schedule, args.out)
+        print(f"wrote {path}: {len(schedule.time)} targets of {len(schedule.joints)} joints, one per control period of "
+              f"{robot.control_period} s; play it on the robot hanging on a stand and log the measured angles "
+              "(docs/identify.md)")
+        return 0
+    if args.seconds is not None or args.joints or args.amplitude is not None:
+        raise ValueError("--seconds, --joints and --amplitude are options of --excite")
+    if args.log is None:
+        raise ValueError("give a LOG to identify servo parameters from, or --excite to write a schedule to record")
+    parameters = tuple(args.parameters.split(",")) if args.parameters else SERVO_PARAMETERS
+    recording = read_recording(args.log)
+    out = Path(args.out) if args.out else Path("results", "identify", f"{robot.name}-{Path(args.log).stem}")
+    result = identify(recording, robot, per=args.per, parameters=parameters, trials=args.trials, seed=args.seed,
+                      max_extra_delay=args.max_delay, progress=True)
+    yaml_path, png_path = write_identification(result, recording, out, command=args.command_line)
+    for group, values in result.parameters.items():
+        print(f"{group}: " + ", ".join(f"{p} {v:.4g} (x{result.factors[group][p]:.3f})" for p, v in values.items()))
+    print(f"extra delay {result.extra_delay_cycles} control cycles; mean squared tracking error "
+          f"{result.model_error:.3g} rad^2 with our model, {result.error:.3g} with the fit")
+    print(f"wrote {yaml_path} and {png_path}")
+    return 0
+
+
 #: ``upright train`` options and the :class:`~upright.policies.run_folder.TrainConfig` fields they set.
 _TRAIN_FIELDS = {"env": "env_id", "prior": "prior", "algo": "algo", "steps": "steps", "n_envs": "n_envs",
                  "seed": "seed", "hyperparams": "hyperparams_file", "out": "out", "name": "name", "init": "init",
@@ -419,7 +458,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     else:
         paths = [export(args.policy, args.out, args.ops)]
     for path in paths:
-        print(f"wrote {path}/ (policy.onnx, policy.yml, example_io.npz)")
+        print(f"wrote {path}/ ({', '.join(sorted(f.name for f in path.iterdir() if f.is_file()))})")
     return 0
 
 
@@ -543,6 +582,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="environment keyword arguments and params.KEY overrides held fixed in every trial")
     p.set_defaults(func=_cmd_optimize)
+
+    p = sub.add_parser("identify", help="fit servo parameters to a robot's recorded joint trajectories (or, with "
+                                        "--excite, write a schedule to record them with); docs/identify.md")
+    p.add_argument("log", nargs="?", default=None,
+                   help="recording: .npz (time, joints, target, measured) or .csv (time,joint,target,measured)")
+    p.add_argument("--robot", default=None, help=f"robot: {', '.join(ROBOT_NAMES)}")
+    p.add_argument("--per", default="class", help="class: one set of parameters per servo class (default); joint: "
+                                                   "one per joint")
+    p.add_argument("--parameters", default=None, metavar="P,P",
+                   help="parameters to fit, comma-separated (default: gain,torque,damping,armature,frictionloss; "
+                        "the others keep the model's values)")
+    p.add_argument("--trials", type=int, default=300, help="CMA-ES trials per extra delay (default: 300)")
+    p.add_argument("--max-delay", type=int, default=3,
+                   help="extra command delays tried: 0..N control cycles on top of the robot's own (default: 3)")
+    p.add_argument("--seed", type=int, default=0, help="sampler seed (default: 0)")
+    p.add_argument("--out", default=None, help="output folder (default: results/identify/ROBOT-LOG); --excite: the "
+                                               "schedule file (.npz or .csv)")
+    p.add_argument("--excite", action="store_true",
+                   help="write a schedule of chirps and sines within the joint limits for the robot to play")
+    p.add_argument("--seconds", type=float, default=None, help="--excite: length of the schedule (s)")
+    p.add_argument("--joints", nargs="+", default=None, metavar="NAME",
+                   help="--excite: the joints to move (default: every actuator)")
+    p.add_argument("--amplitude", type=float, default=None,
+                   help="--excite: largest amplitude (rad) about the standing pose (default: 0.3)")
+    p.set_defaults(func=_cmd_identify)
 
     p = sub.add_parser("train", help="train a residual (--prior) or from-scratch policy with stable-baselines3",
                        description="Options left out take the defaults below for a new run; --resume keeps the "
