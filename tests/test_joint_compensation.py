@@ -15,9 +15,9 @@ from upright.envs.robots import get_robot
 from upright.envs.sensors import Sensors
 
 
-def _sensors(joint_pos: np.ndarray, nu: int) -> Sensors:
+def _sensors(joint_pos: np.ndarray, joint_target: np.ndarray) -> Sensors:
     zeros = np.zeros(3)
-    return Sensors(0.0, joint_pos, np.zeros_like(joint_pos), np.zeros(nu), zeros, zeros, np.array([1.0, 0, 0, 0]),
+    return Sensors(0.0, joint_pos, np.zeros_like(joint_pos), joint_target, zeros, zeros, np.array([1.0, 0, 0, 0]),
                    np.zeros(4), np.zeros(8))
 
 
@@ -27,25 +27,31 @@ def test_offset_has_a_dead_band():
     np.testing.assert_allclose(compensation_offset(applied, np.full(5, 2.0), 0.05), [-0.1, 0.0, 0.0, 0.0, 0.3])
 
 
-def test_a_steady_error_is_given_back_after_the_delay():
-    """A joint that stays 0.1 rad below its request: after the robot's delay the compensated request
-    is the plan plus p times the error (eq. 4's prediction is the error itself when it is steady)."""
+def test_a_steady_error_is_given_back_and_a_residual_is_not_taken_for_one():
+    """A joint that stays 0.1 rad below what was sent: after the robot's delay the compensated
+    request is the plan plus p times the error (eq. 4's prediction is the error itself when it is
+    steady). An offset added after the walk (a residual's) that the joint follows is no error."""
     robot = get_robot("wolfgang")
     nu = len(robot.actuator_names)
     knee = robot.actuator_names.index("LKnee")
-    comp = JointCompensation(JointCompensationParams(gain=0.5, joints=("LKnee",)), robot)
+    joint = robot.actuated_joint_index[knee]
     plan = np.zeros(nu)
     plan[knee] = 1.0
-    measured = np.zeros(len(robot.joint_names))
-    comp.reset(_sensors(measured, nu))
-    measured[robot.actuated_joint_index[knee]] = 0.9
-    out = [comp.apply(_sensors(measured, nu), plan) for _ in range(robot.delay_cycles + 3)]
-    np.testing.assert_array_equal(np.delete(out[-1], knee), 0.0)
-    assert out[-1][knee] == pytest.approx(1.0 + 0.5 * 0.1)
+    for residual, lag in ((0.0, 0.1), (0.2, 0.0)):
+        comp = JointCompensation(JointCompensationParams(gain=0.5, joints=("LKnee",)), robot)
+        measured = np.zeros(len(robot.joint_names))
+        sent = np.zeros(nu)
+        comp.reset(_sensors(measured, sent))
+        for _ in range(robot.delay_cycles + 3):
+            sent = comp.apply(_sensors(measured, sent), plan)
+            sent[knee] += residual
+            measured[joint] = plan[knee] + residual - lag
+        np.testing.assert_array_equal(np.delete(sent, knee), 0.0)
+        assert sent[knee] == pytest.approx(1.0 + residual + 0.5 * lag)
     # Off (gain 0): the plan itself, the same object.
     off = JointCompensation(JointCompensationParams(), robot)
-    off.reset(_sensors(measured, nu))
-    assert off.apply(_sensors(measured, nu), plan) is plan
+    off.reset(_sensors(measured, sent))
+    assert off.apply(_sensors(measured, sent), plan) is plan
     with pytest.raises(ValueError, match="LKnees"):
         compensation_gains(JointCompensationParams(gain=1.0, joints=("LKnees",)), robot)
 

@@ -81,7 +81,7 @@ def test_heading_motion_equals_the_torso_velocity_turned_by_its_yaw(robot):
     last_xy = d.xpos[torso, :2].copy()
     velocity = np.zeros(6)
     yaws = []
-    for _ in range(250):
+    for _ in range(300):
         env.step(np.zeros(env.action_space.shape, np.float32))
         before = last_xy.copy()
         heading, distance = sim.torso_heading_motion(last_xy)

@@ -4,6 +4,7 @@ pitches, and NAO walking forward in the real simulation."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -194,11 +195,15 @@ def _lab_walk(robot: str) -> tuple[list, list[int]]:
 
 
 def _configured(robot: str, configuration: str):
-    """The step_adjust walk of ``robot`` in the paper's ``configuration`` at :data:`LAB_COMMAND`."""
+    """The step_adjust walk of ``robot`` in the paper's ``configuration`` at :data:`LAB_COMMAND`,
+    as the paper has it: without our joint-error compensation (which answers soft servos, not the
+    torso's pitch)."""
     from upright.baselines import make_controller
+    from upright.baselines.common.joint_errors import JointCompensationParams
 
+    params = StepAdjustParams.load(robot).with_configuration(configuration)
     walk = make_controller("step_adjust", robot, "walk",
-                           params=StepAdjustParams.load(robot).with_configuration(configuration))
+                           params=dataclasses.replace(params, compensation=JointCompensationParams()))
     walk.set_command(np.array(LAB_COMMAND))
     return walk
 

@@ -83,8 +83,8 @@ class JointCompensationParams:
     """Joint-error compensation of a walk (eq. 1 with one factor for every compensated joint)."""
 
     #: p: the fraction of each compensated joint's applied error (eqs. 3–4, rad) added to its
-    #: target (0: off). The error is measured against the walk's own plan, not the compensated
-    #: request, so a steady servo error e becomes e / (1 + p).
+    #: target (0: off). The error is measured against what was sent less the compensation itself
+    #: (:class:`JointCompensation`), so a steady servo error e becomes e / (1 + p).
     gain: float = 0.0
     #: The compensated actuators, by name (empty: none).
     joints: tuple[str, ...] = ()
@@ -116,7 +116,11 @@ class JointCompensation:
     """:class:`JointCompensationParams` applied to a walk's joint requests on ``robot``.
 
     ``reset`` with the first measurements, then ``apply`` once per control cycle to the request
-    the walk planned (rad, actuator order)."""
+    the walk planned (rad, actuator order). The request a joint's error is measured against is
+    what was sent (``Sensors.joint_target``, the last cycle's targets after everything added to
+    the walk's, e.g. a residual policy's offsets) less the compensation this walk added: so a
+    residual's offsets reach the joints through soft servos as the walk's own plan does, instead
+    of being taken for servo errors and compensated away."""
 
     def __init__(self, params: JointCompensationParams, robot: RobotSpec) -> None:
         self._gain = compensation_gains(params, robot)
@@ -128,15 +132,17 @@ class JointCompensation:
     def reset(self, sensors: Sensors) -> None:
         """Start without error: the measured angles as the past requests."""
         self._errors.reset(sensors.joint_pos[self._actuated])
+        self._offset = np.zeros(len(self._gain))
 
     def apply(self, sensors: Sensors, request: np.ndarray) -> np.ndarray:
         """``request`` (rad, actuator order) with each compensated joint's applied error times the
-        gain added; the error of the next cycles is measured against ``request``."""
+        gain added (the offset, kept to take it out of the next cycle's ``joint_target``)."""
         if not self.active:
             return request
+        self._errors.push(sensors.joint_target - self._offset)
         self._errors.update(sensors.joint_pos[self._actuated])
-        self._errors.push(request)
-        return request + compensation_offset(self._errors.applied, self._gain, self._dead_band)
+        self._offset = compensation_offset(self._errors.applied, self._gain, self._dead_band)
+        return request + self._offset
 
 
 __all__ = ["JointCompensation", "JointCompensationParams", "JointErrorEstimator", "applied_error",

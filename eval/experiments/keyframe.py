@@ -66,9 +66,10 @@ class WornHipConditions(Conditions):
     weak_joints: tuple[str, ...] = tuple(ABLATION["weak_joints"])
     strength: tuple[float, float] = _pair(ABLATION["strength"])
 
-    def sample(self, joint_names: tuple[str, ...], rng: np.random.Generator) -> SampledConditions:
+    def sample(self, joint_names: tuple[str, ...], rng: np.random.Generator,
+               servo_classes: tuple[str, ...] | None = None, robot: str = "") -> SampledConditions:
         """Draw this episode's wear (see the class docstring); everything else as ``lab``."""
-        base = super().sample(joint_names, rng)
+        base = super().sample(joint_names, rng, servo_classes, robot)
         wear = dict(zip(joint_names, base.wear))
         if rng.random() < 0.5:
             wear[self.worn_joint] = Wear(lag=float(rng.uniform(*self.hyp_lag)))
