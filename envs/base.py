@@ -13,6 +13,7 @@ Action: one value in [-1, 1] per actuator. Without a prior it maps linearly onto
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 from collections.abc import Callable, Mapping
@@ -111,8 +112,8 @@ class UprightEnv(gym.Env):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"unknown render_mode {render_mode!r}; valid: {', '.join(self.metadata['render_modes'])}")
         for name, value in (("max_episode_seconds", max_episode_seconds), ("residual_scale", residual_scale)):
-            if not isinstance(value, numbers.Real) or not value > 0:
-                raise ValueError(f"{name} must be a number > 0, got {value!r}")
+            if not isinstance(value, numbers.Real) or not 0 < value < math.inf:  # an endless episode never returns
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
         self.robot = get_robot(robot)
         self.sim = Simulation(self.robot, conditions)
         self.prior = _resolve_prior(prior, self.robot, self.task, prior_params)

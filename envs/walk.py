@@ -22,6 +22,9 @@ from upright.envs.rewards import WalkRewardScales
 from upright.envs.sensors import Sensors
 
 DEFAULT_COMMAND_RANGES = ((-0.2, 0.3), (-0.1, 0.1), (-0.5, 0.5))
+#: The largest command a walk takes: |vx|, |vy| in m/s and |yaw rate| in rad/s, far beyond any humanoid's
+#: walk; a larger one is a typo or a unit mix-up (mm/s, deg/s) that would only make every episode a fall.
+COMMAND_LIMITS = (10.0, 10.0, 20.0)
 #: What a residual action may move (``residual_on``): the prior's joint targets or its step targets.
 RESIDUAL_ON = ("joints", "steps")
 #: Default widths of the tracking rewards' Gaussians: m/s for (vx, vy), rad/s for the yaw rate.
@@ -30,20 +33,31 @@ TRACKING_YAW_WIDTH = 0.5
 
 
 def _command_vector(command: Any) -> np.ndarray:
-    """``command`` as a float array (vx m/s, vy m/s, yaw rate rad/s); ValueError naming anything else."""
+    """``command`` as a float array (vx m/s, vy m/s, yaw rate rad/s); ValueError naming anything else
+    or a component beyond :data:`COMMAND_LIMITS`."""
     try:
         vector = np.asarray(command, dtype=float)
     except (TypeError, ValueError):
         vector = None
     if vector is None or vector.shape != (3,) or not np.all(np.isfinite(vector)):
         raise ValueError(f"command must be three finite numbers (vx, vy, yaw rate), got {command!r}")
+    _check_command_limits(vector, "command", command)
     return vector
+
+
+def _check_command_limits(values: np.ndarray, name: str, given: Any) -> None:
+    """ValueError naming ``name`` and its value ``given`` when a command component of ``values``
+    (shape (3,) or (3, 2): vx, vy, yaw rate along the first axis) is beyond :data:`COMMAND_LIMITS`."""
+    limits = np.asarray(COMMAND_LIMITS).reshape(3, *([1] * (values.ndim - 1)))
+    if np.any(np.abs(values) > limits):
+        raise ValueError(f"{name} must stay within ±{COMMAND_LIMITS[0]:g} m/s (vx, vy) and ±{COMMAND_LIMITS[2]:g} "
+                         f"rad/s (yaw rate), got {given!r}")
 
 
 def _command_box(value: Any, name: str) -> np.ndarray:
     """``value`` as a (3, 2) float array of (low, high) per command component (vx m/s, vy m/s, yaw
     rate rad/s): three pairs, or six numbers in that order (the form ``--set`` writes); ValueError
-    naming ``name`` for anything else or a low above its high."""
+    naming ``name`` for anything else, a low above its high or a bound beyond :data:`COMMAND_LIMITS`."""
     try:
         box = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -52,6 +66,7 @@ def _command_box(value: Any, name: str) -> np.ndarray:
         box = box.reshape(3, 2)
     if box is None or box.shape != (3, 2) or not np.all(np.isfinite(box)) or np.any(box[:, 0] > box[:, 1]):
         raise ValueError(f"{name} must be three (low, high) pairs (vx, vy, yaw rate) or six numbers, got {value!r}")
+    _check_command_limits(box, name, value)
     return box
 
 

@@ -17,7 +17,7 @@ from upright.envs.conditions import Conditions, get_conditions
 from upright.eval.machine import machine, machine_line
 from upright.eval.runner import EvalRun
 from upright.eval.tables import Column, Table, jsonable, mean_min_max, print_tables, rate, vector, wilson_interval
-from upright.policies.run_folder import CURVE_COLUMNS
+from upright.policies.run_folder import CURVE_COLUMNS, write_text_atomically
 
 Record = dict[str, Any]
 
@@ -183,15 +183,16 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 def write_results(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
-    """Write ``out/results.json`` (with the machine it ran on) and ``out/results.md``; returns both
+    """Write ``out/results.json`` (with the machine it ran on) and ``out/results.md``, each atomically
+    (a crash or a full disk leaves the earlier file or none, never a truncated one); returns both
     paths."""
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "results.json", out / "results.md"
     host = machine()
-    json_path.write_text(json.dumps({**result, "machine": host}, indent=2) + "\n")
+    write_text_atomically(json_path, json.dumps({**result, "machine": host}, indent=2) + "\n")
     failed = "".join(f"\nEpisode {f['episode']} (seed {f['seed']}) failed: {f['error']}\n"
                      for f in result.get("failed", []))
-    md_path.write_text(markdown_table(result) + "\n" + failed + machine_line(host) + "\n")
+    write_text_atomically(md_path, markdown_table(result) + "\n" + failed + machine_line(host) + "\n")
     return json_path, md_path
 
 

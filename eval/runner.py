@@ -369,6 +369,8 @@ def run_episodes(
         raise ValueError(f"episodes must be >= 1, got {episodes!r}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0 (episode i is seeded seed + i), got {seed!r}")
     check_env_id(env_id)
     env_kwargs = dict(env_kwargs or {})
     check_env_kwargs(env_id, env_kwargs)

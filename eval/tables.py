@@ -27,6 +27,7 @@ import numpy as np
 
 from upright.envs.conditions import Conditions
 from upright.eval.machine import machine, machine_line
+from upright.policies.run_folder import write_text_atomically
 
 #: The text of a missing value.
 MISSING = "—"
@@ -222,19 +223,20 @@ def write_tables(tables: Sequence[Table], out: Path, name: str, *, command: str 
     """Write ``out/results.json`` (``name``, ``command``, the machine, the tables with raw rows,
     ``data``) and ``out/results.md`` (a ``# name`` page with the command, the machine and the
     tables); with ``docs`` (a folder, e.g. ``docs/results``) also ``docs/<name>.md``, the same page.
-    Returns the paths."""
+    Each file is written atomically (a crash or a full disk leaves the earlier file or none, never a
+    truncated one). Returns the paths."""
     out.mkdir(parents=True, exist_ok=True)
     host = machine()
     result = {"name": name, "command": command, "machine": host, "tables": [t.to_json() for t in tables],
               "data": jsonable(data)}
     page = page_head(name, command, host) + [t.markdown() for t in tables]
     paths = [out / "results.json", out / "results.md"]
-    paths[0].write_text(json.dumps(result, indent=2) + "\n")
-    paths[1].write_text("\n".join(page))
+    write_text_atomically(paths[0], json.dumps(result, indent=2) + "\n")
+    write_text_atomically(paths[1], "\n".join(page))
     if docs is not None:
         docs.mkdir(parents=True, exist_ok=True)
         paths.append(docs / f"{name}.md")
-        paths[-1].write_text("\n".join(page))
+        write_text_atomically(paths[-1], "\n".join(page))
     return paths
 
 

@@ -4,6 +4,8 @@ process dies on the spot (``os._exit``, as an out-of-memory kill would end a wor
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -33,4 +35,25 @@ class FailingPolicy(ZeroPolicy):
             if self.how == "exit":
                 os._exit(1)
             raise ValueError(f"policy broke in the episode of seed {self.seed}")
+        return super().act(observation, info)
+
+
+class OutlivingPolicy(FailingPolicy):
+    """:class:`FailingPolicy` whose process ends in the episode seeded ``seed`` while the other
+    episodes run: that episode makes the file ``marker`` just before its process ends, and every
+    other episode waits at its first step until the file exists and then ``linger`` s more (time
+    for the parent to see the death before the episode ends)."""
+
+    def __init__(self, seed: int, marker: str, linger: float = 0.5) -> None:
+        super().__init__(seed, "exit")
+        self.marker = marker
+        self.linger = linger
+
+    def act(self, observation: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+        if self.seed == self.fail_seed and self.steps == 4:  # the next step ends the process
+            Path(self.marker).touch()
+        elif self.seed != self.fail_seed and self.steps == 0:
+            while not Path(self.marker).exists():
+                time.sleep(0.01)
+            time.sleep(self.linger)
         return super().act(observation, info)

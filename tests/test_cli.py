@@ -77,6 +77,15 @@ SWEEP = ["train", "--sweep", str(Path(__file__).parent / "data" / "sweep-tiny.ym
     pytest.param([*SWEEP, "--steps", "10"], ["--steps", "space file"], id="sweep-train-option"),
     pytest.param(["train", "--env", "upright/NaoWalk-v0", "--trials", "2"], ["--trials", "--sweep"],
                  id="trials-without-sweep"),
+    pytest.param([*EVAL, "--policy", "zero", "--seed", "-1"], ["seed", "got -1"], id="eval-negative-seed"),
+    pytest.param(["experiment", "keyframe-ablation", "--episodes", "1", "--seed", "-1"], ["seed", "got -1"],
+                 id="experiment-negative-seed"),
+    pytest.param([*EVAL, "--policy", "zero", "--set", "max_episode_seconds=inf"], ["max_episode_seconds", "inf"],
+                 id="endless-episode"),
+    pytest.param([*EVAL, "--policy", "zero", "--set", "residual_scale=inf", "prior=keyframe"],
+                 ["residual_scale", "inf"], id="infinite-residual-scale"),
+    pytest.param(["eval", "--episodes", "1", "--env", "upright/NaoWalk-v0", "--policy", "zero", "--set",
+                  "command=1e9,0,0"], ["command", "1000000000.0"], id="command-absurd-speed"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, named, capsys, tmp_path):
     out = tmp_path / "out"
@@ -85,6 +94,12 @@ def test_bad_input_is_one_line_and_exit_2(args, named, capsys, tmp_path):
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert all(name in err for name in named) and "u:p@" not in err, err  # a URL's password is hidden
     assert not out.exists()
+
+
+def test_bench_refuses_no_steps(capsys):
+    assert main(["bench", "--steps", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "upright bench: error: --steps must be >= 1, got 0", err
 
 
 def test_view_writes_png_or_says_why(tmp_path, capsys):

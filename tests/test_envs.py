@@ -4,6 +4,8 @@ and the docstrings."""
 
 from __future__ import annotations
 
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -235,6 +237,26 @@ def test_bad_input_is_clear():
         env.step(np.zeros(5))
     with pytest.raises(ValueError, match="non-finite"):
         env.step(np.full(23, np.nan))
+
+
+@pytest.mark.parametrize("env_id, kwargs, message", [
+    ("upright/NaoGetUp-v0", {"max_episode_seconds": math.inf}, "must be a finite number > 0, got inf"),
+    ("upright/NaoWalk-v0", {"max_episode_seconds": math.nan}, "must be a finite number > 0, got nan"),
+    ("upright/WolfgangGetUp-v0", {"max_episode_seconds": -1.0}, "max_episode_seconds must be a finite number > 0"),
+    ("upright/NaoGetUp-v0", {"prior": "keyframe", "residual_scale": math.inf}, "residual_scale must be a finite number"),
+    ("upright/NaoGetUp-v0", {"prior": "keyframe", "residual_scale": math.nan}, "residual_scale must be a finite number"),
+    ("upright/NaoWalk-v0", {"command": (1e9, 0.0, 0.0)}, "command must stay within ±10 m/s (vx, vy) and ±20 rad/s"),
+    ("upright/WolfgangWalk-v0", {"command": (0.0, 0.0, -25.0)}, "got (0.0, 0.0, -25.0)"),
+    ("upright/NaoWalk-v0", {"command": (math.nan, 0.0, 0.0)}, "command must be three finite numbers"),
+    ("upright/NaoWalk-v0", {"command_ranges": ((0.0, 1e9), (0.0, 0.0), (0.0, 0.0))}, "command_ranges must stay within"),
+    ("upright/NaoWalk-v0", {"command_focus": ((0.0, 0.1), (-50.0, 0.0), (0.0, 0.0)), "command_focus_share": 0.5},
+     "command_focus must stay within"),
+])
+def test_numbers_that_hang_or_mislead_are_refused(env_id, kwargs, message):
+    """An endless episode, an infinite residual and a command no walk can follow (a unit mix-up) are
+    refused by ``gym.make``, naming the value."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        gym.make(env_id, **kwargs)
 
 
 @pytest.mark.parametrize("env_id", ["upright/WolfgangGetUp-v0", "upright/NaoWalk-v0"])

@@ -24,7 +24,7 @@ from upright.eval.settings import env_settings, parse_settings, parse_value, spl
 from upright.eval.tables import wilson_interval
 from upright.policies.builtin import ControllerPolicy, ZeroPolicy
 
-from failing import FailingPolicy
+from failing import FailingPolicy, OutlivingPolicy
 from interrupting import InterruptingPolicy
 
 SHORT = ["--set", "max_episode_seconds=1.5"]
@@ -218,6 +218,16 @@ def test_a_dead_worker_stops_the_run_and_keeps_the_finished_episodes():
     assert 0 in finished and set(finished) <= {0, 2, 3} and not run.interrupted
 
 
+def test_no_episode_starts_after_a_worker_died(tmp_path):
+    """A dead worker stops the run: the other worker finishes the episode it runs and starts no
+    further one. Episode 1's worker dies while episode 0 runs on the other (it waits for the death)."""
+    with deadline(120):
+        run = run_episodes(policy=OutlivingPolicy(11, str(tmp_path / "dying")), workers=2, keep_failed=True,
+                           **{**FAILING, "episodes": 6})
+    assert [failure["episode"] for failure in run.failed] == [1]
+    assert [record["episode"] for record in run.records] == [0]
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_an_episode_that_raises_is_reported_beside_the_finished_ones(workers):
     with deadline(120):
@@ -341,6 +351,26 @@ def test_stood_up_counts_an_upright_robot_that_is_not_still():
         fell.update(_posture(i * 0.01, 0.3, upright=i < 150))
     m = fell.episode_metrics(3.0, sim_unstable=False)
     assert m["stood_up"] is False and m["falls"] == 1
+
+
+def test_a_fall_or_a_blow_up_cancels_the_success():
+    """Standing still for the hold time is a success only while the robot has not fallen since and
+    the physics has not blown up: a later fall cancels the success itself (not only ``stood_up``),
+    and a blow-up cancels it in the episode's metrics."""
+    from upright.envs.metrics import GetUpTracker, StandingReference
+
+    ref = StandingReference(fused_pitch=0.0, fused_roll=0.0, head_height=0.5)
+    fell = GetUpTracker(ref, "prone")
+    for i in range(300):  # upright and still for 1.5 s (a success after 1 s), then fallen
+        fell.update(_posture(i * 0.01, 0.05, upright=i < 150))
+    m = fell.episode_metrics(3.0, sim_unstable=False)
+    assert not fell.success and m["success"] is False and m["time_to_stand"] is None and m["falls"] == 1
+    stood = GetUpTracker(ref, "prone")
+    for i in range(200):
+        stood.update(_posture(i * 0.01, 0.05))
+    assert stood.episode_metrics(2.0, sim_unstable=False)["success"] is True
+    m = stood.episode_metrics(2.0, sim_unstable=True)
+    assert m["success"] is False and m["time_to_stand"] is None and m["stood_up"] is False
 
 
 @pytest.mark.parametrize("upright_at, expected", [

@@ -18,11 +18,11 @@ import yaml
 from optuna.trial import TrialState
 
 from upright.baselines import default_params
-from upright.cli import main
+from upright.cli import command_line, main
 from upright.envs.base import load_params_file
 from upright.tuning import OptimizeConfig, load_space, optimize
 from upright.tuning.objectives import getup_components, parse_objective, walk_components
-from upright.tuning.storage import check_storage, default_storage, retried_trial
+from upright.tuning.storage import check_storage, default_storage, retried_trial, shown_storage
 
 #: Tiny trials: 1 short episode each (the controller does not finish: every trial fails fast).
 TINY = {"max_episode_seconds": 1.0}
@@ -88,6 +88,18 @@ def test_sqlite_refuses_parallel_workers(tmp_path):
     assert default_storage(tmp_path, 2).startswith("journal:")
     with pytest.raises(ValueError, match="database is locked"):
         check_storage(f"sqlite:///{tmp_path}/x.db", 2)
+
+
+def test_a_storage_url_is_shown_without_its_password():
+    assert shown_storage("postgresql://user:SECRET@host:5432/db") == "postgresql://user:***@host:5432/db"
+    assert shown_storage("storage=mysql://user:SECRET@host/db") == "storage=mysql://user:***@host/db"
+    assert shown_storage("postgresql://user@host/db") == "postgresql://user@host/db"
+    assert shown_storage("journal:out/study.journal") == "journal:out/study.journal"
+    recorded = command_line(["experiment", "optimize-workers", "--set", "storage=postgresql://u:SECRET@h/db"])
+    assert "SECRET" not in recorded and "storage=postgresql://u:***@h/db" in recorded
+    with pytest.raises(ValueError, match=r"u:\*\*\*@h") as refused:
+        check_storage("postgresql://u:SECRET@h:port/db", 1)
+    assert "SECRET" not in str(refused.value)
 
 
 def test_journal_trial_of_a_dead_local_worker_is_failed_and_retried(tmp_path):
@@ -219,6 +231,25 @@ def test_the_measurements_are_experiment_protocols(tmp_path, capsys):
 # ---------------------------------------------------------------- PostgreSQL
 def _python(code: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_a_database_password_reaches_no_output(postgres_url, tmp_path, capsys):
+    """The password of a ``--storage`` URL is in nothing ``upright optimize`` prints or writes into
+    ``--out``, nor in the errors that name the storage: a study of that name made for other settings,
+    a sweep to resume that the database does not hold."""
+    url = postgres_url.replace("postgres@", "postgres:SECRET@")  # the cluster trusts every password
+    study = ["optimize", "--controller", "spline", "--robot", "wolfgang", "--start", "back", "--sampler", "random",
+             "--objective", "STH", "--trials", "1", "--storage", url, "--set", "max_episode_seconds=1"]
+    assert main([*study, "--repetitions", "1", "--out", str(tmp_path / "first")]) == 0
+    assert main([*study, "--repetitions", "2", "--out", str(tmp_path / "other")]) == 2
+    assert main(["train", "--sweep", str(Path(__file__).parent / "data" / "sweep-tiny.yml"), "--resume",
+                 "--storage", url, "--out", str(tmp_path / "sweep")]) == 2
+    printed = capsys.readouterr()
+    assert "was made for" in printed.err and "no study" in printed.err and "postgres:***@" in printed.err
+    assert "postgres:***@" in (tmp_path / "first" / "summary.md").read_text()
+    for path in [p for p in tmp_path.rglob("*") if p.is_file()]:
+        assert b"SECRET" not in path.read_bytes(), path
+    assert "SECRET" not in printed.out + printed.err
 
 
 def test_two_workers_on_one_postgresql_study(postgres_url, tmp_path):

@@ -3,6 +3,7 @@ through the command, and bad input at every public entry point."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from types import MappingProxyType
 
 import gymnasium as gym
@@ -21,6 +23,7 @@ from upright import Conditions, Impulse, RandomWear, Wear
 from upright.cli import main
 from upright.eval.results import aggregate, result_conditions, write_results
 from upright.eval.runner import run_episodes
+from upright.eval.tables import Column, Table, write_tables
 
 # ---------------------------------------------------------------- conditions in results.json
 
@@ -167,6 +170,31 @@ def test_ctrl_c_with_several_workers_writes_the_finished_episodes(tmp_path):
     # far longer than the interrupt needs to arrive, short enough that 4 finish soon)
     assert all(r["steps"] == 300 and "success" in r for r in result["episodes_data"])
     assert "(interrupted)" in (out / "results.md").read_text() and b"wrote" in stdout
+
+
+def test_a_full_disk_leaves_the_earlier_result_files(tmp_path, monkeypatch):
+    """``results.json``/``results.md`` of ``upright eval`` and of an experiment (and its docs page)
+    are replaced whole: a write that fails part-way, as on a full disk, leaves the earlier files
+    as they were, never a truncated one, and no temporary file."""
+    result = aggregate(run_episodes("upright/NaoGetUp-v0", "zero", 1, env_kwargs={"max_episode_seconds": 0.1},
+                                    progress=False))
+    tables = [Table("t", [Column("a", "a")], [{"a": 1}])]
+    write_results(result, tmp_path / "eval")
+    write_tables(tables, tmp_path / "experiment", "t", docs=tmp_path / "docs")
+    before = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    assert len(before) == 5
+
+    def full_disk(path: Path, data: str, *args, **kwargs) -> int:
+        path.open("w").close()  # opened for writing, nothing fits
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(OSError):
+        write_results(result, tmp_path / "eval")
+    with pytest.raises(OSError):
+        write_tables(tables, tmp_path / "experiment", "t", docs=tmp_path / "docs")
+    monkeypatch.undo()
+    assert {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()} == before
 
 
 # ---------------------------------------------------------------- bad input, every entry point

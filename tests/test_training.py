@@ -396,6 +396,18 @@ def test_bad_configurations_name_the_bad_value(args, message, tmp_path, capsys):
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("name", ["../../escaped", "{tmp}/absolute", "", ".", "sub/run"])
+def test_a_run_name_is_one_folder_name(name, tmp_path, capsys):
+    """``--name`` names the run folder inside ``out/<env>/``: a path, an empty name, ``.`` or ``..``
+    is refused before anything starts (exit 2, one line naming it, nothing made)."""
+    name = name.format(tmp=tmp_path)
+    assert main(["train", "--env", ENV, "--out", str(tmp_path / "runs"), "--no-progress", "--steps", "64",
+                 "--eval-every", "0", "--name", name]) == 2
+    err = capsys.readouterr().err
+    assert f"got {name!r}" in err and len(err.strip().splitlines()) == 1, err
+    assert not any(tmp_path.iterdir())
+
+
 def _interruptible() -> None:
     """In a child before it starts: Ctrl-C as a terminal's process gets it (a test runner started in
     the background of a shell without job control passes SIGINT on ignored)."""

@@ -279,7 +279,8 @@ def _check_net_arch(algo: str, arch: Any) -> None:
 def check_counts(config: TrainConfig) -> None:
     """ValueError naming the first count of ``config`` (:data:`COUNTS`: steps, environments, seeds,
     evaluation and checkpoint intervals, evaluation episodes) that is not an integer at least its
-    least value, a non-boolean ``progress`` and a ``vec_env`` not in :data:`VEC_ENVS`."""
+    least value, a non-boolean ``progress``, a ``vec_env`` not in :data:`VEC_ENVS` and a ``name``
+    that is no folder name (:func:`check_run_name`)."""
     for name, least in COUNTS.items():
         value = getattr(config, name)
         if not (_integral(value) and value >= least):
@@ -287,6 +288,15 @@ def check_counts(config: TrainConfig) -> None:
     if not isinstance(config.progress, bool):
         raise ValueError(f"progress must be true or false, got {config.progress!r}")
     check_vec_env(config.vec_env)
+    check_run_name(config.name)
+
+
+def check_run_name(name: str | None) -> None:
+    """ValueError unless ``name`` (``--name``, the run folder's name) is None or one folder name: a
+    name with a path separator, an absolute path, an empty name, ``.`` or ``..`` would put the run
+    folder outside ``out/<env>/`` or make it that folder itself."""
+    if name is not None and (name in ("", ".", "..") or Path(name).name != name):
+        raise ValueError(f"name must be one folder name (no '/', not empty, '.' or '..'), got {name!r}")
 
 
 def model_kwargs(hp: Mapping[str, Any]) -> dict[str, Any]:
@@ -323,5 +333,5 @@ def next_run_dir(out: str | Path, env_id: str, algo: str, prior: str | None, nam
 
 
 __all__ = ["BATCHED_MIN_ENVS", "COUNTS", "HP_PREFIX", "IMITATE_DEFAULTS", "OWN_KEYS", "Rule", "SUBPROC_MIN_CORES", "VALUE_RULES", "VEC_ENVS",
-           "batch_workers", "check_counts", "check_hyperparams", "check_values", "check_vec_env", "choose_vec_env",
-           "load_hyperparams", "model_kwargs", "next_run_dir", "split_train_settings", "usable_cores"]
+           "batch_workers", "check_counts", "check_hyperparams", "check_run_name", "check_values", "check_vec_env",
+           "choose_vec_env", "load_hyperparams", "model_kwargs", "next_run_dir", "split_train_settings", "usable_cores"]

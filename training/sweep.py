@@ -61,7 +61,7 @@ from upright.training.train import TrainingFailed, TrainingInterrupted, train
 from upright.training.train import resolve as resolve_run
 from upright.tuning.space import ParamSpec, parse_params
 from upright.tuning.storage import (WORKER_ATTR, StudyWorkers, check_storage, continued_seed, default_storage,
-                                    fail_orphans, open_storage, worker_id)
+                                    fail_orphans, open_storage, shown_storage, worker_id)
 from upright.tuning.study import run_trials, run_workers
 from upright.tuning.summary import write_plots, write_trials_csv
 
@@ -233,7 +233,8 @@ def open_sweep(plan: SweepPlan, seed: int | None = None, *, create: bool = True)
     storage = open_storage(plan.storage, heartbeat_interval=config.heartbeat_interval,
                            grace_period=config.grace_period, max_retry=config.max_retry)
     if not create and plan.study_name not in optuna.study.get_all_study_names(storage):
-        raise ValueError(f"no study {plan.study_name!r} in {plan.storage} to resume; leave --resume out to start it")
+        raise ValueError(f"no study {plan.study_name!r} in {shown_storage(plan.storage)} to resume; "
+                         "leave --resume out to start it")
     prune = plan.space.prune
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=prune["startup_trials"], n_warmup_steps=prune["warmup_steps"])
               if prune else optuna.pruners.NopPruner())
@@ -246,8 +247,8 @@ def open_sweep(plan: SweepPlan, seed: int | None = None, *, create: bool = True)
     if stored is None:
         study.set_user_attr("sweep", identity)
     elif stored != identity:
-        raise ValueError(f"study {plan.study_name!r} in {plan.storage} was made for another sweep space or --set "
-                         "items; pick another --study name or --out folder")
+        raise ValueError(f"study {plan.study_name!r} in {shown_storage(plan.storage)} was made for another sweep "
+                         "space or --set items; pick another --study name or --out folder")
     return study
 
 
@@ -391,11 +392,11 @@ def write_sweep_summary(study: optuna.Study, plan: SweepPlan, docs: Path | None 
     ship = ship_command(best, plan.study_name) if best else None
     notes = (f"{states['complete']} complete, {states['pruned']} pruned, {states['fail']} failed trials; "
              f"objective: {space.direction} {space.objective} of each run's best evaluation on its selection seeds "
-             f"(from {TrainConfig.eval_seed}); storage {plan.storage}")
+             f"(from {TrainConfig.eval_seed}); storage {shown_storage(plan.storage)}")
     table = Table(f"Sweep {plan.study_name}: every trial", columns, rows, notes=notes)
     plots = write_plots(study, out, [space.objective], f"{space.objective} (best evaluation)") if complete else {}
     write_trials_csv(study, out / "trials.csv", numbers="selection", attrs=("best_steps", "run_dir", "command"))
-    summary = {"study": plan.study_name, "storage": plan.storage, "space": space.path, "states": states,
+    summary = {"study": plan.study_name, "storage": shown_storage(plan.storage), "space": space.path, "states": states,
                "objective": space.objective, "direction": space.direction,
                "best": {"number": best.number, "value": best.value, "params": best.params,
                         "selection": best.user_attrs.get("selection"), "run_dir": best.user_attrs.get("run_dir"),

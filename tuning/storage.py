@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import re
 import socket
 import warnings
 from dataclasses import dataclass
@@ -90,6 +91,18 @@ def default_storage(out: Path, workers: int) -> str:
     return f"sqlite:///{Path(out) / 'study.db'}"
 
 
+def shown_storage(url: str) -> str:
+    """``url`` as it may be printed or written: a database URL with its password replaced by ``***``.
+    Storage URLs reach the terminal, error messages, summaries, recorded command lines and
+    ``docs/results``, none of which may hold a database password. A string SQLAlchemy cannot parse
+    as a URL (``storage=URL`` of a ``--set`` item, a bad port) has the password between ``USER:``
+    and ``@`` hidden the same way; a journal or SQLite URL has none and is returned unchanged."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
 #: The storage URLs ``--storage`` takes, for the messages that refuse one.
 _FORMS = ("sqlite:///RELATIVE.db, sqlite:////ABSOLUTE.db, postgresql://USER:PASSWORD@HOST[:PORT]/DB, "
           "mysql://USER:PASSWORD@HOST/DB or journal:FILE")
@@ -106,9 +119,9 @@ def check_storage(url: str, workers: int) -> None:
         return
     try:
         parsed = make_url(url)
-    except ArgumentError:
-        raise ValueError(f"--storage {url!r} is no storage URL; give {_FORMS}") from None
-    shown = parsed.render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):  # ValueError: a port that is no number
+        raise ValueError(f"--storage {shown_storage(url)!r} is no storage URL; give {_FORMS}") from None
+    shown = shown_storage(url)
     try:
         parsed.get_dialect()
     except NoSuchModuleError:
@@ -121,7 +134,7 @@ def check_storage(url: str, workers: int) -> None:
                              "sqlite:////ABSOLUTE.db (three slashes before the path)")
         if workers > 1:
             raise ValueError(
-                f"--workers {workers} with SQLite storage {url!r}: SQLite locks the whole file on every write and "
+                f"--workers {workers} with SQLite storage {shown!r}: SQLite locks the whole file on every write and "
                 "parallel Optuna workers fail with 'database is locked'; leave --storage out (a journal file in "
                 "--out is used), or give --storage journal:PATH or a server URL such as postgresql://user@host/db")
 
@@ -147,7 +160,7 @@ def open_storage(url: str, *, heartbeat_interval: int = HEARTBEAT_INTERVAL, grac
         reason = getattr(error, "orig", None) or error
         hint = " (the database driver is in the optimize extra: pip install 'upright[optimize]')" \
             if isinstance(error, ImportError) else ""
-        raise ValueError(f"--storage {make_url(url).render_as_string(hide_password=True)!r} cannot be opened: "
+        raise ValueError(f"--storage {shown_storage(url)!r} cannot be opened: "
                          f"{' '.join(str(reason).split())}{hint}") from None
 
 
@@ -224,4 +237,5 @@ def _alive(pid: int) -> bool:
 
 
 __all__ = ["GRACE_PERIOD", "HEARTBEAT_INTERVAL", "MAX_RETRY", "WORKER_ATTR", "check_storage", "default_storage",
-           "fail_and_retry", "fail_orphans", "open_storage", "retried_trial", "retry_callback", "worker_id"]
+           "fail_and_retry", "fail_orphans", "open_storage", "retried_trial", "retry_callback", "shown_storage",
+           "worker_id"]

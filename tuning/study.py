@@ -29,7 +29,8 @@ from upright.tuning.objectives import (DEFAULT_OBJECTIVE, GetUpRules, GetUpScore
                                        mean_components, parse_objective)
 from upright.tuning.space import SearchSpace, load_space
 from upright.tuning.storage import (WORKER_ATTR, StudyWorkers, check_storage, continued_seed, default_storage,
-                                    fail_and_retry, fail_orphans, open_storage, retry_callback, worker_id)
+                                    fail_and_retry, fail_orphans, open_storage, retry_callback, shown_storage,
+                                    worker_id)
 from upright.tuning.summary import write_summary
 
 SAMPLERS = ("tpe", "motpe", "cmaes", "random")
@@ -160,8 +161,8 @@ def open_study(plan: Plan, seed: int | None = None) -> optuna.Study:
         study.set_user_attr("fixed", plan.fixed)
         study.set_user_attr("env_kwargs", {k: v for k, v in plan.env_kwargs.items()})
     elif stored["identity"] != identity:
-        raise ValueError(f"study {plan.study_name!r} in {plan.storage} was made for {stored['identity']}, "
-                         f"not {identity}; pick another --study name or --out folder")
+        raise ValueError(f"study {plan.study_name!r} in {shown_storage(plan.storage)} was made for "
+                         f"{stored['identity']}, not {identity}; pick another --study name or --out folder")
     return study
 
 

@@ -31,7 +31,7 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from upright.eval.tables import Column, Table, jsonable, number, text
-from upright.tuning.storage import retried_trial
+from upright.tuning.storage import retried_trial, shown_storage
 
 if TYPE_CHECKING:
     from upright.tuning.study import Plan
@@ -171,9 +171,9 @@ def summarize(study: optuna.Study, plan: "Plan") -> dict[str, Any]:
                 "params": dict(t.params)}
 
     hand = next((t for t in _complete(study) if t.user_attrs.get("hand_tuned")), None)
-    return {"study": plan.study_name, "storage": plan.storage, "identity": study.user_attrs.get("identity"),
-            "objective": list(plan.objective), "states": states, "best": row(best) if best else None,
-            "hand_tuned": row(hand) if hand else None,
+    return {"study": plan.study_name, "storage": shown_storage(plan.storage),
+            "identity": study.user_attrs.get("identity"), "objective": list(plan.objective), "states": states,
+            "best": row(best) if best else None, "hand_tuned": row(hand) if hand else None,
             "pareto_front": [row(t) for t in sorted(study.best_trials, key=lambda t: t.number)] if multi and best else [],
             "measures": paper_measures(study)}
 
@@ -203,7 +203,7 @@ def write_summary(study: optuna.Study, plan: "Plan", *, interrupted: bool = Fals
     tables = [
         Table(f"Study {plan.study_name}: best and hand-tuned trial", columns, rows,
               notes=f"{summary['states']['complete']} complete, {summary['states']['pruned']} pruned, "
-                    f"{summary['states']['fail']} failed trials; storage {plan.storage}"
+                    f"{summary['states']['fail']} failed trials; storage {summary['storage']}"
                     + ("; interrupted" if interrupted else "")),
         Table("Figure 4 measures", [Column("trials", "trials"), Column("TTS (>= 1 success)", "tts_any"),
                                     Column("trials to all-repetition success", "tts_all"),

@@ -78,6 +78,8 @@ def _int_list(text: str, option: str) -> list[int]:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.steps < 1:
+        raise ValueError(f"--steps must be >= 1, got {args.steps}")
     if not args.training and (args.n_envs is not None or args.vec_env is not None):
         raise ValueError("--n-envs and --vec-env are options of --training")
     if args.training and args.parts:
@@ -745,10 +747,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_line(argv: list[str]) -> str:
+    """The command ``upright ARGV`` as results, summaries and run folders record it, with the password
+    of any database URL in it hidden (``--storage URL``, ``--set storage=URL``)."""
+    if not any("://" in word and "@" in word for word in argv):
+        return shlex.join(["upright", *argv])
+    from upright.tuning.storage import shown_storage  # SQLAlchemy: only for a command line that holds a URL
+
+    return shlex.join(["upright", *map(shown_storage, argv)])
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
-    args.command_line = shlex.join(["upright", *argv])
+    args.command_line = command_line(argv)
     try:
         return int(args.func(args))
     except ValueError as error:  # bad input: a clear message, no traceback
@@ -759,4 +771,4 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "command_line", "main"]

@@ -228,6 +228,8 @@ def run_experiment(name: str, out: Path, *, episodes: int | None = None, workers
     (and to ``docs/results/NAME.md`` with ``docs``); with ``resume`` the cells an earlier run into
     ``out`` finished are read back (see :class:`ExperimentContext`). Returns the tables."""
     experiment = get_experiment(name)
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0 (the protocols seed episodes from it upwards), got {seed!r}")
     settings = dict(settings or {})
     options = {key: settings.pop(key, default) for key, default in experiment.options.items()}
     ctx = ExperimentContext(out, episodes, workers, settings, seed, progress, docs, options, resume=resume)

@@ -36,7 +36,6 @@ there (and runs nothing else when ``only`` is not given).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +85,10 @@ class Course:
     #: x (m, world) where the course ends.
     end: float = OBSTACLE_COURSE[-1].x_end
 
+    def budget(self, speed: float) -> float:
+        """How long a run at ``speed`` (m/s) may last (s)."""
+        return self.time_factor * self.end / speed + self.extra_seconds
+
 
 COURSE = Course(DATA["time_factor"], DATA["extra_seconds"], DATA["steer_gain"], DATA["max_steer"], DATA["lookahead"])
 
@@ -100,7 +103,8 @@ def course_conditions() -> Conditions:
 class CourseRun(gym.Wrapper):
     """One simulated robot crossing the obstacle course, around a walk environment whose
     ``command`` is ``(speed, 0, 0)`` (m/s, speed > 0) and which does not end the episode by time
-    before the run does (``max_episode_seconds=math.inf``).
+    before the run does (``max_episode_seconds`` a second past :meth:`Course.budget`; the
+    environment's truncation is ignored, the run ends at its budget).
 
     Every step sets ``info["command"]``: the command the walk is to follow next, the speed with
     the yaw rate that steers back to the centre line. When the environment ends its episode with
@@ -125,7 +129,7 @@ class CourseRun(gym.Wrapper):
         if not self._speed > 0.0:
             raise ValueError(f"the course is walked forward: command[0] must be > 0, got {self._speed!r}")
         #: The run's time budget (s).
-        self.budget = course.time_factor * course.end / self._speed + course.extra_seconds
+        self.budget = course.budget(self._speed)
 
     def _command(self) -> np.ndarray:
         """The speed and the yaw rate (rad/s) that turns towards the centre line ``lookahead`` m ahead."""
@@ -231,7 +235,8 @@ def run_column(ctx: ExperimentContext, configuration: str, speed: float, runs: i
     wsa, sfl = CONFIGURATIONS.get(configuration, CONFIGURATIONS["New"])
     overrides = ctx.params
     params = {**DATA.get("params", {}), **overrides, "step_adjustment": wsa, "swing_leveling": sfl}
-    env_kwargs = {"command": (speed, 0.0, 0.0), "conditions": course_conditions(), "max_episode_seconds": math.inf}
+    env_kwargs = {"command": (speed, 0.0, 0.0), "conditions": course_conditions(),
+                  "max_episode_seconds": COURSE.budget(speed) + 1.0}
     policy: Policy | str
     if configuration in residuals:  # the shipped policy on its prior, in the New configuration
         policy = f"{ZOO_PREFIX}{configuration}"
