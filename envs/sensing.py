@@ -92,22 +92,18 @@ class SensingModel:
         self._pos, self._vel, self._gyro, self._accel, self._quat, self._fused, _ = slices
         self.difference = joint_velocity == "difference"
         self.filter = OrientationFilter() if orientation == "filter" else None
-        self.latency = 0
-        self._previous: _Cycle | None = None
-        self._current: _Cycle | None = None
-        self._delayed: deque[np.ndarray] = deque()
-
-    @property
-    def active(self) -> bool:
-        """Whether this model changes any reading (else :meth:`process` can be skipped)."""
-        return self.difference or self.filter is not None or self.latency > 0
+        self.restart(0)
 
     def restart(self, latency: int) -> None:
         """Forget every earlier reading (a new episode, or a robot put down by hand) and read with
         ``latency`` control cycles of sensor latency from now on."""
         self.latency = int(latency)
-        self._previous = self._current = None
-        self._delayed = deque(maxlen=self.latency)
+        self._previous: _Cycle | None = None
+        self._current: _Cycle | None = None
+        #: Whether this model changes any reading (else :meth:`process` can be skipped: it is read
+        #: every control step).
+        self.active = self.difference or self.filter is not None or self.latency > 0
+        self._delayed: deque[np.ndarray] = deque(maxlen=self.latency)
 
     def process(self, time: float, values: np.ndarray) -> np.ndarray:
         """This cycle's readings (``values``: measured, noise included; changed in place) as the

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from upright import PRESETS
 from upright.baselines import make_controller
 from upright.baselines.common.joint_errors import (JointCompensation, JointCompensationParams, compensation_gains,
                                                    compensation_offset)
@@ -56,36 +57,43 @@ def test_a_steady_error_is_given_back_and_a_residual_is_not_taken_for_one():
         compensation_gains(JointCompensationParams(gain=1.0, joints=("LKnees",)), robot)
 
 
+#: The softer published servos with a robot's sensor noise: each seed a different episode, so that
+#: the outcomes below are counts over draws, not one chaotic trajectory (which another machine's
+#: last bits would change).
+NOISY_SOFT_SERVOS = PRESETS["soft-servos"].with_(joint_noise=0.002, gyro_noise=0.01, accel_noise=0.05)
+SEEDS = range(3)
+
+
+def _episode_end(env: gym.Env, seed: int) -> dict:
+    env.reset(seed=seed)
+    while True:
+        *_, terminated, truncated, info = env.step(np.zeros(env.action_space.shape))
+        if terminated or truncated:
+            return info
+
+
 @pytest.mark.parametrize("prior", ["step_adjust", "lipm"])
 def test_wolfgang_walks_stay_up_on_softer_servos_with_their_compensation(prior):
-    """On the Bit-Bots' MJX servos (a third of our gain) the walk falls within 10 s without its
-    compensation and walks the 10 s with it."""
+    """On the Bit-Bots' MJX servos (a third of our gain) the walk falls in most 15 s walks without
+    its compensation and in at most one with it."""
     def falls(gain: float) -> int:
         env = gym.make("upright/WolfgangWalk-v0", prior=prior, prior_params={"compensation.gain": gain},
-                       command=(0.2, 0.0, 0.0), conditions="soft-servos", max_episode_seconds=10.0)
-        env.reset(seed=0)
-        while True:
-            *_, terminated, truncated, info = env.step(np.zeros(env.action_space.shape))
-            if terminated or truncated:
-                return info["episode_metrics"]["falls"]
+                       command=(0.2, 0.0, 0.0), conditions=NOISY_SOFT_SERVOS, max_episode_seconds=15.0)
+        return sum(_episode_end(env, seed)["episode_metrics"]["falls"] > 0 for seed in SEEDS)
 
     assert make_controller(prior, "wolfgang").params.compensation.gain == 1.0
-    assert falls(0.0) > 0
-    assert falls(1.0) == 0
+    assert falls(0.0) >= 2
+    assert falls(1.0) <= 1
 
 
 def test_nao_rises_from_the_squat_on_softer_servos_with_its_self_compensation():
     """On HULKs' NAO gain (21.1 against our 50) the keyframe stand-up from supine tips over
     backwards while rising from the squat without the fromSitting block's self-compensation, and
     stands up with it."""
-    def success(scale: float) -> bool:
+    def successes(scale: float) -> int:
         env = gym.make("upright/NaoGetUp-v0", prior="keyframe", prior_params={"self_compensation_scale": scale},
-                       start="supine", conditions="soft-servos")
-        env.reset(seed=0)
-        while True:
-            *_, terminated, truncated, info = env.step(np.zeros(env.action_space.shape))
-            if terminated or truncated:
-                return bool(info["is_success"])
+                       start="supine", conditions=NOISY_SOFT_SERVOS)
+        return sum(bool(_episode_end(env, seed)["is_success"]) for seed in SEEDS)
 
-    assert success(1.0)
-    assert not success(0.0)
+    assert successes(1.0) >= 2
+    assert successes(0.0) <= 1

@@ -294,10 +294,7 @@ def load_library(robot: RobotSpec, path: str | Path | None = None) -> MotionLibr
                     stiff[i] = float(percent)
         interp = spec.get("interpolation", "linear")
         own = spec.get("self_compensation")
-        if own is not None:
-            unknown = [j for j in own["joints"] if j not in robot.actuator_names]
-            if unknown:
-                raise ValueError(f"block {name!r}: self_compensation names unknown joints {unknown}")
+        if own is not None:  # its joints are checked where the controller resolves them (compensation_gains)
             own = JointCompensationParams(float(own["gain"]), tuple(own["joints"]),
                                           float(np.deg2rad(own.get("dead_band", 0.0))))
         blocks[name] = Block(name, stiff, tuple(keyframe(k, interp, name) for k in spec["keyframes"]), own)
