@@ -603,6 +603,10 @@ PRESETS["sim2real"] = PRESETS["competition"].with_(
     sensor_latency_jitter_cycles=2,
     pressure_noise=0.01,
 )
+# sim2real with the thesis protocol's continuous random push (the `thesis` preset's): the spline
+# get-up's own conditions under the model variation.
+PRESETS["sim2real-push"] = PRESETS["sim2real"].with_(push_force=PRESETS["thesis"].push_force,
+                                                     push_reference_mass=PRESETS["thesis"].push_reference_mass)
 # The softer servos of other published models, alone on `lab`. Wolfgang: the Bit-Bots' MJX model
 # (MX-106 and XH540 kp 21 N m/rad, +-8 N m; MX-64 kp 12.5, +-5 N m). NAO: HULKs' MJCF (kp 21.1 on
 # every joint, the torque limits ours).

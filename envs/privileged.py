@@ -3,8 +3,8 @@
 
 An asymmetric actor-critic (:mod:`upright.policies.asymmetric`) trains a value function on what
 the robot cannot sense (the torso's true velocity and height, which bodies bear the robot's
-weight, the pushes, the episode's wear, friction, mass and delay, the time left in the
-episode), while the actor keeps the robot's observation: the first ``n`` entries of the wrapped
+weight, the pushes, the episode's wear, friction, mass and delay, the drawn model of the robot
+(servo factors, zero offsets, torso load, sensor latency), the time left in the episode), while the actor keeps the robot's observation: the first ``n`` entries of the wrapped
 observation are exactly the environment's, the privileged blocks follow. Only the actor acts, on a
 robot or in ``upright eval``, so nothing here reaches a deployed policy. Every entry is of order
 one (forces in units of the robot's weight) so that it normalises like the observation.
@@ -37,6 +37,16 @@ PRIVILEGED: tuple[ObservationBlock, ...] = (
     ObservationBlock("lag", "nu", "this episode's set-point lag time constant per actuator (s)"),
     ObservationBlock("stuck", "nu", "1 where the actuator is in a stuck window now, else 0"),
     ObservationBlock("episode", "3", "friction scale, mass scale, control cycles of extra delay"),
+    # The model-variation draws (Conditions.servo_factors, zero_offset, torso_mass,
+    # torso_com_offset, sensor_latency_cycles) come last, so that a critic trained before they
+    # existed widens by zero columns at the end (upright.policies.asymmetric.widen_critic).
+    ObservationBlock("servo_gain", "nu", "this episode's position-gain factor per actuator (1 = our model)"),
+    ObservationBlock("servo_torque", "nu", "this episode's torque-limit factor per actuator (1 = our model)"),
+    ObservationBlock("servo_damping", "nu", "this episode's joint-damping factor per actuator (1 = our model)"),
+    ObservationBlock("zero_offset", "nu", "this episode's encoder zero offset per actuator (rad) times 10"),
+    ObservationBlock("torso_load", "4", "mass added to the torso in units of the robot's mass, then the "
+                     "offset of the torso's CoM (torso frame, m) times 10"),
+    ObservationBlock("sensor_latency", "1", "control cycles between a measurement and the cycle that reads it"),
 )
 
 
@@ -61,7 +71,9 @@ class PrivilegedState:
         feet = [m.body(m.site_bodyid[m.site(site).id]).name for site in env.robot.sole_sites]
         self._feet = feet
         self._weight = sim.weight
+        self._mass = sim.total_mass
         self._rotation = np.zeros(9)
+        self._nu = sim.model.nu
 
     def __call__(self) -> np.ndarray:
         """The privileged values now (float64, :data:`PRIVILEGED`'s order)."""
@@ -77,6 +89,8 @@ class PrivilegedState:
         time = sim.time
         wear = sampled.wear
         stuck = [any(start <= time < start + duration for start, duration in w.stuck) for w in wear]
+        factors = np.ones((self._nu, 3)) if sampled.servo_factors is None else sampled.servo_factors[:, :3]
+        offset = np.zeros(self._nu) if sampled.zero_offset is None else sampled.zero_offset
         return np.concatenate((
             [time / env.max_episode_seconds, position[2], sim.head_height()],
             to_torso @ velocity[:3], to_torso @ velocity[3:],
@@ -85,6 +99,9 @@ class PrivilegedState:
             sim.torso_push() / self._weight,
             [w.strength for w in wear], [w.play for w in wear], [w.lag for w in wear], stuck,
             [sampled.friction_scale, sampled.mass_scale, sampled.extra_delay_cycles],
+            factors[:, 0], factors[:, 1], factors[:, 2], 10.0 * offset,
+            [sampled.torso_mass / self._mass], 10.0 * sampled.torso_com_offset,
+            [sampled.sensor_latency_cycles],
         ))
 
 

@@ -54,16 +54,18 @@ class AsymmetricActorCriticPolicy(ActorCriticPolicy):
 
 
 def widen_critic(state: dict[str, torch.Tensor], model: Any) -> dict[str, torch.Tensor]:
-    """The weights ``state`` of a symmetric policy (its observation: the robot's) for ``model``'s
-    asymmetric policy: the value network's first layer gains zero columns for the privileged
-    entries, so the critic starts as the trained one (its value unchanged) and learns what the
-    privileged entries add; every other weight as it is. ValueError when the shapes fit otherwise."""
+    """The weights ``state`` of a policy whose critic reads fewer entries than ``model``'s
+    asymmetric critic (a symmetric policy: the robot's observation; an asymmetric one trained
+    before later privileged blocks existed, which :data:`~upright.envs.privileged.PRIVILEGED`
+    appends at its end): the value network's first layer gains zero columns for the new entries,
+    so the critic starts as the trained one (its value unchanged) and learns what they add; every
+    other weight as it is. ValueError when the shapes fit otherwise."""
     key = "mlp_extractor.value_net.0.weight"
     wide = model.policy.state_dict()[key]
     narrow = state[key]
-    if narrow.shape[0] != wide.shape[0] or narrow.shape[1] != actor_size(model):
+    if narrow.shape[0] != wide.shape[0] or not actor_size(model) <= narrow.shape[1] < wide.shape[1]:
         raise ValueError(f"the critic's first layer has shape {tuple(narrow.shape)}; this policy's takes "
-                         f"{actor_size(model)} observation entries into {wide.shape[0]} units")
+                         f"{actor_size(model)} to {wide.shape[1] - 1} observation entries into {wide.shape[0]} units")
     widened = torch.zeros_like(wide)
     widened[:, :narrow.shape[1]] = narrow
     return {**state, key: widened}

@@ -4,6 +4,7 @@ and exported through the actor's observation alone."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import gymnasium as gym
@@ -17,8 +18,8 @@ from upright.cli import main
 from upright.envs.privileged import PRIVILEGED, PrivilegedObservation, privileged_size, privileged_slices
 from upright.policies.asymmetric import AsymmetricActorCriticPolicy
 from upright.policies.onnx_policy import ExportedActor
-from upright.policies.run import load_run_policy
-from upright.policies.run_folder import TrainConfig
+from upright.policies.run import load_run_policy, run_model
+from upright.policies.run_folder import TrainConfig, load_run_config
 from upright.training.train import init_files, new_model, resolve, train, train_env
 
 ENV = "upright/WolfgangGetUp-v0"
@@ -40,7 +41,7 @@ def test_privileged_observation_is_the_observation_then_simulator_truth():
     wrapped = PrivilegedObservation(gym.make("upright/NaoGetUp-v0", **kwargs))
     n = plain.observation_space.shape[0]
     assert wrapped.actor_size == n and wrapped.observation_space.shape == (n + privileged_size(robot),)
-    assert privileged_size(robot) == 17 + 4 * len(robot.actuator_names) + 3
+    assert privileged_size(robot) == 17 + 4 * len(robot.actuator_names) + 3 + 4 * len(robot.actuator_names) + 5
     assert list(privileged_slices(robot)) == [block.name for block in PRIVILEGED]
     part = {name: slice(n + s.start, n + s.stop) for name, s in privileged_slices(robot).items()}
     ours, _ = plain.reset(seed=4)
@@ -68,7 +69,33 @@ def test_privileged_observation_is_the_observation_then_simulator_truth():
         assert (np.delete(entries, k) == (1.0 if name == "strength" else 0.0)).all()
     friction, mass, delay = theirs[part["episode"]]
     assert (friction, mass, delay) == (1.0, 1.0, 1.0)
+    for name in ("servo_gain", "servo_torque", "servo_damping"):  # our model: every factor 1
+        assert (theirs[part[name]] == 1.0).all()
+    assert not theirs[part["zero_offset"]].any() and not theirs[part["torso_load"]].any()
+    assert theirs[part["sensor_latency"]][0] == 0.0
     plain.close()
+    wrapped.close()
+
+
+def test_the_privileged_model_blocks_are_the_episodes_draw():
+    """Under ``sim2real`` the critic reads the drawn servo factors, zero offsets, torso load and
+    sensor latency of the episode, in their stated units."""
+    robot = upright.get_robot("wolfgang")
+    wrapped = PrivilegedObservation(gym.make("upright/WolfgangGetUp-v0", conditions="sim2real", prior="spline"))
+    n = wrapped.actor_size
+    part = {name: slice(n + s.start, n + s.stop) for name, s in privileged_slices(robot).items()}
+    for seed in (1, 2):
+        observation, _ = wrapped.reset(seed=seed)
+        sim = wrapped.unwrapped.sim
+        drawn = sim.sampled
+        for column, name in enumerate(("servo_gain", "servo_torque", "servo_damping")):
+            np.testing.assert_array_equal(observation[part[name]], drawn.servo_factors[:, column].astype(np.float32))
+        np.testing.assert_array_equal(observation[part["zero_offset"]], (10.0 * drawn.zero_offset).astype(np.float32))
+        load = observation[part["torso_load"]]
+        assert load[0] == np.float32(drawn.torso_mass / sim.total_mass)
+        np.testing.assert_array_equal(load[1:], (10.0 * drawn.torso_com_offset).astype(np.float32))
+        assert observation[part["sensor_latency"]][0] == drawn.sensor_latency_cycles
+        assert 0.35 <= observation[part["servo_gain"]].min() and observation[part["servo_gain"]].max() <= 1.5
     wrapped.close()
 
 
@@ -131,3 +158,28 @@ def test_a_privileged_critic_needs_an_actor_critic_algorithm(tmp_path):
     with pytest.raises(ValueError, match="privileged_critic needs an actor-critic algorithm"):
         resolve(_config(tmp_path, algo="sac", hp_overrides={"privileged_critic": True,
                                                             "policy_kwargs.net_arch": (16, 16)}))
+
+
+def test_a_shipped_asymmetric_policy_widens_to_the_model_blocks():
+    """The shipped NAO get-up residual's critic read the privileged blocks before the model ones:
+    it starts an asymmetric run under ``sim2real`` with the same actions and values, its critic
+    widened by zero columns for the model blocks."""
+    shipped = "zoo:nao-getup-residual-keyframe"
+    before = load_run_policy(shipped)
+    trained = load_run_config(run_model(shipped)[0])
+    config = resolve(replace(trained, steps=64, n_envs=1, init=shipped, eval_every=0, progress=False,
+                             env_kwargs={**trained.env_kwargs, "conditions": "sim2real"}, vec_env="dummy"))
+    _, normalizer = init_files(shipped, "ppo", True)
+    venv = train_env(config, normalizer)
+    model = new_model(config, venv, None)
+    old_width = before.model.observation_space.shape[0]
+    assert old_width < model.observation_space.shape[0]
+    observations = venv.reset()
+    with torch.no_grad():
+        wide = model.policy.predict_values(torch.as_tensor(observations)).numpy()
+        narrow = before.model.policy.predict_values(torch.as_tensor(observations[:, :old_width])).numpy()
+    np.testing.assert_allclose(wide, narrow, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(model.predict(observations, deterministic=True)[0],
+                               before.model.predict(observations[:, :old_width], deterministic=True)[0],
+                               rtol=0, atol=1e-6)
+    venv.close()

@@ -223,13 +223,16 @@ def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[
         data, _, _ = load_from_zip_file(model_path, device="cpu", load_data=True)
         for name in ("observation_space", "action_space"):
             theirs, ours = data[name].shape, getattr(env, name).shape
-            # a policy of the robot's observation may start an asymmetric critic's run (widened), a
+            # a policy of the robot's observation, or of an asymmetric critic trained before later
+            # privileged blocks, may start an asymmetric critic's run (widened, widen_critic); a
             # policy without the tempo entry a run with one (its action widened, _widen_action)
             if name == "observation_space":
-                narrower = (env.actor_size,) if hasattr(env, "actor_size") else ours
+                fits = (theirs == ours or (hasattr(env, "actor_size") and len(theirs) == 1
+                                           and env.actor_size <= theirs[0] < ours[0]))
             else:
                 narrower = (ours[0] - 1,) if getattr(env.unwrapped, "tempo_range", None) is not None else ours
-            if theirs not in (ours, narrower):
+                fits = theirs in (ours, narrower)
+            if not fits:
                 raise ValueError(f"init {init!r}: its {name} has shape {theirs}, this environment's {ours}")
     normalizer = normalizer_path(model_path)
     if normalizer.is_file() != normalize:
