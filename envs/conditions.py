@@ -591,9 +591,10 @@ PRESETS: dict[str, Conditions] = {
 # - Joint velocity from encoder differences (NAO has no velocity sensor), orientation from a
 #   complementary filter (the Bit-Bots'), 1-3 control cycles of sensor latency (FRASA draws 30-50 ms),
 #   foot-pressure noise of 1 % of the weight.
+SERVO_RANGE = {EVERY_SERVO: ServoFactors(gain=(0.35, 1.5), torque=(0.6, 1.0), damping=(0.5, 2.0),
+                                         armature=(0.8, 4.5), frictionloss=(0.5, 1.5))}
 PRESETS["sim2real"] = PRESETS["competition"].with_(
-    servo_factors={EVERY_SERVO: ServoFactors(gain=(0.35, 1.5), torque=(0.6, 1.0), damping=(0.5, 2.0),
-                                             armature=(0.8, 4.5), frictionloss=(0.5, 1.5))},
+    servo_factors=SERVO_RANGE,
     zero_offset=0.05,
     torso_mass=(-0.5, 1.0),
     torso_com_offset=0.07,
@@ -607,6 +608,9 @@ PRESETS["sim2real"] = PRESETS["competition"].with_(
 # get-up's own conditions under the model variation.
 PRESETS["sim2real-push"] = PRESETS["sim2real"].with_(push_force=PRESETS["thesis"].push_force,
                                                      push_reference_mass=PRESETS["thesis"].push_reference_mass)
+# competition's conditions on servos drawn over sim2real's servo ranges, and nothing else of it:
+# the distribution of servos a prior's compensation is tuned on (tuning/spaces/servos/).
+PRESETS["servo-range"] = PRESETS["competition"].with_(servo_factors=SERVO_RANGE)
 # The softer servos of other published models, alone on `lab`. Wolfgang: the Bit-Bots' MJX model
 # (MX-106 and XH540 kp 21 N m/rad, +-8 N m; MX-64 kp 12.5, +-5 N m). NAO: HULKs' MJCF (kp 21.1 on
 # every joint, the torque limits ours).

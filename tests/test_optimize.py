@@ -51,13 +51,20 @@ def test_spline_space_holds_the_hand_tuned_set_and_converts_degrees():
 
 
 def test_every_shipped_space_names_parameters_of_its_controller():
-    from upright.tuning.space import available_spaces
+    """The default spaces and those of the subfolders (other conditions: ``competition/``, the
+    servo distribution ``servos/``): every dotted key resolves, every conditions preset exists."""
+    from upright.envs.conditions import get_conditions
+    from upright.tuning.space import available_spaces, spaces_dir
 
-    for name in available_spaces():
-        controller, robot = name.rsplit("_", 1)
-        space = load_space(controller, robot)
+    names = available_spaces()
+    paths = sorted(spaces_dir().rglob("*.yaml"))
+    assert len(paths) > len(names) and {p.stem for p in paths} == set(names)
+    for path in paths:
+        controller, robot = path.stem.rsplit("_", 1)
+        space = load_space(controller, robot, path)
         defaults = default_params(controller, robot)
         space.hand_tuned(defaults)  # every dotted key resolves
+        get_conditions(space.env.get("conditions", "lab"))
 
 
 def test_bad_space_and_objective_are_named(tmp_path):
