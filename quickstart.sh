@@ -37,7 +37,7 @@ fi
 # packages are installed with --no-compile (compiling all of torch takes longer than the imports
 # need), and the tests and the main job start many interpreters (pytest's workers, the commands
 # they run, vector-environment and evaluation workers), each of which would otherwise compile
-# torch, SB3 and SciPy from source again (about 5 s a process on 2 cores).
+# torch, SB3 and SciPy from source again, seconds per process.
 unset PYTHONDONTWRITEBYTECODE
 
 if [ "$job" = main ]; then

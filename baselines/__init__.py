@@ -29,6 +29,7 @@ from typing import Any
 from upright.baselines.common.controller import Controller
 from upright.baselines.common.data import data_path
 from upright.baselines.common.params import Params
+from upright.baselines.kinematics.forward import chain_data
 from upright.envs.robots import ROBOT_NAMES, RobotSpec, get_robot
 from upright.envs.tasks import TASKS
 
@@ -42,22 +43,28 @@ class BaselineEntry:
     defaults: Callable[[str], Params]
     robots: tuple[str, ...]
     task: str
+    #: The limbs (chains of ``baselines/data/kinematics.yaml``: legs, arms) whose joints it moves and
+    #: needs; a robot model lacking one of their joints cannot run it.
+    needs: tuple[str, ...] = ("legs", "arms")
 
 
 _ENTRIES: dict[str, BaselineEntry] = {}
 
 
 def register_controller(name: str, factory: Callable[[RobotSpec, Any], Controller],
-                        defaults: Callable[[str], Params], *, task: str, family: str | None = None) -> None:
+                        defaults: Callable[[str], Params], *, task: str, family: str | None = None,
+                        needs: tuple[str, ...] = ("legs", "arms")) -> None:
     """Make ``factory(robot, params)`` available as the baseline ``name`` for ``task``;
     ``defaults(robot_name)`` gives its default parameters. It supports every robot of
     :data:`~upright.envs.robots.ROBOT_NAMES` with a data file ``<family>_<robot>.yaml`` in
-    ``baselines/data/`` (``family``: ``name`` unless given, e.g. an ablation of another baseline)."""
+    ``baselines/data/`` (``family``: ``name`` unless given, e.g. an ablation of another baseline),
+    on a model that has the joints of the limbs it ``needs`` (a get-up pushes itself up with its
+    arms; a walk holds them)."""
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
     family = family or name
     robots = tuple(r for r in ROBOT_NAMES if data_path(f"{family}_{r}.yaml").is_file())
-    _ENTRIES[name] = BaselineEntry(factory, defaults, robots, task)
+    _ENTRIES[name] = BaselineEntry(factory, defaults, robots, task, tuple(needs))
 
 
 def controller_names() -> tuple[str, ...]:
@@ -78,6 +85,13 @@ def _supported_robot(name: str, entry: BaselineEntry, robot: RobotSpec | str) ->
     spec = get_robot(robot) if isinstance(robot, str) else robot
     if spec.name not in entry.robots:
         raise ValueError(f"baseline {name!r} supports robots {entry.robots}, not {spec.name!r}")
+    if spec.missing_joints:
+        chains = chain_data(spec.name)
+        for limb in entry.needs:
+            lacking = [j for side in chains[limb].values() for j in side if j in spec.missing_joints]
+            if lacking:
+                raise ValueError(f"baseline {name!r} ({entry.task}) needs the {limb}, and the model {spec.model} "
+                                 f"lacks {', '.join(lacking)}")
     return spec
 
 

@@ -16,17 +16,18 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import yaml
 
 from upright.envs.conditions import Conditions
+from upright.envs.files import read_yaml_mapping
 from upright.envs.render import Camera, RenderingUnavailable
-from upright.envs.robots import RobotSpec, get_robot
+from upright.envs.robots import RobotSpec, get_robot, with_model
 from upright.envs.metrics import Posture, StandingReference
 from upright.envs.kernels import clip_finite
 from upright.envs.observation import (ObservationBlock, block_slices, observation_blocks, observation_size,
@@ -42,6 +43,21 @@ RENDER_SIZE = (640, 480)
 #: walk's observation of the prior's gait and odometry. Running the prior alone as a policy drops them.
 PRIOR_ARGUMENTS = ("prior", "prior_params", "residual_scale", "residual_on", "observe_gait", "observe_odometry",
                    "tempo_range")
+
+#: The default ``max_episode_seconds`` of every task (s): the RoboCup limit for getting up.
+DEFAULT_EPISODE_SECONDS = 20.0
+#: The options ``reset(options=...)`` knows; each environment says which it honours
+#: (:meth:`UprightEnv._reset_options`).
+RESET_OPTIONS = ("start", "command", "conditions")
+
+
+def episode_steps(max_episode_seconds: float, control_period: float) -> int:
+    """The number of control steps (of ``control_period`` s) after which an episode of
+    ``max_episode_seconds`` is truncated: the first step on which the clock reaches the limit, with
+    the same 1 ns slack as :meth:`UprightEnv._finish_step`, so that Gymnasium's ``TimeLimit``
+    (``spec.max_episode_steps``) and the environment's own truncation end on the same step."""
+    return max(1, math.ceil((max_episode_seconds - 1e-9) / control_period))
+
 
 #: Builds the controller that ``prior="NAME"`` names: ``factory(name, robot, task, params)``, with
 #: ``params`` a mapping of dotted parameter overrides or None for the defaults.
@@ -61,11 +77,8 @@ def load_params_file(path: str | Path) -> dict[str, Any]:
     """Controller parameter overrides from a YAML file: a flat mapping of dotted parameter keys to
     values in the controller's units (e.g. the best parameters that ``upright optimize``
     writes); ValueError for a missing or malformed file."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"parameter file {str(path)!r} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, Mapping) or not all(isinstance(k, str) for k in data):
+    data = read_yaml_mapping(path, "parameter file")
+    if not all(isinstance(k, str) for k in data):
         raise ValueError(f"{path}: expected a mapping of parameter names to values")
     return dict(data)
 
@@ -105,16 +118,22 @@ class UprightEnv(gym.Env):
         conditions: str | Conditions | None = "lab",
         prior: Any = None,
         residual_scale: float = 0.2,
-        max_episode_seconds: float = 20.0,
+        max_episode_seconds: float = DEFAULT_EPISODE_SECONDS,
         render_mode: str | None = None,
         prior_params: Mapping[str, Any] | str | Path | None = None,
+        model: str | Path | None = None,
+        model_map: str | Path | None = None,
     ) -> None:
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"unknown render_mode {render_mode!r}; valid: {', '.join(self.metadata['render_modes'])}")
         for name, value in (("max_episode_seconds", max_episode_seconds), ("residual_scale", residual_scale)):
             if not isinstance(value, numbers.Real) or not 0 < value < math.inf:  # an endless episode never returns
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        self.robot = get_robot(robot)
+        # A user's MJCF of the robot (through its map) is simulated in our names and angles.
+        self.robot = with_model(get_robot(robot), model, model_map)
+        if self.robot.missing_joints:
+            warnings.warn(f"{self.robot.model} lacks {len(self.robot.missing_joints)} joints of {self.robot.name}, "
+                          f"held at the standing pose's angles: {', '.join(self.robot.missing_joints)}", stacklevel=2)
         self.sim = Simulation(self.robot, conditions)
         self.prior = _resolve_prior(prior, self.robot, self.task, prior_params)
         self.residual_scale = float(residual_scale)
@@ -136,6 +155,29 @@ class UprightEnv(gym.Env):
         self._prior_targets = np.zeros(nu)
         self._last_action = np.zeros(nu)
         self._sensors: Sensors | None = None
+
+    @property
+    def max_episode_steps(self) -> int:
+        """Control steps after which the episode is truncated (:func:`episode_steps` of
+        ``max_episode_seconds``); ``gym.make`` gives its ``TimeLimit`` and ``spec`` this count."""
+        return episode_steps(self.max_episode_seconds, self.robot.control_period)
+
+    def _reset_options(self, options: Mapping[str, Any] | None, honoured: tuple[str, ...]) -> dict[str, Any]:
+        """``reset``'s ``options`` checked: a dict of those among ``honoured`` (the names of
+        :data:`RESET_OPTIONS` this environment applies to one episode). ValueError naming an unknown
+        option, one this task has no use for, and ``conditions``, which build the simulation's model
+        (terrain, servos) and so are chosen when the environment is made."""
+        options = dict(options or {})
+        for name in options:
+            if name == "conditions":
+                raise ValueError("reset option 'conditions' is not supported: the conditions build the simulation's "
+                                 "model (terrain, servos); make the environment with conditions=... instead")
+            if name not in RESET_OPTIONS:
+                raise ValueError(f"unknown reset option {name!r}; valid options: {', '.join(honoured)}")
+            if name not in honoured:
+                raise ValueError(f"reset option {name!r} means nothing to a {self.task} environment; "
+                                 f"valid options: {', '.join(honoured)}")
+        return options
 
     # ---------------------------------------------------------------- layout
     def _extra_observation(self) -> np.ndarray | None:

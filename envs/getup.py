@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from upright.envs.base import UprightEnv
+from upright.envs.base import DEFAULT_EPISODE_SECONDS, UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.kernels import effort_terms
 from upright.envs.metrics import GetUpTracker, Posture, is_upright
@@ -28,6 +29,18 @@ STARTS = (*LYING_STARTS, "random", "standing")
 PREROLL_SECONDS = 2.0
 #: Ground force (in robot weights) on one body other than the feet above which ``impact`` costs.
 IMPACT_WEIGHTS = 3.0
+
+
+def _checked_start(start: str | Sequence[str]) -> str | tuple[str, ...]:
+    """``start`` (a name of :data:`STARTS`, or names to draw one from per episode) as a name or a
+    tuple of names; ValueError naming a bad one."""
+    names = (start,) if isinstance(start, str) else tuple(start)
+    if not names:
+        raise ValueError(f"start must name at least one start, got {start!r}")
+    for name in names:
+        if name not in STARTS:
+            raise ValueError(f"unknown start {name!r}; valid starts: {', '.join(STARTS)}")
+    return start if isinstance(start, str) else names
 
 
 @document_observation
@@ -90,6 +103,8 @@ class GetUpEnv(UprightEnv):
     ``--set start=random,standing``) draws one of them uniformly per episode (repeat a name to
     weight it), e.g. to train more often where the prior fails. The conditions (terrain, wear,
     noise, randomisation) are sampled from the episode's seed: the same seed gives the same episode.
+    ``reset(options={"start": NAME})`` (a name or names as above) starts one episode elsewhere; the
+    conditions are fixed when the environment is made (the option ``conditions`` is a ValueError).
 
     ## Episode end
 
@@ -117,12 +132,17 @@ class GetUpEnv(UprightEnv):
     | render_mode         | str or None                     | None      | "rgb_array" or "human"                      |
     | prior_params        | dict, YAML path or None         | None      | the prior's parameter overrides (dotted)    |
     | tempo_range         | float > 1 or None               | None      | the prior's tempo entry's range (see above) |
+    | model, model_map    | MJCF and YAML paths or None     | None      | a user's model of the robot (your-robot.md) |
 
     ## Version history
 
     * v0: first version. Added later under the same id, with the same dynamics, observations and
-      rewards: the ``reward_scales`` argument, ``info["is_success"]``, and (walk) the linear and
-      yaw tracking errors on 1 s window means in place of the single ``tracking_error``.
+      rewards: the ``reward_scales`` argument, ``info["is_success"]``, (walk) the linear and
+      yaw tracking errors on 1 s window means in place of the single ``tracking_error``, the
+      registration's ``max_episode_steps`` (the control steps of ``max_episode_seconds``, which
+      ``gym.make`` matches to a changed ``max_episode_seconds``; before, only the environment
+      itself truncated and ``spec.max_episode_steps`` was None), and ``reset(options=...)``
+      (``start``; walk: ``command``; an unknown option is a ValueError, before ignored).
     """
 
     task = "getup"
@@ -134,20 +154,18 @@ class GetUpEnv(UprightEnv):
         conditions: str | Conditions | None = "lab",
         prior: Any = None,
         residual_scale: float = 0.2,
-        max_episode_seconds: float = 20.0,
+        max_episode_seconds: float = DEFAULT_EPISODE_SECONDS,
         reward_scales: GetUpRewardScales | Mapping[str, float] | None = None,
         render_mode: str | None = None,
         prior_params: Mapping[str, Any] | str | None = None,
         tempo_range: float | None = None,
+        model: str | Path | None = None,
+        model_map: str | Path | None = None,
     ) -> None:
-        names = (start,) if isinstance(start, str) else tuple(start)
-        if not names:
-            raise ValueError(f"start must name at least one start, got {start!r}")
-        for name in names:
-            if name not in STARTS:
-                raise ValueError(f"unknown start {name!r}; valid starts: {', '.join(STARTS)}")
+        start = _checked_start(start)
         self.reward_scales = GetUpRewardScales.resolve(reward_scales)
-        super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
+        super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params,
+                         model=model, model_map=model_map)
         #: The tempo entry's range (None: the action has none), see the class docstring.
         self.tempo_range: float | None = None
         if tempo_range is not None:
@@ -160,7 +178,7 @@ class GetUpEnv(UprightEnv):
             self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(self.sim.model.nu + 1,), dtype=np.float32)
             self._unit_low, self._unit_high = -np.ones(self.sim.model.nu + 1), np.ones(self.sim.model.nu + 1)
         #: The start name, or the tuple of names one is drawn from per episode.
-        self.start: str | tuple[str, ...] = start if isinstance(start, str) else names
+        self.start: str | tuple[str, ...] = start
         self._tracker: GetUpTracker | None = None
         self._weight = self.sim.weight
         self._feet = frozenset(self.sim.model.body(self.sim.model.site_bodyid[self.sim.model.site(s).id]).name
@@ -248,9 +266,14 @@ class GetUpEnv(UprightEnv):
 
     # ---------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode (Gymnasium's ``reset``); ``options={"start": ...}`` (a name of
+        :data:`STARTS` or a sequence to draw from) starts this episode there instead of at
+        ``start``. Other options: ValueError naming them."""
+        options = self._reset_options(options, ("start",))
+        start = _checked_start(options["start"]) if "start" in options else self.start
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(2**31)) if seed is None else seed
-        start = self._start_state(self.start, episode_seed)
+        start = self._start_state(start, episode_seed)
         sensors = self.sim.sensors()
         self._sensors = sensors
         posture = self.posture()

@@ -207,13 +207,17 @@ class Simulation:
         m, r = self.model, self.robot
         joints = tuple(m.joint(i).name for i in range(m.njnt) if m.jnt_type[i] == mujoco.mjtJoint.mjJNT_HINGE)
         actuators = tuple(m.actuator(i).name for i in range(m.nu))
-        if joints != r.joint_names:
-            raise ValueError(f"{r.mjcf} joint order {joints} differs from the robot description {r.joint_names}")
+        # A user's model keeps its own tree, so its joints may come in another order (every joint is
+        # read by name); our own file keeps the description's order.
+        if (sorted(joints) if r.model is not None else joints) != (sorted(r.joint_names) if r.model is not None
+                                                                     else r.joint_names):
+            raise ValueError(f"{r.simulated_mjcf} joint order {joints} differs from the robot description "
+                             f"{r.joint_names}")
         if actuators != r.actuator_names:
-            raise ValueError(f"{r.mjcf} actuator order {actuators} differs from the robot description")
+            raise ValueError(f"{r.simulated_mjcf} actuator order {actuators} differs from the robot description")
         missing = [k for k in r.poses if mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, k) < 0]
         if missing:
-            raise ValueError(f"{r.mjcf} lacks the keyframes {missing}")
+            raise ValueError(f"{r.simulated_mjcf} lacks the keyframes {missing}")
         #: Pose name → keyframe id (a name lookup in the model costs microseconds per reset).
         self._keyframes = {k: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, k) for k in r.poses}
 

@@ -19,6 +19,7 @@ from scipy.ndimage import correlate1d, gaussian_filter
 
 from upright.envs.conditions import Conditions
 from upright.envs.robots import RobotSpec
+from upright.envs.robots.user_model import adapted_model
 
 #: Carpet friction (sliding, torsional, rolling) and contact softness (MuJoCo solref/solimp).
 CARPET_FRICTION = (1.0, 0.005, 0.0001)
@@ -63,8 +64,9 @@ _COURSE_HALF_WIDTH = 0.75
 
 
 def build_scene(robot: RobotSpec, conditions: Conditions) -> mujoco.MjSpec:
-    """The robot's MJCF with the terrain of ``conditions``, a light, a sky and a tracking camera."""
-    spec = mujoco.MjSpec.from_file(str(robot.mjcf))
+    """The robot's MJCF (a user's model through its map, :attr:`RobotSpec.model`) with the terrain of
+    ``conditions``, a light, a sky and a tracking camera."""
+    spec = adapted_model(robot)
     spec.add_texture(
         name="skybox", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX, builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
         rgb1=[0.6, 0.75, 0.9], rgb2=[0.1, 0.15, 0.2], width=256, height=256,

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from upright.envs.base import UprightEnv
+from upright.envs.base import DEFAULT_EPISODE_SECONDS, UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.kernels import walk_effort_terms
 from upright.envs.metrics import Posture, WalkTracker, is_fallen
@@ -142,7 +143,9 @@ class WalkEnv(UprightEnv):
     command is drawn from the ``command_focus`` box instead with probability p, so that training
     sees more of the commands a prior fails on (a fast forward walk) without leaving the rest. The
     conditions (terrain, wear, noise, randomisation) are sampled from the episode's seed: the same
-    seed gives the same episode.
+    seed gives the same episode. ``reset(options={"command": (vx, vy, wz)})`` walks one episode with
+    that command; the conditions are fixed when the environment is made (the option ``conditions``
+    is a ValueError).
 
     ## Episode end
 
@@ -179,6 +182,7 @@ class WalkEnv(UprightEnv):
     | observe_gait        | bool                           | False      | observe the prior's gait clock (above)    |
     | render_mode         | str or None                    | None       | "rgb_array" or "human"                    |
     | prior_params        | dict, YAML path or None        | None       | the prior's parameter overrides (dotted)  |
+    | model, model_map    | MJCF and YAML paths or None    | None       | a user's model of the robot (your-robot.md) |
 
     Default ``command_ranges``: vx −0.2…0.3 m/s, vy −0.1…0.1 m/s, yaw rate −0.5…0.5 rad/s. Boxes
     may also be given as six numbers (vx low, vx high, vy low, …), the form ``--set`` writes.
@@ -186,8 +190,12 @@ class WalkEnv(UprightEnv):
     ## Version history
 
     * v0: first version. Added later under the same id, with the same dynamics, observations and
-      rewards: the ``reward_scales`` argument, ``info["is_success"]``, and (walk) the linear and
-      yaw tracking errors on 1 s window means in place of the single ``tracking_error``.
+      rewards: the ``reward_scales`` argument, ``info["is_success"]``, (walk) the linear and
+      yaw tracking errors on 1 s window means in place of the single ``tracking_error``, the
+      registration's ``max_episode_steps`` (the control steps of ``max_episode_seconds``, which
+      ``gym.make`` matches to a changed ``max_episode_seconds``; before, only the environment
+      itself truncated and ``spec.max_episode_steps`` was None), and ``reset(options=...)``
+      (``start``; walk: ``command``; an unknown option is a ValueError, before ignored).
     """
 
     task = "walk"
@@ -202,7 +210,7 @@ class WalkEnv(UprightEnv):
         conditions: str | Conditions | None = "lab",
         prior: Any = None,
         residual_scale: float = 0.2,
-        max_episode_seconds: float = 20.0,
+        max_episode_seconds: float = DEFAULT_EPISODE_SECONDS,
         start: str = "standing",
         reward_scales: WalkRewardScales | Mapping[str, float] | None = None,
         render_mode: str | None = None,
@@ -212,6 +220,8 @@ class WalkEnv(UprightEnv):
         observe_odometry: bool = False,
         residual_on: str = "joints",
         observe_gait: bool = False,
+        model: str | Path | None = None,
+        model_map: str | Path | None = None,
     ) -> None:
         if residual_on not in RESIDUAL_ON:
             raise ValueError(f"unknown residual_on {residual_on!r}; valid: {', '.join(RESIDUAL_ON)}")
@@ -242,7 +252,8 @@ class WalkEnv(UprightEnv):
         self.command = np.zeros(3) if command is None else command
         self.observe_odometry = bool(observe_odometry)
         self.observe_gait = bool(observe_gait)
-        super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params)
+        super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params,
+                         model=model, model_map=model_map)
         if self.observe_odometry and not hasattr(self.prior, "feedback"):
             raise ValueError(f"observe_odometry needs a walk prior with speed feedback (lipm, step_adjust), "
                              f"got prior {prior!r}")
@@ -324,9 +335,18 @@ class WalkEnv(UprightEnv):
             self.prior.set_command(command.copy())
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start an episode (Gymnasium's ``reset``); ``options={"command": (vx, vy, yaw rate)}``
+        walks this episode with that command instead of ``command`` or a draw, ``{"start":
+        "standing"}`` is the only start. Other options: ValueError naming them."""
+        options = self._reset_options(options, ("start", "command"))
+        if options.get("start", "standing") != "standing":
+            raise ValueError(f"unknown start {options['start']!r} for a walk; valid starts: standing")
+        command = _command_vector(options["command"]) if "command" in options else None
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(2**31)) if seed is None else seed
-        if self._fixed_command is None:
+        if command is not None:
+            self.command = command
+        elif self._fixed_command is None:
             box = self.command_ranges
             # No draw without a focus share: the episodes of a seed stay those of the plain ranges.
             if self.command_focus_share > 0 and self.np_random.random() < self.command_focus_share:

@@ -127,6 +127,21 @@ def comparison_table(results: Sequence[Mapping[str, Any]], notes: str = "") -> T
         *GETUP_COLUMNS, *WALK_COLUMNS, FALLS_COLUMN], [comparison_row(r) for r in results], notes)
 
 
+def fit_tick_labels(fig: Any, ax: Any) -> None:
+    """Turn the x tick labels of ``ax`` (on ``fig``) until no two overlap: level, then 30°, then
+    upright (90°, where a label takes only its lines' height along the axis). A plot's column
+    names (policy, environment, setting) are longer than a column is wide once there are many."""
+    for rotation, align in ((0, "center"), (30, "right"), (90, "center")):
+        for label in ax.get_xticklabels():
+            label.set_rotation(rotation)
+            label.set_horizontalalignment(align)
+        fig.tight_layout()  # the margins the turned labels need, as the saved figure has them
+        fig.canvas.draw()
+        boxes = [label.get_window_extent() for label in ax.get_xticklabels() if label.get_text()]
+        if not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:])):
+            return
+
+
 def plot_rates(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
     """Success and stood-up rates with 95 % Wilson interval bars, one group of bars per get-up
     environment and setting, one bar per policy (like Figure 5.1 of the Wolfgang thesis)."""
@@ -162,6 +177,7 @@ def plot_rates(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
         ax.grid(axis="y", alpha=0.3)
     axes[-1].set_xticks(range(len(groups)), list(groups), fontsize=8)
     axes[0].legend(fontsize=7, ncol=4, loc="lower left", bbox_to_anchor=(0.0, 1.01))
+    fit_tick_labels(fig, axes[-1])
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -192,6 +208,7 @@ def plot_walk_tracking(results: Sequence[Mapping[str, Any]], path: Path) -> Path
     axes[0].legend(fontsize=8, loc="best")
     axes[-1].set_xticks(range(len(walks)), [f"{r['policy']}\n{r['env'].split('/')[-1]}\n{_setting(r)}" for r in walks],
                         fontsize=7)
+    fit_tick_labels(fig, axes[-1])
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -199,4 +216,4 @@ def plot_walk_tracking(results: Sequence[Mapping[str, Any]], path: Path) -> Path
 
 
 __all__ = ["FALLS_COLUMN", "GETUP_COLUMNS", "GETUP_SETTINGS", "WALK_COLUMNS", "WALK_SETTINGS", "comparison_cells", "comparison_row", "comparison_table",
-           "plot_rates", "plot_walk_tracking", "prior_alone", "prior_label"]
+           "fit_tick_labels", "plot_rates", "plot_walk_tracking", "prior_alone", "prior_label"]

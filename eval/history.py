@@ -4,10 +4,13 @@ selection numbers, the prior on the same episodes, whether it was shipped, the c
 ``curves.csv``, every run's periodic evaluations (the rows of its ``learning_curve.csv`` under the
 run's name). ``upright history --add RUN_DIR`` records a finished run folder; ``upright history
 --docs`` writes the generated page ``docs/results/training-runs.md`` and the learning-curve
-pictures that ``curves.yaml`` groups (residual against scratch, one PNG per group).
+pictures that ``curves.yaml`` groups (residual against scratch, one PNG per group). The command
+reads and writes the record under ``--docs-dir`` (:func:`record_paths`; default ``docs/results``
+of the current directory), never inside the installed package.
 
     upright history --add runs/NaoGetUp-v0/ppo-keyframe-1 --verdict "not shipped: below the prior"
     upright history --docs
+    upright history --docs-dir my-project/docs/results --add runs/NaoGetUp-v0/ppo-keyframe-1
 """
 
 from __future__ import annotations
@@ -24,15 +27,24 @@ from upright.eval.results import summary_numbers
 from upright.eval.tables import Column, Table, number, text
 from upright.policies.run_folder import CURVE_COLUMNS, SELECTION_FILE, load_run_config, read_learning_curve
 
-#: The source tree's root: the record lives in its ``docs/`` (an installed package has none, and
-#: then no record to draw from).
+#: The source tree's root: the committed record lives in its ``docs/`` (an installed package has
+#: none, and then no record to draw from). The command line reads and writes ``--docs-dir`` instead.
 ROOT = Path(__file__).resolve().parents[1]
-#: The record's folder.
+#: The committed record's folder.
 HISTORY = ROOT / "docs" / "results" / "training"
-#: The generated page of every run.
+#: The committed generated page of every run.
 PAGE = ROOT / "docs" / "results" / "training-runs.md"
+#: Where ``upright history`` keeps the record unless told otherwise: the current project's pages.
+DEFAULT_DOCS_DIR = Path("docs", "results")
+
+
+def record_paths(docs_dir: str | Path = DEFAULT_DOCS_DIR) -> tuple[Path, Path]:
+    """The record's folder (``docs_dir/training``: ``runs.csv``, ``curves.csv``, ``curves.yaml``
+    and the pictures) and its generated page (``docs_dir/training-runs.md``)."""
+    docs_dir = Path(docs_dir)
+    return docs_dir / "training", docs_dir / "training-runs.md"
 #: The columns of ``runs.csv``. ``round``: the group of runs it was made with (runs of one round
-#: answered the same question); ``changed``: what it tried against the runs before it;
+#: answered the same question); ``changed``: what it changed against the runs before it;
 #: ``selection`` and ``checkpoint_selection``: its numbers on the selection seeds as judged when it
 #: ran; ``verdict``: what became of it; ``shipped``: the zoo entry and checkpoint, if any; the
 #: ``prior_*`` numbers: the prior alone on the run's periodic-evaluation episodes.
@@ -169,15 +181,20 @@ def prior_summary(curve: list[dict[str, float | None]], run: dict[str, str]) -> 
     return None if value == "" else f"{float(value):.2f} of {run['prior_episodes']}"
 
 
-def runs_tables(runs: list[dict[str, str]], curves: dict[str, list[dict[str, float | None]]]) -> list[Table]:
-    """The table of every run and the table of their commands."""
+def runs_tables(runs: list[dict[str, str]], curves: dict[str, list[dict[str, float | None]]],
+                anchors: bool = False) -> list[Table]:
+    """The table of every run and the table of their commands; with ``anchors`` (the Markdown page)
+    each run's row carries an HTML anchor of its name, so other pages link to
+    ``training-runs.md#NAME``."""
     rows = []
     for run in runs:
         curve = curves.get(run["name"], [])
+        name = f"`{run['name']}`"
         rows.append({**run, "environment": ", ".join(v for v in (run["env"], run["conditions"], run["start"]) if v),
                      "prior": run["prior"] or "none (scratch)", "steps": int(run["steps"]),
                      "wall_clock_min": float(run["wall_clock_min"]), "periodic": periodic_summary(curve, run),
-                     "prior_alone": prior_summary(curve, run), "name": f"`{run['name']}`",
+                     "prior_alone": prior_summary(curve, run),
+                     "name": f'<a id="{run["name"]}"></a>{name}' if anchors else name, "run": name,
                      "command": f"`{run['command']}`"})
     notes = ("Periodic: the evaluations during training on the run's `eval_episodes` selection episodes (seeds "
              "from 1000000; get-up: success, or the stood-up rate where no policy succeeds strictly; walk: the "
@@ -187,18 +204,19 @@ def runs_tables(runs: list[dict[str, str]], curves: dict[str, list[dict[str, flo
     runs_table = Table("Every training run", [
         Column("run", "name"), Column("round", "round"), Column("environment, conditions, starts", "environment"),
         Column("prior", "prior"), Column("algo", "algo"), Column("steps", "steps", number(0)),
-        Column("wall-clock (min)", "wall_clock_min", number(1)), Column("what it tried", "changed"),
+        Column("wall-clock (min)", "wall_clock_min", number(1)), Column("what it changed", "changed"),
         Column("periodic", "periodic"), Column("prior alone", "prior_alone"),
         Column("selection", "selection"), Column("checkpoint selection", "checkpoint_selection"),
         Column("verdict", "verdict"), Column("shipped", "shipped")], rows, notes)
-    commands = Table("Commands", [Column("run", "name"), Column("command", "command", text)], rows,
+    commands = Table("Commands", [Column("run", "run"), Column("command", "command", text)], rows,
                      "A resumed run's later commands follow its first, separated by ` ; `.")
     return [runs_table, commands]
 
 
 def curve_groups(directory: Path = HISTORY) -> dict[str, dict[str, Any]]:
-    """The picture groups of ``directory/curves.yaml``."""
-    return yaml.safe_load((directory / "curves.yaml").read_text())
+    """The picture groups of ``directory/curves.yaml`` ({} without the file: no pictures)."""
+    path = directory / "curves.yaml"
+    return (yaml.safe_load(path.read_text()) or {}) if path.is_file() else {}
 
 
 def draw_learning_curves(out: Path, directory: Path = HISTORY) -> list[Path]:
@@ -240,14 +258,15 @@ def write_docs(page: Path = PAGE, directory: Path = HISTORY, command: str = "upr
                pictures: bool = True) -> list[Path]:
     """Write ``page`` (the tables of :func:`runs_tables`) and, with ``pictures``, the learning
     curves into ``directory``; return the paths."""
-    tables = runs_tables(read_runs(directory), read_curves(directory))
+    tables = runs_tables(read_runs(directory), read_curves(directory), anchors=True)
     lines = ["# Training runs", "", f"Generated by `{command}` from [runs.csv](training/runs.csv) (one row per run) "
              "and [curves.csv](training/curves.csv) (every periodic evaluation); what they taught: "
-             "[docs/training.md](../training.md).", ""]
+             "[docs/findings.md](../findings.md).", ""]
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text("\n".join(lines + [t.markdown() for t in tables]))
     return [page, *(draw_learning_curves(directory, directory) if pictures else [])]
 
 
-__all__ = ["HISTORY", "PAGE", "RUN_FIELDS", "add_run", "curve_groups", "curve_metric", "draw_learning_curves",
-           "periodic_summary", "prior_summary", "read_curves", "read_runs", "run_record", "runs_tables", "write_docs"]
+__all__ = ["DEFAULT_DOCS_DIR", "HISTORY", "PAGE", "RUN_FIELDS", "add_run", "curve_groups", "curve_metric",
+           "draw_learning_curves", "periodic_summary", "prior_summary", "read_curves", "read_runs", "record_paths",
+           "run_record", "runs_tables", "write_docs"]

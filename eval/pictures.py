@@ -9,6 +9,10 @@ import imageio.v3 as iio
 from upright.envs.conditions import Conditions
 from upright.envs.render import Camera
 from upright.envs.simulation import Simulation
+from upright.envs.files import writable_file
+
+#: The longest settling before a picture (s): a pose has come to rest well before.
+MAX_SETTLE_SECONDS = 60.0
 
 
 def render_pose(
@@ -21,10 +25,15 @@ def render_pose(
     width: int = 640,
     height: int = 480,
 ) -> Path:
-    """Render ``robot`` in ``pose`` on ``terrain`` to the PNG file ``out`` after ``settle`` seconds
-    of simulation with the servos holding the pose."""
-    if settle < 0:
-        raise ValueError(f"settle must be >= 0 seconds, got {settle!r}")
+    """Render ``robot`` in ``pose`` on ``terrain`` to the PNG file ``out`` (``width`` x ``height``
+    pixels) after ``settle`` seconds of simulation with the servos holding the pose. ValueError,
+    before anything is simulated, for a settle outside [0, :data:`MAX_SETTLE_SECONDS`], a size below
+    one pixel, or an ``out`` that cannot be written as a file."""
+    if not 0 <= settle <= MAX_SETTLE_SECONDS:  # NaN too
+        raise ValueError(f"settle must be from 0 to {MAX_SETTLE_SECONDS:g} seconds, got {settle!r}")
+    if width < 1 or height < 1:
+        raise ValueError(f"width and height must be >= 1 pixel, got {width} x {height}")
+    writable_file(out)
     sim = Simulation(robot, Conditions(terrain=terrain))
     sim.reset(pose, seed=0)
     hold = sim.data.ctrl.copy()

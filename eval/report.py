@@ -11,12 +11,15 @@ Writes ``OUT/report.md`` (human-readable), ``OUT/report.json`` (numbers), ``OUT/
 from __future__ import annotations
 
 import json
+import math
 import re
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
+from upright.baselines import baseline_entry, controller_names
 from upright.envs.conditions import Conditions
 from upright.envs.registration import ENVIRONMENTS
 from upright.envs.render import RenderingUnavailable
@@ -28,7 +31,8 @@ from upright.eval.history import draw_learning_curves
 from upright.eval.pictures import render_pose
 from upright.eval.results import aggregate, write_results
 from upright.eval.robot_info import robot_info
-from upright.eval.runner import run_episodes
+from upright.eval.runner import check_episodes, run_episodes
+from upright.policies.feedback import is_feedback_policy
 from upright.policies.registry import policy_names
 
 #: Episodes per cell of the main job's short evaluation (the full numbers: ``upright experiment``).
@@ -43,19 +47,30 @@ def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2,
     """Run every cell of :func:`~upright.eval.comparison.comparison_cells` (episode i: seed
     :data:`REPORT_SEED` + i; ``episode_seconds``, when given, caps every episode's length in s),
     writing ``out/eval/<nn>-<env>-<policy>/results.json`` each; return the aggregates. A baseline
-    that does not fit an environment's robot or task is skipped with a line saying so."""
-    results = []
+    that does not fit an environment's robot or task is skipped (one line counts them); every other
+    cell's environment and policy are built once before the first episode runs, so a setting that
+    fails (ValueError) fails before any work."""
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes!r}")
     tasks = {env_id: spec.task for env_id, spec in ENVIRONMENTS.items()}
+    cells, skipped = [], 0
     for i, (env_id, policy, kwargs) in enumerate(comparison_cells(list(ENVIRONMENTS), tasks, policy_names())):
+        name = policy if isinstance(policy, str) else policy.name  # a re-parameterised prior is a Policy
+        misfit = _misfit(name, env_id) if isinstance(policy, str) else None
+        if misfit:
+            skipped += 1
+            continue
         if episode_seconds is not None:
             kwargs = {**kwargs, "max_episode_seconds": min(episode_seconds, kwargs.get("max_episode_seconds",
                                                                                         episode_seconds))}
-        name = policy if isinstance(policy, str) else policy.name  # a re-parameterised prior is a Policy
-        try:
-            run = run_episodes(env_id, policy, episodes, env_kwargs=kwargs, seed=REPORT_SEED, workers=workers)
-        except ValueError as error:  # a baseline that does not support this robot or task
-            print(f"skipped {name} on {env_id}: {error}")
-            continue
+        check_episodes(env_id, policy, kwargs, seed=REPORT_SEED)
+        cells.append((i, env_id, policy, name, kwargs))
+    if skipped:
+        print(f"skipped {skipped} baseline-environment pair{'s' * (skipped != 1)} that do not fit (another robot or "
+              "task)")
+    results = []
+    for i, env_id, policy, name, kwargs in cells:
+        run = run_episodes(env_id, policy, episodes, env_kwargs=kwargs, seed=REPORT_SEED, workers=workers)
         result = aggregate(run)
         folder = re.sub(r"[^A-Za-z0-9_.+-]+", "-", name).strip("-")
         write_results(result, out / "eval" / f"{i:02d}-{env_id.split('/')[-1]}-{folder}")
@@ -63,6 +78,22 @@ def evaluate_all(out: Path, episodes: int = REPORT_EPISODES, workers: int = 2,
         if run.interrupted:
             break
     return results
+
+
+def _misfit(policy: str, env_id: str) -> str | None:
+    """Why the baseline or hand-designed residual ``policy`` does not run in ``env_id``'s standard
+    setting (None: it does, or ``policy`` is neither): a baseline of another robot or task, a
+    residual (it needs its prior, which the standard setting has not)."""
+    if is_feedback_policy(policy):
+        return "a hand-designed residual needs an environment with its prior"
+    if policy not in controller_names():
+        return None
+    entry, env = baseline_entry(policy), ENVIRONMENTS[env_id]
+    if env.robot not in entry.robots:
+        return f"baseline {policy!r} supports robots {entry.robots}, not {env.robot!r}"
+    if env.task != entry.task:
+        return f"baseline {policy!r} is a {entry.task} controller, not for the {env.task!r} task"
+    return None
 
 
 def hold_check(robot: str, pose: str, seconds: float, height_offset: float = 0.0, seed: int = 0) -> dict[str, float]:
@@ -92,11 +123,15 @@ def hold_check(robot: str, pose: str, seconds: float, height_offset: float = 0.0
 def write_report(out: Path, bench_steps: int = 400, episodes: int = REPORT_EPISODES,
                  episode_seconds: float | None = None) -> Path:
     """Evaluate the policies (``episode_seconds``: a cap on every episode's length, s), run the
-    checks, render the pictures and the benchmark; write the report files to ``out``."""
+    checks, render the pictures and the benchmark; write the report files to ``out``. ValueError
+    for a count below one or an episode length that is not a finite number of seconds > 0, before
+    ``out`` is made."""
+    if episode_seconds is not None and not 0 < episode_seconds < math.inf:
+        raise ValueError(f"--episode-seconds must be a finite number > 0, got {episode_seconds!r}")
+    if episodes < 1 or bench_steps < 1:
+        raise ValueError(f"--episodes and --bench-steps must be >= 1, got {episodes} and {bench_steps}")
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, object] = {"robots": {}}
-    if episode_seconds is not None and not episode_seconds > 0:
-        raise ValueError(f"--episode-seconds must be > 0, got {episode_seconds!r}")
     evaluations = evaluate_all(out, episodes, episode_seconds=episode_seconds)
     results["evaluations"] = evaluations
     seeds = f"{REPORT_SEED}..{REPORT_SEED + episodes - 1}"
@@ -143,5 +178,5 @@ def write_report(out: Path, bench_steps: int = 400, episodes: int = REPORT_EPISO
     (out / "report.json").write_text(json.dumps(results, indent=2))
     path = out / "report.md"
     path.write_text("\n".join(md))
-    print(format_bench(rows))
+    print(format_bench(rows, width=shutil.get_terminal_size().columns))  # COLUMNS, the terminal's, else 80
     return path

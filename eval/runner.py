@@ -3,15 +3,17 @@ and observers.
 
 Episode ``i`` of a run is seeded ``seed + i`` (environment and policy), so its result does not
 depend on the number of workers or on which worker ran it. Each worker builds the environment and
-the policy once and reuses them for its episodes. Ctrl-C stops the run and keeps the episodes that
-had finished (``EvalRun.interrupted``).
+the policy once and reuses them for its episodes. Ctrl-C (or SIGTERM, in the main thread) stops
+the run and keeps the episodes that had finished (``EvalRun.interrupted``).
 
 An episode that raises, or whose worker process dies (killed for memory, a crash in native code),
 fails the run: the exception is raised again, or with ``keep_failed=True`` the run goes on and
 returns the finished episodes with the failed ones in ``EvalRun.failed``. A dead worker is not
 replaced: the run starts no further episode, and the other workers finish the ones they run. A
-policy whose ``reset`` raises refuses the environment (another robot, task or prior, parameters it
-does not know): that is the same for every episode, so the run stops and raises it in either case.
+policy whose ``reset`` raises before any episode finished refuses the environment (another robot,
+task or prior, parameters it does not know): that is the same for every episode, so the run stops
+and raises it in either case. Once an episode has finished with the policy, a ``reset`` that raises
+fails its own episode like any other exception.
 
 Everything that runs episodes (``upright eval``, ``upright video``, ``upright report``, the
 protocols of :mod:`upright.eval.experiments`) goes through :func:`run_episodes`; what a protocol
@@ -26,6 +28,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +42,7 @@ import numpy as np
 from tqdm import tqdm
 
 from upright.baselines import controller_names
+from upright.envs.base import UprightEnv
 from upright.envs.conditions import PRESETS, Conditions
 from upright.policies.base import Policy
 from upright.policies.builtin import ControllerPolicy
@@ -93,9 +97,10 @@ class EvalRun:
 
 
 class _Refused(Exception):
-    """The policy's ``reset`` raised ``error``: it refuses the environment (another robot, task or
-    prior, parameters it does not know), the same for every episode, so the run stops and raises
-    ``error`` whatever ``keep_failed`` says."""
+    """The policy's ``reset`` raised ``error``: before any episode finished, it refuses the
+    environment (another robot, task or prior, parameters it does not know), the same for every
+    episode, so the run stops and raises ``error`` whatever ``keep_failed`` says; after one
+    finished, it is that episode's failure."""
 
     def __init__(self, error: Exception) -> None:
         super().__init__(error)
@@ -108,6 +113,11 @@ class _Episodes:
     def __init__(self, env_id: str, env_kwargs: dict[str, Any], policy: str | Policy, seed: int,
                  observers: Sequence[Observer], wrappers: Sequence[Wrap]) -> None:
         self.env = gym.make(env_id, **env_kwargs)
+        if not isinstance(self.env.unwrapped, UprightEnv):  # the records are upright's task metrics
+            self.env.close()
+            valid = ", ".join(sorted(k for k in gym.registry if k.startswith("upright/")))
+            raise ValueError(f"{env_id} is no upright environment (the runner measures upright's get-up and walk "
+                             f"tasks); valid environments: {valid}")
         for wrap in wrappers:
             self.env = wrap(self.env)
         self.policy = load_policy(policy) if isinstance(policy, str) else policy
@@ -172,15 +182,20 @@ _Outcome = tuple[int, dict[str, Any] | None, BaseException | None]
 
 def _in_process(local: _Episodes, episodes: int) -> Iterator[_Outcome]:
     """Episodes ``0 .. episodes - 1`` in this process, one outcome each; a policy that refuses the
-    environment raises its exception."""
+    environment before any episode finished raises its exception (after one finished, its
+    ``reset`` failing is that episode's failure)."""
+    finished = False
     for index in range(episodes):
         try:
             record = local.run(index)
         except _Refused as refused:
-            raise refused.error from None
+            if not finished:
+                raise refused.error from None
+            yield index, None, refused.error
         except Exception as error:  # the episode failed; the caller decides whether the run goes on
             yield index, None, error
         else:
+            finished = True
             yield index, record, None
 
 
@@ -261,6 +276,7 @@ def _in_workers(setup: bytes, count: int, episodes: int, seed: int) -> Iterator[
             workers[-1].give(next(pending))
         busy = {worker.connection: worker for worker in workers}
         stopped = False
+        finished_one = False  # after an episode finished, a policy.reset that raises fails its episode only
         while busy:
             for connection in wait(list(busy)):
                 worker = busy[connection]
@@ -279,8 +295,9 @@ def _in_workers(setup: bytes, count: int, episodes: int, seed: int) -> Iterator[
                     raise RuntimeError(f"a worker process could not set up its episodes: {message[1]}")
                 if kind != "done":
                     message[2].__cause__ = _RemoteTraceback(message[3])
-                if kind == "refused":
+                if kind == "refused" and not finished_one:
                     raise message[2]
+                finished_one = finished_one or kind == "done"
                 worker.give(None if stopped else next(pending, None))
                 if worker.episode is None:
                     del busy[connection]
@@ -340,6 +357,45 @@ def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any]) -> None:
             raise ValueError(f"unknown keyword argument {key!r} for {env_id}; valid: {', '.join(valid)}")
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises KeyboardInterrupt as Ctrl-C does, so that a run stopped
+    by ``kill`` (a job scheduler, a closed session) keeps its finished episodes; the handler before
+    is restored after. Outside the main thread (where handlers cannot be set) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def check_episodes(env_id: str, policy: str | Policy, env_kwargs: Mapping[str, Any] | None = None,
+                   seed: int = 0) -> None:
+    """Build the environment and the policy of a run once, reset both with ``seed`` and close them:
+    ValueError for what :func:`run_episodes` would refuse (an unknown id, keyword argument, preset,
+    start or parameter; a policy that refuses the environment). For work that runs many short
+    runs of one setting (a study's trials, the report's cells), so that a bad setting fails before
+    any of them instead of being counted as a failed episode."""
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0 (episode i is seeded seed + i), got {seed!r}")
+    check_env_id(env_id)
+    env_kwargs = dict(env_kwargs or {})
+    check_env_kwargs(env_id, env_kwargs)
+    episodes = _Episodes(env_id, env_kwargs, policy, seed, (), ())
+    try:
+        episodes.env.reset(seed=seed)
+        episodes.policy.reset(episodes.env, seed)
+    finally:
+        episodes.close()
+
+
 def run_episodes(
     env_id: str,
     policy: str | Policy,
@@ -364,7 +420,8 @@ def run_episodes(
     :class:`WorkerDied`. With ``keep_failed`` the run goes on past an episode that raised (a dead
     worker still stops it, see the module docstring) and returns the failures in ``EvalRun.failed``
     beside the finished episodes, so a sample that lacks episodes is never mistaken for a whole one.
-    An exception of the policy's ``reset`` (it refuses the environment) is raised in either case."""
+    An exception of the policy's ``reset`` before any episode finished (it refuses the environment)
+    is raised in either case. SIGTERM stops the run as Ctrl-C does (``EvalRun.interrupted``)."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes!r}")
     if workers < 1:
@@ -392,7 +449,7 @@ def run_episodes(
             except (pickle.PicklingError, AttributeError, TypeError) as error:
                 raise ValueError(f"workers > 1 need a picklable policy, observers and wrappers: {error}") from None
             outcomes = _in_workers(setup, workers, episodes, seed)
-        with contextlib.closing(outcomes):
+        with _sigterm_as_interrupt(), contextlib.closing(outcomes):
             for index, record, error in outcomes:
                 # Kept before the bar counts it: a Ctrl-C right after the bar shows an episode
                 # (the terminal's user saw it finish) must not lose it.
@@ -420,5 +477,5 @@ def run_episodes(
     return EvalRun(env_id, name, env_kwargs, conditions, seed, episodes, records, interrupted, failed)
 
 
-__all__ = ["EvalRun", "Observer", "WorkerDied", "Wrap", "check_env_id", "check_env_kwargs", "conditions_label",
+__all__ = ["EvalRun", "Observer", "WorkerDied", "Wrap", "check_env_id", "check_episodes", "check_env_kwargs", "conditions_label",
            "resolve_policy", "run_episodes"]

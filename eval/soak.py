@@ -350,6 +350,20 @@ class SoakResult:
         return any(c.exceptions or c.nonfinite_obs or c.nonfinite_reward for c in self.cells)
 
 
+def check_soak(steps: int, *, workers: int = 1, seed: int = 0, envs: Sequence[str] | None = None,
+               conditions: Sequence[str] | None = None, starts: Sequence[str] | None = None,
+               priors: Sequence[str] | None = None) -> list[Cell]:
+    """The cells of a :func:`soak` with these arguments; ValueError naming a count below one, a
+    negative seed or an unknown name (checked before a soak writes anything)."""
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps!r}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed!r}")
+    return cells(envs, conditions, starts, priors)
+
+
 def soak(steps: int, *, workers: int = 1, seed: int = 0, envs: Sequence[str] | None = None,
          conditions: Sequence[str] | None = None, starts: Sequence[str] | None = None,
          priors: Sequence[str] | None = None, progress: bool = True, log: Path | None = None) -> SoakResult:
@@ -357,11 +371,8 @@ def soak(steps: int, *, workers: int = 1, seed: int = 0, envs: Sequence[str] | N
     for the filters); cell ``k`` seeds its episodes from ``seed + k * CELL_SEEDS``. With ``log``
     (a file), every finished cell's counts and problem episodes are appended to it as one JSON
     line, so a long soak can be read while it runs."""
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps!r}")
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers!r}")
-    todo = cells(envs, conditions, starts, priors)
+    todo = check_soak(steps, workers=workers, seed=seed, envs=envs, conditions=conditions, starts=starts,
+                      priors=priors)
     per_env = {env: sum(c.env == env for c in todo) for env in {c.env for c in todo}}
     from tqdm import tqdm  # tqdm: only when progress is shown
 
@@ -444,5 +455,5 @@ def print_result(result: SoakResult) -> None:
 
 
 __all__ = ["CELL_SEEDS", "EXTRA_CONDITIONS", "MODES", "Cell", "CellResult", "SoakObserver", "SoakPolicy",
-           "SoakResult", "SoakWrapper", "all_conditions", "cells", "print_result", "replay", "run_cell", "soak",
+           "SoakResult", "SoakWrapper", "all_conditions", "cells", "check_soak", "print_result", "replay", "run_cell", "soak",
            "summary_rows", "tables", "write"]

@@ -16,6 +16,7 @@ key it shows and the format that turns the value into text. The formats are the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -31,22 +32,23 @@ from upright.policies.run_folder import write_text_atomically
 
 #: The text of a missing value.
 MISSING = "—"
-#: Two-sided 95 % quantile of the standard normal distribution.
-Z95 = 1.959963984540054
 
 Row = Mapping[str, Any]
 Format = Callable[[Any], str]
 
 
-def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a success probability from ``successes`` out of ``trials``."""
+@functools.lru_cache(maxsize=4096)
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval (two-sided, ``confidence``) for a success probability from
+    ``successes`` out of ``trials``: SciPy's ``binomtest(k, n).proportion_ci(method="wilson")``.
+    Cached: ``binomtest`` also computes the exact test's p-value (milliseconds a call), and tables
+    and learning-curve bands ask for the same counts many times."""
+    from scipy.stats import binomtest  # SciPy's stats load slowly: only when an interval is computed
+
     if not 0 <= successes <= trials or trials < 1:
         raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes} of {trials}")
-    p = successes / trials
-    denominator = 1.0 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denominator
-    half = z / denominator * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    ci = binomtest(int(successes), int(trials)).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 def mean_interval(values: Sequence[float], confidence: float = 0.95) -> dict[str, float | int | None]:
@@ -166,15 +168,36 @@ class Table:
             lines += ["", self.notes]
         return "\n".join(lines) + "\n"
 
-    def rich(self) -> Any:
-        """The table as a :class:`rich.table.Table` for the terminal."""
-        from rich.table import Table as RichTable  # rich: only when printing to a terminal
+    def rich(self, width: int | None = None) -> Any:
+        """The table as a :class:`rich.table.Table` for a terminal ``width`` columns wide (None: any
+        width): one line per row when that fits, else :meth:`stacked`. Cells are never cut: a
+        squeezed grid would wrap every row over several lines and truncate its titles."""
+        from rich.console import Console  # rich: only when printing to a terminal
+        from rich.table import Table as RichTable
 
         table = RichTable(title=self.title, caption=self.notes or None)
         for column in self.columns:
             table.add_column(column.title)
         for cells in self.cells():
             table.add_row(*cells)
+        if width is None:
+            return table
+        wide = Console(width=100_000)
+        return table if wide.measure(table).maximum <= width else self.stacked()
+
+    def stacked(self) -> Any:
+        """The table as a narrow :class:`rich.table.Table`: per row a heading line (the first
+        column's title and cell, bold), then one line per other column, its title beside its cell."""
+        from rich.table import Table as RichTable  # rich: only when printing to a terminal
+
+        table = RichTable(title=self.title, caption=self.notes or None, show_header=False, show_lines=False)
+        table.add_column(style="bold")
+        table.add_column()
+        first, rest = self.columns[0], self.columns[1:]
+        for row in self.rows:
+            table.add_row(first.title, first.cell(row), style="bold")
+            for index, column in enumerate(rest):
+                table.add_row(f"  {column.title}", column.cell(row), end_section=index == len(rest) - 1)
         return table
 
     def to_json(self) -> dict[str, Any]:
@@ -184,12 +207,14 @@ class Table:
 
 
 def print_tables(tables: Sequence[Table]) -> None:
-    """Print ``tables`` to the terminal with rich."""
+    """Print ``tables`` to the terminal with rich, each in the terminal's width (``COLUMNS`` or
+    the terminal's own; 80 when output goes to a file or pipe): a table too wide for it is
+    printed stacked (:meth:`Table.stacked`). The Markdown files keep every table whole."""
     from rich.console import Console  # rich: only when printing to a terminal
 
     console = Console()
     for table in tables:
-        console.print(table.rich())
+        console.print(table.rich(console.width))
 
 
 def jsonable(value: Any) -> Any:
@@ -240,5 +265,5 @@ def write_tables(tables: Sequence[Table], out: Path, name: str, *, command: str 
     return paths
 
 
-__all__ = ["MISSING", "Column", "Table", "Z95", "count", "interval", "jsonable", "mean_interval", "mean_min_max",
+__all__ = ["MISSING", "Column", "Table", "count", "interval", "jsonable", "mean_interval", "mean_min_max",
            "number", "page_head", "print_tables", "rate", "text", "vector", "wilson_interval", "write_tables"]

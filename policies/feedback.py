@@ -30,9 +30,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import yaml
 
 from upright.policies.base import Policy
+from upright.envs.files import read_yaml_mapping
 
 FEEDBACK_PREFIX = "feedback:"
 #: Fused angle name → (index in ``Sensors.fused``, index of its rate in ``Sensors.gyro``).
@@ -94,7 +94,7 @@ def load_feedback_spec(name: str) -> FeedbackSpec:
             raise ValueError(f"unknown hand-designed residual {name!r}; shipped: {', '.join(feedback_names()) or 'none'}")
     else:
         path = Path(name)
-    data = yaml.safe_load(path.read_text())
+    data = read_yaml_mapping(path, "hand-designed residual")
     try:
         terms = tuple(FeedbackTerm(angle=t["angle"], reference=float(t["reference"]), p=float(t["p"]), d=float(t["d"]),
                                    actuators={k: float(v) for k, v in t["actuators"].items()},

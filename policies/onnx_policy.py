@@ -6,7 +6,9 @@ and the action clip are inside the graph), ``policy.yml`` (the spec: environment
 layout, action, prior, control period, delay, held-out numbers, the graph's SHA-256) and
 ``example_io.npz`` (observations of real episodes with the actions the graph must give them) and,
 for a policy with a prior, ``prior_vectors.npz`` (the prior's inputs and targets in the same
-episodes); ``docs/export.md`` describes them. :class:`ExportedActor` runs the graph; :class:`OnnxPolicy` is
+episodes), and ``SHA256SUMS`` (every other file's SHA-256, as ``sha256sum -c`` checks them: loading
+refuses a ``policy.yml`` changed after the export, e.g. another prior); ``docs/export.md``
+describes them. :class:`ExportedActor` runs the graph; :class:`OnnxPolicy` is
 the same as a :class:`~upright.policies.base.Policy`, and ``upright eval --policy onnx:DIR`` runs it
 in the environment of its spec (:func:`export_env`).
 """
@@ -19,14 +21,16 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import yaml
 
 from upright.policies.base import Policy
+from upright.envs.files import read_yaml_mapping
 
 ONNX_PREFIX = "onnx:"
 GRAPH_FILE = "policy.onnx"
 SPEC_FILE = "policy.yml"
 EXAMPLES_FILE = "example_io.npz"
+#: The checksums of an export's files, in ``sha256sum``'s format (``HEX  NAME`` lines).
+SUMS_FILE = "SHA256SUMS"
 #: Names of the graph's input (observations, float32 [batch, n]) and output (actions, float32 [batch, size]).
 INPUT_NAME = "observation"
 OUTPUT_NAME = "action"
@@ -37,15 +41,47 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def sums_text(directory: str | Path) -> str:
+    """The :data:`SUMS_FILE` of the files in ``directory`` (all but itself, by name)."""
+    files = sorted(p for p in Path(directory).iterdir() if p.is_file() and p.name != SUMS_FILE)
+    return "".join(f"{sha256_bytes(p.read_bytes())}  {p.name}\n" for p in files)
+
+
+def read_sums(directory: str | Path) -> dict[str, str]:
+    """File name -> SHA-256 of the :data:`SUMS_FILE` in ``directory``; ValueError when it is missing."""
+    path = Path(directory) / SUMS_FILE
+    if not path.is_file():
+        raise ValueError(f"export {str(directory)!r} has no {SUMS_FILE} (an export from before it had one, or not "
+                         "all of one): export it again")
+    sums = {}
+    for line in path.read_text(errors="replace").splitlines():
+        digest, _, name = line.partition("  ")
+        sums[name.strip()] = digest.strip()
+    return sums
+
+
+#: What loading an export needs of its spec: section, key.
+NEEDED = (("model", "sha256"), ("environment", "id"), ("environment", "kwargs"), ("observation", "size"),
+          ("action", "size"), ("policy", "name"))
+
+
 def load_spec(directory: str | Path) -> dict[str, Any]:
     """The spec (``policy.yml``) of the export folder ``directory``; ValueError naming a folder
-    that is no export."""
+    that is no export, a spec whose SHA-256 is not the one :data:`SUMS_FILE` records (changed after
+    the export), that is no YAML mapping or lacks one of :data:`NEEDED`."""
     path = Path(directory) / SPEC_FILE
     if not path.is_file() or not (Path(directory) / GRAPH_FILE).is_file():
         raise ValueError(f"{str(directory)!r} is no export of upright export (it needs {GRAPH_FILE} and {SPEC_FILE})")
-    spec = yaml.safe_load(path.read_text())
-    if not isinstance(spec, dict) or "model" not in spec or "environment" not in spec:
-        raise ValueError(f"{path} is not the spec of an export (no model or environment section)")
+    recorded = read_sums(directory).get(SPEC_FILE)
+    if sha256_bytes(path.read_bytes()) != recorded:
+        raise ValueError(f"{path} does not match its checksum in {SUMS_FILE} (changed after the export): "
+                         "export it again")
+    spec = read_yaml_mapping(path, "export spec")
+    for section, key in NEEDED:
+        if not isinstance(spec.get(section), dict) or key not in spec[section]:
+            raise ValueError(f"export spec {str(path)!r} lacks {section}.{key}")
+    if not isinstance(spec["environment"]["kwargs"], dict):
+        raise ValueError(f"export spec {str(path)!r}: environment.kwargs must be a mapping")
     return spec
 
 
@@ -71,7 +107,12 @@ class ExportedActor:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = threads
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        self.session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        try:
+            self.session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        except Exception as error:  # onnxruntime's own errors: bytes that are no graph it runs
+            raise ValueError(f"{self.directory / GRAPH_FILE} does not load as an ONNX graph "
+                             f"({str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__})"
+                             ) from error
         self.observation_size = int(self.spec["observation"]["size"])
         self.action_size = int(self.spec["action"]["size"])
 
@@ -123,5 +164,6 @@ class OnnxPolicy(Policy):
         return self.actor(observation)
 
 
-__all__ = ["EXAMPLES_FILE", "GRAPH_FILE", "INPUT_NAME", "ONNX_PREFIX", "OUTPUT_NAME", "SPEC_FILE", "ExportedActor",
-           "OnnxPolicy", "export_dir", "export_env", "is_export_policy", "load_spec", "sha256_bytes"]
+__all__ = ["EXAMPLES_FILE", "GRAPH_FILE", "INPUT_NAME", "NEEDED", "ONNX_PREFIX", "OUTPUT_NAME", "SPEC_FILE", "SUMS_FILE",
+           "ExportedActor", "OnnxPolicy", "export_dir", "export_env", "is_export_policy", "load_spec", "read_sums",
+           "sha256_bytes", "sums_text"]

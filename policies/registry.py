@@ -25,6 +25,7 @@ from upright.policies.feedback import (FEEDBACK_PREFIX, FeedbackResidualPolicy, 
                                        is_feedback_policy, load_feedback_spec)
 from upright.policies.onnx_policy import GRAPH_FILE, SPEC_FILE, OnnxPolicy, export_dir, is_export_policy
 from upright.policies.run import ZOO_PREFIX, is_run_policy, load_run_policy, normalizer_path, run_model, zoo_names
+from upright.policies.run_folder import load_run_config
 from upright.policies.sb3 import SB3Policy
 
 PolicyFactory = Callable[[], Policy]
@@ -62,6 +63,9 @@ def load_policy(name_or_path: str) -> Policy:
         return _FACTORIES[name_or_path]()
     if name_or_path in controller_names():
         return ControllerPolicy(name_or_path)
+    if (Path(name_or_path) / "config.yml").is_file():  # a run folder whose config.yml does not read as one
+        load_run_config(name_or_path)  # ValueError naming what is wrong with it
+        raise ValueError(f"{name_or_path!r}: its config.yml lacks the env_id and algo of a run of upright train")
     raise ValueError(f"unknown policy {name_or_path!r}; valid policies: {', '.join(policy_names())} "
                      "(or a run folder, zoo:NAME, onnx:DIR, a hand-designed residual's .yml, or an SB3 model file "
                      "ending in .zip)")

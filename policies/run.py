@@ -28,7 +28,8 @@ from typing import Any
 import yaml
 
 from upright.policies.algorithms import algo_class
-from upright.policies.run_folder import load_run_config
+from upright.policies.rl_zoo import is_rl_zoo_run, rl_zoo_model, rl_zoo_normalizer_paths
+from upright.policies.run_folder import load_run_config, read_manifest
 from upright.policies.sb3 import ModelPolicy
 
 ZOO_PREFIX = "zoo:"
@@ -70,11 +71,14 @@ def is_run_dir(path: str | Path) -> bool:
 
 def find_run_dir(path: str | Path) -> Path | None:
     """The run folder ``path`` is or holds a model of: a run folder itself, its ``model.zip`` or
-    ``best_model.zip``, or a checkpoint ``checkpoints/model_N_steps.zip`` in it; None for anything
-    else (a plain SB3 ``.zip`` is no run's model, whatever lies beside it)."""
+    ``best_model.zip``, or a checkpoint ``checkpoints/model_N_steps.zip`` in it; an rl_zoo3 run
+    folder or a ``.zip`` in one (:mod:`upright.policies.rl_zoo`); None for anything else (a plain
+    SB3 ``.zip`` is no run's model, whatever lies beside it)."""
     path = Path(path)
     if path.is_dir():
-        return path if is_run_dir(path) else None
+        return path if is_run_dir(path) or is_rl_zoo_run(path) else None
+    if path.suffix == ".zip" and is_rl_zoo_run(path.parent):
+        return path.parent
     if path.name in RUN_MODELS:
         candidate = path.parent
     elif CHECKPOINT.fullmatch(path.name) and path.parent.name == "checkpoints":
@@ -86,11 +90,17 @@ def find_run_dir(path: str | Path) -> Path | None:
 
 def resolve_run_path(name: str) -> Path:
     """The path of a run folder, run ``.zip`` or ``zoo:NAME`` policy ``name`` (ValueError naming
-    an unknown zoo policy or a missing path)."""
+    an unknown zoo policy, a zoo name that is a path (``zoo:../x``: zoo names stay inside the zoo)
+    or a missing path)."""
     if name.startswith(ZOO_PREFIX):
-        entry = zoo_dir() / name[len(ZOO_PREFIX):]
+        entry_name = name[len(ZOO_PREFIX):]
+        if not entry_name or entry_name.startswith(".") or Path(entry_name).name != entry_name or "\\" in entry_name:
+            raise ValueError(f"zoo policy {name!r}: a zoo name is one folder name in the zoo (letters, digits, "
+                             "'-' and '_'), not a path")
+        entry = zoo_dir() / entry_name
         if not (entry / "manifest.yml").is_file():
             raise ValueError(f"unknown zoo policy {name!r}; shipped: {', '.join(zoo_names()) or 'none'}")
+        read_manifest(entry)  # a damaged entry is refused, naming its manifest, not run as it is
         return entry
     path = Path(name)
     if not path.exists():
@@ -157,12 +167,41 @@ def newest_model(run_dir: Path, *, normalize: bool, replay_buffer: bool = False)
                      "checkpoint in checkpoints/)")
 
 
+def _first_line(error: BaseException) -> str:
+    """``TYPE: first line of the message`` of ``error``."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+
+
 def load_normalizer(path: Path) -> Any:
-    """A VecNormalize pickled by SB3 (without its environment), used only to normalise."""
-    with path.open("rb") as file:
-        normalizer = pickle.load(file)
+    """A VecNormalize pickled by SB3 (without its environment), used only to normalise; ValueError
+    naming ``path`` when it is no such pickle (truncated, empty, another object). Unpickling runs
+    code: load only the files of runs you trust."""
+    from stable_baselines3.common.vec_env import VecNormalize  # SB3 (and torch): only when a model loads
+
+    try:
+        with path.open("rb") as file:
+            normalizer = pickle.load(file)
+    except OSError:
+        raise
+    except Exception as error:  # a truncated or foreign pickle fails in many ways
+        raise ValueError(f"{str(path)!r} is not readable normalisation statistics ({_first_line(error)})") from error
+    if not isinstance(normalizer, VecNormalize):
+        raise ValueError(f"{str(path)!r} holds a {type(normalizer).__name__}, not SB3's VecNormalize statistics")
     normalizer.training = False
     return normalizer
+
+
+def load_model(algo: str, path: Path, **kwargs: Any) -> Any:
+    """The SB3 model of ``algo`` saved in ``path``, on the CPU (``kwargs``: more arguments of SB3's
+    ``load``, e.g. ``env``); ValueError naming ``path`` when it does not load (a truncated, empty or
+    foreign file). Loading unpickles: load only the models of runs you trust."""
+    try:
+        return algo_class(algo).load(path, device="cpu", **kwargs)
+    except OSError:
+        raise
+    except Exception as error:  # SB3 reads a zip of JSON, pickles and torch tensors: many ways to fail
+        raise ValueError(f"{str(path)!r} does not load as a {algo} model ({_first_line(error)})") from error
 
 
 def check_pair(model_path: Path, steps: int, normalizer: Any, normalizer_file: Path) -> None:
@@ -186,25 +225,35 @@ def run_model(name: str) -> tuple[Path, Path]:
                          "(model.zip, best_model.zip, checkpoints/model_N_steps.zip beside a run's config.yml)")
     if path.suffix == ".zip":
         return run_dir, path
+    if is_rl_zoo_run(run_dir):
+        return run_dir, rl_zoo_model(run_dir)
     return run_dir, newest_model(run_dir, normalize=bool(load_run_config(run_dir).hyperparams.get("normalize")))
 
 
 def load_run_policy(name: str) -> ModelPolicy:
     """The policy of a run folder (its newest model: ``model.zip``, or the newest complete
     checkpoint of a run killed before saving it, said on stderr), of one of its ``.zip`` files, or
-    ``zoo:NAME``, with the normalisation statistics saved beside the model; ValueError naming the
-    statistics file when the run normalised and it is missing, or when it was saved with another model."""
+    ``zoo:NAME``, with the normalisation statistics saved beside the model (an rl_zoo3 run's:
+    :func:`~upright.policies.rl_zoo.rl_zoo_normalizer_paths`); ValueError naming the statistics
+    files looked for when the run normalised and they are missing, or when they were saved with
+    another model."""
     run_dir, model_path = run_model(name)
     config = load_run_config(run_dir)
-    if resolve_run_path(name).is_dir() and model_path != run_dir / "model.zip":
+    rl_zoo = is_rl_zoo_run(run_dir)
+    if resolve_run_path(name).is_dir() and model_path != run_dir / "model.zip" and not rl_zoo:
         print(f"upright: run {run_dir} has no model.zip as new as its checkpoints (killed?); using "
               f"{model_path.relative_to(run_dir)}", file=sys.stderr)
-    model = algo_class(config.algo).load(model_path, device="cpu")
-    norm = normalizer_path(model_path)
+    model = load_model(config.algo, model_path)
+    looked = rl_zoo_normalizer_paths(model_path) if rl_zoo else [normalizer_path(model_path)]
+    norm = next((path for path in looked if path.is_file()), looked[0])
     normalizer = None
     if norm.is_file():
         normalizer = load_normalizer(norm)
         check_pair(model_path, model.num_timesteps, normalizer, norm)
+    elif config.hyperparams.get("normalize") and rl_zoo:
+        raise ValueError(f"rl_zoo3 run {str(run_dir)!r} normalised its observations (normalize in "
+                         f"{run_dir.name}/{looked[-1].parent.name}/config.yml) but its statistics are missing; "
+                         f"looked for {', '.join(str(path) for path in looked)}")
     elif config.hyperparams.get("normalize"):
         raise ValueError(f"run {str(run_dir)!r} normalised its observations (hp.normalize) but {norm.name} is missing "
                          f"beside {model_path.name}; without it the policy would see other observations")
@@ -248,6 +297,6 @@ def run_env_id(name: str) -> str | None:
 
 
 __all__ = ["CHECKPOINT", "RUN_MODELS", "STEPS_STAMP", "ZOO_PREFIX", "check_pair", "find_run_dir", "is_run_dir",
-           "is_run_policy", "load_normalizer", "load_run_policy", "model_steps", "newest_model", "normalizer_path",
+           "is_run_policy", "load_model", "load_normalizer", "load_run_policy", "model_steps", "newest_model", "normalizer_path",
            "replay_buffer_path", "residual_env_kwargs", "resolve_run_path", "run_env_id", "run_env_kwargs", "run_model", "zoo_dir",
            "zoo_names"]

@@ -27,6 +27,9 @@ from typing import Any
 
 import yaml
 
+from upright.envs.files import read_yaml_mapping
+
+
 @dataclass
 class TrainConfig:
     """One training run. ``env_kwargs`` excludes the prior (``prior``); ``hyperparams`` are the
@@ -114,11 +117,20 @@ def plain(value: Any) -> Any:
 
 
 def load_run_config(run_dir: str | Path) -> TrainConfig:
-    """The :class:`TrainConfig` of a run folder (ValueError when ``run_dir`` is no run folder)."""
+    """The :class:`TrainConfig` of a run folder, or of an rl_zoo3 run folder
+    (:func:`upright.policies.rl_zoo.rl_zoo_config`); ValueError when ``run_dir`` is neither."""
     path = Path(run_dir) / "config.yml"
     if not path.is_file():
+        from upright.policies.rl_zoo import is_rl_zoo_run, rl_zoo_config  # it builds a TrainConfig of this module
+
+        if is_rl_zoo_run(run_dir):
+            return rl_zoo_config(run_dir)
         raise ValueError(f"{str(run_dir)!r} is not a run folder (no config.yml)")
-    return TrainConfig.from_yaml(yaml.safe_load(path.read_text()))
+    data = read_yaml_mapping(path, "run config")
+    try:
+        return TrainConfig.from_yaml(data)
+    except (TypeError, ValueError) as error:  # a field missing, an unknown key
+        raise ValueError(f"run config {str(path)!r}: {error}") from None
 
 
 #: learning_curve.csv columns: environment steps, wall-clock seconds since the run started (resumes
@@ -197,8 +209,8 @@ def read_selection(run_dir: str | Path) -> dict[str, Any]:
 
 
 def read_manifest(entry: str | Path) -> dict[str, Any]:
-    """The ``manifest.yml`` of a zoo entry folder."""
-    return yaml.safe_load((Path(entry) / "manifest.yml").read_text())
+    """The ``manifest.yml`` of a zoo entry folder (ValueError naming it when it is no YAML mapping)."""
+    return read_yaml_mapping(Path(entry) / "manifest.yml", "zoo manifest")
 
 
 def write_evaluation(entry: str | Path, evaluation: dict[str, Any]) -> None:

@@ -122,7 +122,15 @@ class SB3Policy(ModelPolicy):
 
         self.path = Path(path)
         self.algorithm = detect_algorithm(self.path)
-        super().__init__(getattr(stable_baselines3, self.algorithm).load(self.path, device="cpu"), name=self.path.stem)
+        try:
+            model = getattr(stable_baselines3, self.algorithm).load(self.path, device="cpu")
+        except OSError:
+            raise
+        except Exception as error:  # the zip's data read, its weights or pickles not (truncated, foreign)
+            raise ValueError(f"{str(self.path)!r} does not load as a {self.algorithm} model "
+                             f"({type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''})"
+                             ) from error
+        super().__init__(model, name=self.path.stem)
 
 
 __all__ = ["ALGORITHMS", "ModelPolicy", "SB3Policy", "actor_size", "detect_algorithm", "gaussian_mean"]

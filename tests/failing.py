@@ -57,3 +57,17 @@ class OutlivingPolicy(FailingPolicy):
                 time.sleep(0.01)
             time.sleep(self.linger)
         return super().act(observation, info)
+
+
+class ResetFailingPolicy(ZeroPolicy):
+    """Zero actions; its ``reset`` raises ``RuntimeError`` in the episode seeded ``seed`` (after
+    other episodes ran with it: a failure of that episode, not a refusal of the environment)."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self.fail_seed = seed
+
+    def reset(self, env: gym.Env, seed: int | None) -> None:
+        if seed == self.fail_seed:
+            raise RuntimeError(f"reset broke in the episode of seed {seed}")
+        super().reset(env, seed)

@@ -18,3 +18,20 @@ class InterruptingPolicy(ZeroPolicy):
         if self.episodes == self.at:
             raise KeyboardInterrupt
         super().reset(env, seed)
+
+
+class TerminatingPolicy(ZeroPolicy):
+    """Zero actions; sends its own process SIGTERM (as ``kill`` or a job scheduler does) at the start
+    of the episode seeded ``seed``."""
+
+    def __init__(self, seed: int = 2) -> None:
+        super().__init__()
+        self.stop_seed = seed
+
+    def reset(self, env, seed) -> None:
+        import os
+        import signal
+
+        if seed == self.stop_seed:
+            os.kill(os.getpid(), signal.SIGTERM)
+        super().reset(env, seed)

@@ -52,6 +52,14 @@ def test_unknown_or_badly_typed_overrides_are_named():
         params.with_overrides({"foot_area": [0.1]})
 
 
+@pytest.mark.parametrize("value", [float("nan"), "inf", -math.inf, "1e999"])
+def test_a_parameter_that_is_no_finite_number_is_refused_and_gym_make_refuses_it(value):
+    with pytest.raises(ValueError, match="max_forward: expected a finite number"):
+        StepAdjustParams.load("nao").with_overrides({"max_forward": value})
+    with pytest.raises(ValueError, match="max_forward: expected a finite number"):
+        gym.make("upright/NaoWalk-v0", prior="step_adjust", prior_params={"max_forward": value})
+
+
 @pytest.mark.parametrize("name", ["keyframe", "spline", "spline_nostab", "lipm", "step_adjust"])
 def test_make_controller_takes_defaults_a_params_set_or_overrides(name):
     robot = get_robot("nao")

@@ -33,6 +33,8 @@ def test_info_unknown_robot_names_it():
     assert out.returncode == 2 and "asimo" in out.stderr
 
 
+#: Malformed YAML (``malformed.yml``) and a list where a mapping belongs (``list.yml``).
+DATA = Path(__file__).parent / "data"
 #: ``upright eval`` of one episode, then the policy and the arguments that differ.
 EVAL = ["eval", "--episodes", "1", "--env", "upright/NaoGetUp-v0"]
 #: ``upright optimize`` of one trial, then ``--storage``.
@@ -86,6 +88,43 @@ SWEEP = ["train", "--sweep", str(Path(__file__).parent / "data" / "sweep-tiny.ym
                  ["residual_scale", "inf"], id="infinite-residual-scale"),
     pytest.param(["eval", "--episodes", "1", "--env", "upright/NaoWalk-v0", "--policy", "zero", "--set",
                   "command=1e9,0,0"], ["command", "1000000000.0"], id="command-absurd-speed"),
+    pytest.param(["eval", "--episodes", "1", "--env", "upright/NaoWalk-v0", "--policy", "step_adjust", "--set",
+                  "params.max_forward=nan"], ["max_forward", "finite"], id="params-nan"),
+    pytest.param(["eval", "--episodes", "1", "--env", "CartPole-v1", "--policy", "zero"],
+                 ["CartPole-v1", "no upright environment"], id="eval-foreign-env"),
+    pytest.param([*EVAL, "--policy", "keyframe", "--params", str(DATA / "malformed.yml")],
+                 ["malformed.yml", "not valid YAML", "line 2"], id="params-malformed-yaml"),
+    pytest.param([*EVAL, "--policy", "keyframe", "--params", str(DATA / "list.yml")], ["list.yml", "mapping"],
+                 id="params-list"),
+    pytest.param([*EVAL, "--policy", str(DATA / "malformed.yml"), "--set", "prior=keyframe"],
+                 ["malformed.yml", "not valid YAML"], id="policy-yml-malformed"),
+    pytest.param([*EVAL, "--policy", str(DATA / "list.yml"), "--set", "prior=keyframe"], ["list.yml", "mapping"],
+                 id="policy-yml-list"),
+    pytest.param([*EVAL, "--policy", "zoo:../zoo/nao-getup-residual-keyframe"], ["zoo:../", "not a path"],
+                 id="zoo-name-leaves-the-zoo"),
+    pytest.param([*OPTIMIZE, "--conditions", "foo"], ["'foo'", "conditions"], id="optimize-unknown-conditions"),
+    pytest.param([*OPTIMIZE, "--start", "foo"], ["'foo'"], id="optimize-unknown-start"),
+    pytest.param([*OPTIMIZE, "--set", "nope=1"], ["'nope'"], id="optimize-unknown-setting"),
+    pytest.param([*OPTIMIZE, "--set", "params.nope=1"], ["'nope'"], id="optimize-unknown-parameter"),
+    pytest.param([*OPTIMIZE, "--seed", "-1"], ["--seed", "-1"], id="optimize-negative-seed"),
+    pytest.param([*OPTIMIZE, "--space", str(DATA / "malformed.yml")], ["malformed.yml", "not valid YAML"],
+                 id="optimize-space-malformed"),
+    pytest.param([*OPTIMIZE, "--space", str(DATA / "list.yml")], ["list.yml", "mapping"], id="optimize-space-list"),
+    pytest.param([*OPTIMIZE, "--storage", f"journal:{DATA}"], ["journal:", "folder"], id="storage-journal-folder"),
+    pytest.param(["report", "--episodes", "-1"], ["--episodes", "-1"], id="report-negative-episodes"),
+    pytest.param(["report", "--bench-steps", "0"], ["--bench-steps", "0"], id="report-no-bench-steps"),
+    pytest.param(["report", "--episode-seconds", "nan"], ["--episode-seconds", "nan"], id="report-nan-seconds"),
+    pytest.param(["soak", "--steps", "10", "--conditions", "foo"], ["foo"], id="soak-unknown-conditions"),
+    pytest.param(["soak", "--steps", "10", "--seed", "-1"], ["seed", "-1"], id="soak-negative-seed"),
+    pytest.param(["train", "--env", "upright/NaoGetUp-v0", "--hyperparams", str(DATA / "malformed.yml")],
+                 ["hyperparameter file", "malformed.yml", "not valid YAML"], id="hyperparams-malformed"),
+    pytest.param(["train", "--env", "upright/NaoGetUp-v0", "--hyperparams", str(DATA / "list.yml")],
+                 ["hyperparameter file", "list.yml", "mapping"], id="hyperparams-list"),
+    pytest.param(["train", "--sweep", str(DATA / "malformed.yml")], ["sweep space file", "not valid YAML"],
+                 id="sweep-malformed"),
+    pytest.param(["train", "--sweep", str(DATA / "list.yml")], ["sweep space file", "mapping"], id="sweep-list"),
+    pytest.param(["view", "nao", "--settle", "inf"], ["settle", "inf"], id="view-endless-settle"),
+    pytest.param(["view", "nao", "--width", "0"], ["width", "0"], id="view-no-width"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, named, capsys, tmp_path):
     out = tmp_path / "out"

@@ -18,6 +18,7 @@ from gymnasium.utils.env_checker import check_env
 import upright  # noqa: F401  (registers the ids)
 from conftest import python_without
 from upright import Conditions, Impulse
+from upright.envs.robots import get_robot
 
 IDS = ["upright/NaoGetUp-v0", "upright/WolfgangGetUp-v0", "upright/NaoWalk-v0", "upright/WolfgangWalk-v0"]
 GETUP_IDS = IDS[:2]
@@ -340,6 +341,58 @@ def test_env_docstrings_follow_gymnasiums_section_order(cls_path):
     positions = [doc.find(section) for section in sections]
     assert -1 not in positions and positions == sorted(positions), dict(zip(sections, positions))
     assert "| reward_scales " in doc
+    history = doc[doc.find("## Version history"):]
+    assert "max_episode_steps" in history and "reset(options=...)" in history, history
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_spec_max_episode_steps_agrees_with_max_episode_seconds(env_id):
+    """The registration's step limit is the default 20 s episode; a changed max_episode_seconds gives
+    gym.make's TimeLimit and spec its own count, and both truncate on the environment's own step."""
+    period = get_robot(upright.ENVIRONMENTS[env_id].robot).control_period
+    assert gym.spec(env_id).max_episode_steps == math.ceil(20.0 / period - 1e-6)
+    for seconds in (0.3, 0.36):
+        inside = gym.make(env_id, max_episode_seconds=seconds, max_episode_steps=-1)  # no TimeLimit
+        inside.reset(seed=0)
+        steps, truncated = 0, False
+        while not truncated:
+            _, _, terminated, truncated, _ = inside.step(_hold(inside))
+            steps += 1
+            assert not terminated
+        env = gym.make(env_id, max_episode_seconds=seconds)
+        assert env.spec.max_episode_steps == steps == env.unwrapped.max_episode_steps, (seconds, steps)
+        info = _run(env, lambda obs: _hold(env), seed=0)
+        assert "episode_metrics" in info  # the environment's own end, on the TimeLimit's step
+    assert gym.make(env_id, max_episode_seconds=0.3, max_episode_steps=5).spec.max_episode_steps == 5
+
+
+def test_reset_options_start_and_command_hold_for_one_episode():
+    env = gym.make("upright/NaoGetUp-v0", start="prone", max_episode_seconds=0.1)
+    assert env.reset(seed=0, options={"start": "supine"})[1]["start"] == "supine"
+    assert env.reset(seed=0, options={"start": ["side", "side"]})[1]["start"] == "side"
+    assert env.reset(seed=0)[1]["start"] == "prone"
+    walk = gym.make("upright/NaoWalk-v0", max_episode_seconds=0.1)
+    obs, info = walk.reset(seed=0, options={"command": (0.1, 0.0, 0.2)})
+    assert info["command"].tolist() == [0.1, 0.0, 0.2]
+    assert obs[walk.unwrapped.observation_slices()["command"]].tolist() == pytest.approx([0.1, 0.0, 0.2])
+    assert walk.reset(seed=0)[1]["command"].tolist() != [0.1, 0.0, 0.2]  # drawn again
+    assert walk.reset(seed=0, options={"start": "standing"})[1]["command"].tolist() == \
+        walk.reset(seed=0)[1]["command"].tolist()
+
+
+@pytest.mark.parametrize("env_id, options, message", [
+    ("upright/NaoGetUp-v0", {"strat": "supine"}, "unknown reset option 'strat'"),
+    ("upright/NaoGetUp-v0", {"start": "sitting"}, "unknown start 'sitting'"),
+    ("upright/NaoGetUp-v0", {"command": (0.1, 0.0, 0.0)}, "reset option 'command' means nothing"),
+    ("upright/NaoGetUp-v0", {"conditions": "competition"}, "reset option 'conditions' is not supported"),
+    ("upright/NaoWalk-v0", {"start": "prone"}, "unknown start 'prone' for a walk"),
+    ("upright/NaoWalk-v0", {"command": (0.1, 0.0)}, "command must be three finite numbers"),
+    ("upright/NaoWalk-v0", {"conditions": "turf"}, "reset option 'conditions' is not supported"),
+])
+def test_reset_refuses_options_it_cannot_honour(env_id, options, message):
+    env = gym.make(env_id, max_episode_seconds=0.1)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        env.reset(seed=0, options=options)
 
 
 def test_envs_docstrings_point_only_at_files_in_the_repository():

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import gymnasium as gym
@@ -24,7 +26,7 @@ from upright.eval.settings import env_settings, parse_settings, parse_value, spl
 from upright.eval.tables import wilson_interval
 from upright.policies.builtin import ControllerPolicy, ZeroPolicy
 
-from failing import FailingPolicy, OutlivingPolicy
+from failing import FailingPolicy, OutlivingPolicy, ResetFailingPolicy
 from interrupting import InterruptingPolicy
 
 SHORT = ["--set", "max_episode_seconds=1.5"]
@@ -39,6 +41,25 @@ SHORT = ["--set", "max_episode_seconds=1.5"]
 ])
 def test_wilson_interval_known_values(k, n, low, high):
     assert wilson_interval(k, n) == pytest.approx((low, high), abs=1e-4)
+
+
+def _wilson_by_formula(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval written out (centre ± half width, clipped to [0, 1])."""
+    p = k / n
+    denominator = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def test_wilson_interval_is_scipys_and_agrees_with_the_formula():
+    from scipy.stats import binomtest
+
+    for n in range(1, 41):
+        for k in range(n + 1):
+            ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+            assert wilson_interval(k, n) == (ci.low, ci.high)
+            assert wilson_interval(k, n) == pytest.approx(_wilson_by_formula(k, n), abs=1e-15)
 
 
 def test_wilson_interval_rejects_impossible_counts():
@@ -249,6 +270,62 @@ def test_a_policy_that_refuses_the_environment_stops_the_run_even_when_keeping_f
     policy = ControllerPolicy("keyframe", params={"no_such_parameter": 1})
     with deadline(120), pytest.raises(ValueError, match="no_such_parameter"):
         run_episodes(policy=policy, workers=workers, keep_failed=True, **FAILING)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_reset_that_raises_after_a_finished_episode_fails_that_episode_only(workers):
+    """Episodes ran with the policy, so its reset raising later is no refusal of the environment:
+    the finished episodes stay, the one whose reset raised is a failure."""
+    with deadline(120):
+        run = run_episodes(policy=ResetFailingPolicy(12), workers=workers, keep_failed=True, **FAILING)
+    assert [r["seed"] for r in run.records] == [10, 11, 13]
+    assert run.failed == [{"episode": 2, "seed": 12, "error": "RuntimeError: reset broke in the episode of seed 12"}]
+
+
+def test_sigterm_keeps_the_finished_episodes_as_ctrl_c_does(tmp_path):
+    """A run stopped by SIGTERM (``kill``, a job scheduler) returns its finished episodes, and
+    ``upright eval`` writes them (exit 130), instead of dying with nothing written."""
+    code = ("import sys; sys.path.insert(0, %r); from interrupting import TerminatingPolicy; from upright import cli; "
+            "cli.resolve_policy = lambda name, params=None: TerminatingPolicy(2); "
+            "sys.exit(cli.main(['eval', '--env', 'upright/NaoGetUp-v0', '--policy', 'zero', '--episodes', '5', "
+            "'--set', 'max_episode_seconds=0.12', '--out', %r]))") % (str(Path(__file__).parent), str(tmp_path / "out"))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, done.stderr
+    result = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [r["episode"] for r in result["episodes_data"]] == [0, 1]
+
+
+def test_the_report_skips_a_baseline_that_does_not_fit_but_refuses_a_bad_setting_before_any_episode(
+        tmp_path, monkeypatch, capsys):
+    from upright.eval import report
+
+    def never(*args, **kwargs):
+        raise AssertionError("an episode ran")
+
+    cells = [("upright/NaoWalk-v0", "keyframe", {}),  # a get-up controller on a walk: skipped, said so
+             ("upright/NaoGetUp-v0", "zero", {"conditions": "foo"})]  # every episode would fail: refused
+    monkeypatch.setattr(report, "comparison_cells", lambda *args: cells)
+    monkeypatch.setattr(report, "run_episodes", never)
+    with pytest.raises(ValueError, match="'foo'"):
+        report.evaluate_all(tmp_path, episodes=1)
+    assert capsys.readouterr().out == ""  # the skipped pairs are counted in one line once every cell passed its check
+
+
+def test_the_report_says_in_one_line_how_many_pairs_it_skipped_and_starts_no_episode_for_them(
+        tmp_path, monkeypatch, capsys):
+    from upright.eval import report
+
+    def never(*args, **kwargs):
+        raise AssertionError("an episode (and its progress bar) started for a skipped pair")
+
+    cells = [("upright/NaoWalk-v0", "keyframe", {}), ("upright/WolfgangGetUp-v0", "lipm", {}),
+             ("upright/NaoGetUp-v0", "lipm", {}), ("upright/WolfgangWalk-v0", "spline", {})]
+    monkeypatch.setattr(report, "comparison_cells", lambda *args: cells)
+    monkeypatch.setattr(report, "run_episodes", never)
+    assert report.evaluate_all(tmp_path, episodes=1) == []
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["skipped 4 baseline-environment pairs that do not fit (another robot or task)"]
+    assert captured.err == ""
 
 
 def test_eval_writes_the_finished_episodes_and_names_the_failed_one(tmp_path, capsys, monkeypatch):

@@ -21,8 +21,8 @@ from onnx import numpy_helper
 import upright
 from upright.cli import main
 from upright.envs.sensors import Sensors, observation_from_sensors
-from upright.policies.onnx_policy import (EXAMPLES_FILE, GRAPH_FILE, SPEC_FILE, ExportedActor, OnnxPolicy, export_env,
-                                          sha256_bytes)
+from upright.policies.onnx_policy import (EXAMPLES_FILE, GRAPH_FILE, SPEC_FILE, SUMS_FILE, ExportedActor, OnnxPolicy,
+                                          export_env, sha256_bytes)
 from upright.policies.registry import load_policy
 from upright.policies.run import load_run_policy, zoo_names
 from upright.training.export import (COMPILED_NN_OPERATORS, EXAMPLE_TOLERANCE, HELD_OUT_SEED, build_export, record,
@@ -309,7 +309,7 @@ def test_shipped_export_matches_what_the_command_writes(name):
     assert spec["model"].pop("sha256") == sha256_bytes((directory / GRAPH_FILE).read_bytes())
     assert spec == {**export.spec, "model": {k: v for k, v in export.spec["model"].items() if k != "sha256"}}
     files = {p.name: p.stat().st_size for p in directory.iterdir()}
-    assert set(files) == {GRAPH_FILE, SPEC_FILE, EXAMPLES_FILE, PRIOR_VECTORS_FILE}
+    assert set(files) == {GRAPH_FILE, SPEC_FILE, EXAMPLES_FILE, PRIOR_VECTORS_FILE, SUMS_FILE}
     assert sum(size for file, size in files.items() if file != PRIOR_VECTORS_FILE) < MAX_EXPORT_BYTES
 
 

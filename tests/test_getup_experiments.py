@@ -23,10 +23,12 @@ def test_the_getup_protocols_are_registered_with_a_summary():
         assert registry[name].summary and registry[name].run.__module__.startswith("upright.eval.experiments.")
 
 
-def test_experiment_list_names_each_protocol_on_one_line(capsys):
+def test_experiment_list_names_each_protocol_with_its_summary_below_within_80_columns(capsys):
     assert main(["experiment", "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(experiments()) and any(line.startswith("keyframe-ablation ") for line in lines)
+    assert [line for line in lines if not line.startswith(" ")] == list(experiments())
+    assert max(map(len, lines)) <= 80
+    assert lines[lines.index("keyframe-ablation") + 1].startswith("  keyframe stand-up")
 
 
 def test_unknown_experiment_and_option_values_are_named(capsys, tmp_path):

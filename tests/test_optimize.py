@@ -227,7 +227,13 @@ def test_the_measurements_are_experiment_protocols(tmp_path, capsys):
     """``upright experiment`` lists the optimize-* protocols with their options and refuses the
     workers measurement on a file storage before it starts a study."""
     assert main(["experiment", "--list"]) == 0
-    listed = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    listed: dict[str, str] = {}  # name → its summary and options (indented lines below it), joined
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith(" "):
+            listed[name] += " " + line.strip()
+        else:
+            name = line
+            listed[name] = ""
     for name in ("optimize-figure4", "optimize-spline-thesis", "optimize-keyframe-competition", "optimize-workers"):
         assert "trials=100 repetitions=3" in listed[name]
     assert main(["experiment", "optimize-workers", "--set", f"storage=sqlite:///{tmp_path}/x.db",
@@ -302,3 +308,17 @@ def test_killed_worker_trial_is_failed_and_retried(postgres_url, tmp_path):
     killed = trials[running[0]].params  # those suggested before the kill (maybe not all)
     assert retry.state == TrialState.COMPLETE and {k: retry.params[k] for k in killed} == killed
     assert states.count(TrialState.COMPLETE) == 2
+
+
+@pytest.mark.parametrize("sampler, objective", [("random", "STH"), ("motpe", "ST")])
+def test_optimize_shows_a_progress_bar_logs_no_trial_and_names_its_metrics(tmp_path, capsys, sampler, objective):
+    """Optuna's INFO line per trial (the whole parameter dict) stays off; a bar counts the trials;
+    the study carries its objective names (optuna-dashboard shows them)."""
+    optuna.logging.set_verbosity(optuna.logging.INFO)
+    summary = optimize(tiny(tmp_path, sampler=sampler, objective=objective, progress=True, hand_tuned=False))
+    assert optuna.logging.get_verbosity() == optuna.logging.WARNING
+    bar = capsys.readouterr().err
+    assert "optimize spline wolfgang" in bar and "2/2" in bar and "trial" in bar
+    study = optuna.load_study(study_name=summary["study"], storage=f"sqlite:///{tmp_path}/study.db")
+    names = {"STH": ["success + time + head"], "ST": ["success", "time"]}[objective]
+    assert study.metric_names == names

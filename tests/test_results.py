@@ -252,3 +252,65 @@ def test_step_before_reset_is_refused(env_id):
         gym.make(env_id).unwrapped.step(action)
     with pytest.raises(gym.error.ResetNeeded):
         gym.make(env_id).step(action)
+
+
+def _walk_result(policy: str, command: tuple[float, float, float]) -> dict:
+    """A walk aggregate with what :func:`plot_walk_tracking` reads."""
+    episodes = [{"mean_velocity": [0.1, 0.0, 0.0], "command": list(command)}] * 3
+    return {"task": "walk", "policy": policy, "env": "upright/WolfgangWalk-v0", "conditions": "competition",
+            "env_kwargs": {"command": list(command)}, "episodes": 3, "falls": {"episodes_with_fall": 0},
+            "episodes_data": episodes}
+
+
+def test_walk_tracking_x_labels_never_overlap(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from upright.eval.comparison import plot_walk_tracking
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    results = [_walk_result(name, (0.25, -0.05, 0.3)) for name in
+               ("nao-walk-residual-step_adjust", "wolfgang-walk-residual-step_adjust", "step_adjust", "lipm")]
+    plot_walk_tracking(results, tmp_path / "walk_tracking.png")
+    (fig,) = figures
+    fig.canvas.draw()
+    boxes = [label.get_window_extent() for label in fig.axes[-1].get_xticklabels() if label.get_text()]
+    assert len(boxes) == 4 and not any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+
+
+def test_a_table_too_wide_for_the_terminal_is_printed_stacked_with_every_title_and_cell_whole(monkeypatch, capsys):
+    from upright.eval.tables import Column, Table, print_tables
+
+    monkeypatch.setenv("COLUMNS", "80")
+    columns = [Column(f"long column title {i} (s) mean / min / max", f"k{i}") for i in range(8)]
+    rows = [{f"k{i}": f"{r}/20 ({i} %) [0.{i}0, 0.66]" for i in range(8)} for r in range(2)]
+    narrow = [Column("start", "k0"), Column("success", "k1")]
+    print_tables([Table("wide", columns, rows), Table("narrow", narrow, rows)])
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 80 and "…" not in out
+    assert all(c.title in out for c in columns) and all(v in out for row in rows for v in row.values())
+    assert re.search(r"┃ start +┃ success +┃", out[out.index("narrow"):])  # a grid that fits stays a grid
+
+
+def test_upright_eval_prints_its_table_within_80_columns(tmp_path, monkeypatch, capsys):
+    from upright.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "zero", "--episodes", "1", "--workers", "1",
+                 "--set", "max_episode_seconds=0.12", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    table = [line for line in out.splitlines() if not line.startswith("wrote ")]  # the paths are the user's
+    assert max(map(len, table)) <= 80 and "…" not in out
+    assert "stood up (no stillness)" in out and "time to stand (s) mean / min / max" in out
+
+
+def test_the_report_prints_its_bench_table_within_80_columns_and_keeps_the_page_form():
+    from upright.eval.bench.speed import BenchRow, format_bench
+
+    rows = [BenchRow("HumanoidStandup-v5", "-", 0.015, 583.0, None, None, None, 1.0, None),
+            BenchRow("upright/WolfgangGetUp-v0", "sim2real-push", 0.010, 838.0, 1399.0, 0.6, 0.4, 1.44, False)]
+    narrow = format_bench(rows, width=80)
+    assert max(map(len, narrow.splitlines())) <= 80
+    assert "WolfgangGetUp-v0 " in narrow and "sim2real-push" in narrow and "nearby" in narrow
+    assert format_bench(rows) == format_bench(rows, width=200)
+    assert "upright/WolfgangGetUp-v0" in format_bench(rows)  # the page keeps the whole id

@@ -1090,9 +1090,29 @@ def test_history_records_a_run_folder_and_writes_its_page_and_curves(run_dir, tm
     (tmp_path / "curves.yaml").write_text(yaml.safe_dump({"tiny": {"title": "t", "metric": "stood_up_rate",
                                                                     "runs": {"residual": ["ppo-spline-1"]}}}))
     page, picture = write_docs(tmp_path / "training-runs.md", tmp_path)
-    assert "| `ppo-spline-1` | 1 | WolfgangGetUp-v0 |" in page.read_text()
+    assert '| <a id="ppo-spline-1"></a>`ppo-spline-1` | 1 | WolfgangGetUp-v0 |' in page.read_text()
     assert "not shipped: a test" in page.read_text() and picture == tmp_path / "tiny.png"
     assert picture.stat().st_size > 0
+
+
+def test_history_reads_and_writes_the_folder_it_is_given(run_dir, tmp_path, monkeypatch, capsys):
+    """``upright history`` keeps the record under ``--docs-dir``, by default ``docs/results`` of the
+    current directory, never in the installed package's own ``docs/``."""
+    from upright.eval.history import PAGE
+
+    committed = PAGE.read_text()
+    monkeypatch.chdir(tmp_path)
+    assert main(["history", "--add", str(run_dir), "--docs"]) == 0
+    assert (tmp_path / "docs/results/training/runs.csv").is_file()
+    assert "`ppo-spline-1`" in (tmp_path / "docs/results/training-runs.md").read_text()
+    assert main(["history", "--docs-dir", "elsewhere", "--add", str(run_dir), "--docs"]) == 0
+    page = (tmp_path / "elsewhere/training-runs.md").read_text()
+    assert "upright history --docs --docs-dir elsewhere" in page and "`ppo-spline-1`" in page
+    assert PAGE.read_text() == committed
+    capsys.readouterr()
+    monkeypatch.setenv("COLUMNS", "400")  # the terminal table's rows unwrapped
+    assert main(["history", "--docs-dir", "elsewhere"]) == 0
+    assert "ppo-spline-1" in capsys.readouterr().out
 
 
 def test_the_committed_training_history_is_whole_and_its_page_current(tmp_path, capsys, monkeypatch):
@@ -1109,7 +1129,7 @@ def test_the_committed_training_history_is_whole_and_its_page_current(tmp_path, 
     written = write_docs(tmp_path / "page.md", HISTORY, pictures=False)
     assert written[0].read_text() == PAGE.read_text()
     monkeypatch.setenv("COLUMNS", "400")  # the terminal table's rows unwrapped
-    assert main(["history"]) == 0
+    assert main(["history", "--docs-dir", str(HISTORY.parent)]) == 0
     out = capsys.readouterr().out
     assert all(f"`{run['name']}`" in out for run in runs)
 

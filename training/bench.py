@@ -9,7 +9,7 @@ Two tables:
 - :func:`run_training_bench` (the default): PPO and SAC with ``TrainConfig.n_envs`` DummyVecEnv
   copies (what ``upright train`` runs below ``SUBPROC_MIN_CORES`` cores), rates per CPU second of
   this process (``time.process_time``: other processes' load does not count), and where PPO's
-  time goes (:data:`PARTS`). Targets (the training-speed issue): training >= :data:`TARGET_RATIO`
+  time goes (:data:`PARTS`). Targets: training >= :data:`TARGET_RATIO`
   of the environment alone and >= :data:`TARGET_RATE` steps/s.
 - :func:`run_scaling_bench` (``--n-envs 1,2,4``): PPO against the number of copies in DummyVecEnv
   and SubprocVecEnv, rates per wall-clock second (SubprocVecEnv's workers are other processes,

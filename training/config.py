@@ -26,6 +26,7 @@ import yaml
 
 from upright.eval.settings import env_settings, nested, split_settings
 from upright.policies.algorithms import algo_class, algorithm
+from upright.envs.files import read_yaml_mapping
 from upright.policies.run_folder import TrainConfig
 
 #: ``--set`` keys with this prefix are hyperparameters.
@@ -195,15 +196,16 @@ def load_hyperparams(algo: str, env_id: str, prior: str | None, path: str | Path
     shipped file): ``default``, then ``env_id``, then ``env_id:prior`` (``scratch`` without prior),
     then ``overrides`` (dotted keys). Checked by :func:`check_hyperparams`."""
     if path is None:
-        text = resources.files("upright.training").joinpath("hyperparams", f"{algo}.yml").read_text()
+        table = yaml.safe_load(resources.files("upright.training").joinpath("hyperparams", f"{algo}.yml").read_text())
     else:
-        if not Path(path).is_file():
-            raise ValueError(f"hyperparameter file {str(path)!r} does not exist")
-        text = Path(path).read_text()
-    table = yaml.safe_load(text) or {}
+        table = read_yaml_mapping(path, "hyperparameter file")
     hp: dict[str, Any] = {}
     for key in ("default", env_id, f"{env_id}:{prior or 'scratch'}"):
-        hp = _merge(hp, table.get(key) or {})
+        block = table.get(key) or {}
+        if not isinstance(block, Mapping):
+            raise ValueError(f"hyperparameter file {str(path)!r}: {key} must be a mapping of hyperparameters, "
+                             f"not a {type(block).__name__}")
+        hp = _merge(hp, block)
     hp = _merge(hp, nested(overrides or {}))
     check_hyperparams(algo, hp)
     return hp

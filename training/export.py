@@ -30,15 +30,17 @@ pass. Opset :data:`OPSET` and IR version :data:`IR_VERSION`: every operator writ
 present float32 definition since opset 13 (Clip's bounds as inputs since 11), and the lowest such
 opset is the one the most, and the oldest, robot-side runtimes read.
 
-The export is assembled in a hidden temporary folder beside ``--out`` and renamed into place, so
-a failed or killed export leaves the old folder (or none), never half of one.
+The export is assembled in a hidden temporary folder beside ``--out`` and renamed into place
+(:func:`~upright.policies.folders.replace_folder`), so a failed or killed export leaves the old
+folder (or none), never half of one; a kill between moving the old folder aside and renaming the
+new one into place leaves the old one as ``.NAME.PID.old``, which the next export puts back
+before it starts (:func:`~upright.policies.folders.recover_folder`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,11 +55,13 @@ from upright.envs.base import UprightEnv
 from upright.eval.runner import run_episodes
 from upright.eval.tables import jsonable
 from upright.policies.base import Policy
-from upright.policies.onnx_policy import EXAMPLES_FILE, GRAPH_FILE, INPUT_NAME, OUTPUT_NAME, SPEC_FILE, sha256_bytes
+from upright.policies.folders import recover_folder, replace_folder, temporary_folder
+from upright.policies.onnx_policy import (EXAMPLES_FILE, GRAPH_FILE, INPUT_NAME, OUTPUT_NAME, SPEC_FILE, SUMS_FILE,
+                                          sha256_bytes, sums_text)
 from upright.policies.registry import policy_names
 from upright.policies.run import (ZOO_PREFIX, is_run_policy, load_run_policy, run_env_kwargs, run_model, zoo_dir,
                                   zoo_names)
-from upright.policies.run_folder import load_run_config
+from upright.policies.run_folder import load_run_config, read_manifest
 from upright.policies.sb3 import ModelPolicy
 from upright.training.export_spec import (PRIOR_VECTORS_FILE, joints_spec, kinematics_check, observation_semantics,
                                           prior_cycle_inputs, prior_vectors_spec, record_prior_vectors, timing_spec,
@@ -344,7 +348,7 @@ def build_export(name: str, ops: str = "default") -> Export:
         base: UprightEnv = env.unwrapped
         policy.reset(env, None)
         manifest_path = run_dir / "manifest.yml"
-        manifest = yaml.safe_load(manifest_path.read_text()) if manifest_path.is_file() else {}
+        manifest = read_manifest(run_dir) if manifest_path.is_file() else {}
         robot = base.robot
         trained = training_conditions(config.env_kwargs)
         calls = prior_cycle_inputs(base)
@@ -478,9 +482,8 @@ def write_export(export: Export, out: str | Path) -> Path:
     observations = np.stack(recorded.observations)[chosen]
     spec = {**export.spec, "examples": {**export.spec["examples"], "count": len(chosen)}}
     out.parent.mkdir(parents=True, exist_ok=True)
-    temporary, old = (out.with_name(f".{out.name}.{os.getpid()}.{kind}") for kind in ("tmp", "old"))
-    for stale in (temporary, old):  # left by a killed export of an earlier process with this id
-        shutil.rmtree(stale, ignore_errors=True)
+    recover_folder(out)  # what a killed export left: the old copy put back, its temporary folders removed
+    temporary = temporary_folder(out)
     temporary.mkdir()
     try:
         (temporary / GRAPH_FILE).write_bytes(graph)
@@ -492,10 +495,8 @@ def write_export(export: Export, out: str | Path) -> Path:
         if spec["prior_vectors"] is not None:
             np.savez_compressed(temporary / PRIOR_VECTORS_FILE, **record_prior_vectors(
                 export.policy, export.env_id, export.env_kwargs, EXAMPLE_EPISODES, HELD_OUT_SEED))
-        if out.exists():
-            os.replace(out, old)
-        os.replace(temporary, out)
-        shutil.rmtree(old, ignore_errors=True)
+        (temporary / SUMS_FILE).write_text(sums_text(temporary))
+        replace_folder(temporary, out)
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise

@@ -198,8 +198,12 @@ def joints_spec(robot: RobotSpec) -> dict[str, Any]:
                        "and `positive` says what a positive angle does from there, in the torso frame"),
         "torso_frame": TORSO_FRAME[robot.name],
         "zero_pose": ZERO_POSE[robot.name],
-        "required": "all: the graph and the prior take every joint; a robot lacking one cannot run this policy "
-                    "(docs/export.md, 'A robot with fewer joints')",
+        "required": ("all: the graph and the prior take every joint; a robot lacking one cannot run this policy "
+                     "(docs/export.md, 'A robot with fewer joints')" if not robot.missing_joints else
+                     f"the joints of the model it was trained on ({robot.model.name}), which lacks "
+                     f"{', '.join(robot.missing_joints)}: those were held at the {robot.standing_pose} pose's angles "
+                     "(kinematics_check), so feed those angles as joint_pos, 0 as joint_vel and the targets sent "
+                     "as joint_target (docs/your-robot.md)"),
         "entries": entries,
     }
 

@@ -13,12 +13,14 @@ run's starting policy with its own training commands, steps and wall-clock, as t
 them in ``init/record.yml`` when it started), and ``evaluation`` (written later by ``upright
 experiment trained-residuals --docs``, on seeds disjoint from training and selection).
 ``zoo:NAME`` then loads it everywhere. The entry is assembled in a temporary folder beside it and
-renamed into place, so a killed ``ship`` leaves the old entry or the new one, never half of one.
+renamed into place, so a killed ``ship`` leaves the old entry or the new one, never half of one
+(an old entry moved aside by a ``ship --overwrite`` killed before the new one was in place is put
+back by the next ``ship`` of that name). One ``ship`` of a name runs at a time (the lock file
+``.NAME.lock`` beside the entry).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -26,9 +28,11 @@ from typing import Any
 import yaml
 
 from upright.eval.results import score
-from upright.policies.run import find_run_dir, normalizer_path, resolve_run_path, zoo_dir
-from upright.policies.run_folder import (SELECTION_NUMBERS, load_run_config, read_learning_curve, read_manifest,
-                                         read_selection)
+from upright.envs.files import read_yaml_mapping, writable_folder
+from upright.policies.folders import locked, recover_folder, replace_folder, temporary_folder
+from upright.policies.run import find_run_dir, load_run_policy, normalizer_path, resolve_run_path, zoo_dir
+from upright.policies.run_folder import (SELECTION_NUMBERS, TrainConfig, load_run_config, read_learning_curve,
+                                         read_manifest, read_selection)
 
 #: A fine-tuning run's record of the policy it started from (written by ``upright train``).
 INIT_RECORD = Path("init", "record.yml")
@@ -55,7 +59,9 @@ def _chosen_row(rows: list[dict[str, float | None]], model: str) -> dict[str, fl
 def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path | None = None,
          overwrite: bool = False) -> Path:
     """Copy ``model`` (``best``, ``final`` or ``selected``) of ``run_dir`` into the zoo as ``name``; return the
-    entry's folder. ValueError names a bad run, model, name or a model over 5 MB."""
+    entry's folder. The model is loaded with its normaliser first. ValueError names a bad run, model
+    (one that does not load, too), name, a model over 5 MB or a zoo folder that cannot be written;
+    :class:`~upright.policies.folders.FolderLocked` while another process ships the same entry."""
     run_dir = Path(run_dir)
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
@@ -80,24 +86,46 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
         raise ValueError(f"run {str(run_dir)!r} has no {source.name}")
     if source.stat().st_size > MAX_MODEL_BYTES:
         raise ValueError(f"{source} is {source.stat().st_size / 2**20:.1f} MB; shipped models must be under 5 MB")
+    load_run_policy(str(source))  # the model loads with its normaliser (a truncated file ships nowhere)
     started_from = None
     if config.init:  # runs from before init/record.yml: read from the policy itself, which must still be there
         record = run_dir / INIT_RECORD
-        started_from = yaml.safe_load(record.read_text()) if record.is_file() else init_record(config.init)
-    entry = Path(zoo) if zoo is not None else zoo_dir()
-    entry = entry / name
-    if entry.exists() and not overwrite:
-        raise ValueError(f"zoo entry {str(entry)!r} exists (pass overwrite=True / --overwrite to replace it)")
-    building = entry.with_name(f".{name}.{os.getpid()}.tmp")
-    shutil.rmtree(building, ignore_errors=True)
-    building.mkdir(parents=True)
+        started_from = read_yaml_mapping(record, "init record") if record.is_file() else init_record(config.init)
+    entry = (Path(zoo) if zoo is not None else zoo_dir()) / name
+    writable_folder(entry.parent, "zoo folder")
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with locked(entry.with_name(f".{name}.lock"), f"zoo entry {entry}"):
+        recover_folder(entry)  # what a killed ship left: the old entry put back, its temporary folders removed
+        if entry.exists() and not overwrite:
+            raise ValueError(f"zoo entry {str(entry)!r} exists (pass overwrite=True / --overwrite to replace it)")
+        building = temporary_folder(entry)
+        building.mkdir()
+        try:
+            _assemble(building, source, run_dir, _manifest(name, config, run_dir, rows, model, steps, selection,
+                                                           started_from))
+            replace_folder(building, entry)  # --overwrite: the old entry leaves only once the new one is complete
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+    return entry
+
+
+def _assemble(building: Path, source: Path, run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Copy the model ``source`` of ``run_dir`` (with its normaliser) and the run's files into the
+    folder ``building``, and write ``manifest``."""
     shutil.copyfile(source, building / "model.zip")
     if normalizer_path(source).is_file():
         shutil.copyfile(normalizer_path(source), building / "vecnormalize.pkl")
     for extra in ("config.yml", "command.txt", "learning_curve.csv"):
         if (run_dir / extra).is_file():
             shutil.copyfile(run_dir / extra, building / extra)
-    manifest: dict[str, Any] = {
+    (building / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+
+
+def _manifest(name: str, config: TrainConfig, run_dir: Path, rows: list[dict[str, float | None]], model: str,
+              steps: int | None, selection: dict[str, Any], started_from: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``manifest.yml`` of the zoo entry ``name`` (the module docstring lists its keys)."""
+    return {
         "name": name,
         "env_id": config.env_id,
         "env_kwargs": config.eval_kwargs_with_prior,
@@ -116,15 +144,6 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
         "shipped_from": str(run_dir),
         "evaluation": {},
     }
-    (building / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
-    if entry.exists():  # --overwrite: the old entry leaves only once the new one is complete
-        old = entry.with_name(f".{name}.{os.getpid()}.old")
-        os.replace(entry, old)
-        os.replace(building, entry)
-        shutil.rmtree(old)
-    else:
-        os.replace(building, entry)
-    return entry
 
 
 def init_record(init: str) -> dict[str, Any]:

@@ -47,13 +47,13 @@ from pathlib import Path
 from typing import Any
 
 import optuna
-import yaml
 from optuna.trial import FrozenTrial, TrialState
 from stable_baselines3.common.callbacks import BaseCallback
 
 from upright.envs.registration import ENVIRONMENTS
 from upright.eval.results import score
 from upright.eval.tables import Column, Table, jsonable, number, page_head, text
+from upright.envs.files import read_yaml_mapping
 from upright.policies.run_folder import TrainConfig, read_learning_curve
 from upright.training.config import choose_vec_env, next_run_dir, split_train_settings, usable_cores
 from upright.training.train import OPTIONS as TRAIN_OPTIONS
@@ -131,11 +131,7 @@ def load_sweep_space(path: str | Path) -> SweepSpace:
     ``train``), an unknown environment, an objective the task has no such number for, a ``prune``
     of the wrong form, or a searched value also held fixed."""
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"sweep space file {str(path)!r} does not exist")
-    raw = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(raw, dict):
-        raise ValueError(f"{path}: a sweep space is a mapping of {', '.join(SPACE_KEYS)}")
+    raw = read_yaml_mapping(path, "sweep space file")
     unknown = sorted(set(raw) - set(SPACE_KEYS))
     if unknown:
         raise ValueError(f"{path}: unknown key {unknown[0]!r}; a sweep space has {', '.join(SPACE_KEYS)}")

@@ -8,7 +8,9 @@ The run folder ``runs/<env>/<algo>-<prior|scratch>-<n>/`` holds ``config.yml``, 
 checkpoint of the session's end), ``best_model.zip`` (with ``best_vecnormalize.pkl``), ``eval/``
 (the shared runner's ``results.json`` per evaluation), ``learning_curve.csv``,
 ``learning_curve.png``, and for a fine-tuning run ``init/`` (the policy it started from,
-copied, with ``record.yml``: how that policy was trained).
+copied, with ``record.yml``: how that policy was trained). One process writes a run folder at a
+time: :func:`train` and :func:`resume` hold its lock (``.lock``, :func:`~upright.policies.folders.
+locked`), and a second writer is refused with the holder's process id.
 
 Every file is written to a temporary file in its folder and renamed into place, a model after its
 companions (the invariant, :mod:`upright.policies.run`): a run killed at any moment keeps complete
@@ -37,8 +39,9 @@ import numpy as np
 import yaml
 
 from upright.eval.learning_curves import plot_learning_curve
+from upright.policies.folders import LOCK_FILE, locked
 from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy, load_feedback_spec
-from upright.policies.run import (check_pair, load_normalizer, model_steps, newest_model, normalizer_path,
+from upright.policies.run import (check_pair, load_model, load_normalizer, model_steps, newest_model, normalizer_path,
                                   replay_buffer_path, run_model)
 from upright.policies.algorithms import Algorithm, algo_class, algorithm, residual_start_names
 from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_config, plain,
@@ -220,7 +223,11 @@ def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[
     if trained_by != algo:
         raise ValueError(f"init {init!r} was trained with {trained_by}, not {algo}")
     if env is not None:
-        data, _, _ = load_from_zip_file(model_path, device="cpu", load_data=True)
+        try:
+            data, _, _ = load_from_zip_file(model_path, device="cpu", load_data=True)
+        except Exception as error:  # a truncated or foreign file
+            raise ValueError(f"init {init!r}: {str(model_path)!r} does not load as a model "
+                             f"({type(error).__name__}: {error})") from error
         for name in ("observation_space", "action_space"):
             theirs, ours = data[name].shape, getattr(env, name).shape
             # a policy of the robot's observation, or of an asymmetric critic trained before later
@@ -238,6 +245,8 @@ def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[
     if normalizer.is_file() != normalize:
         raise ValueError(f"init {init!r} {'has' if normalizer.is_file() else 'has no'} normalisation statistics "
                          f"({normalizer.name}) but this run's hp.normalize is {normalize}")
+    if env is not None and normalize:
+        load_normalizer(normalizer)  # ValueError naming a file that is no VecNormalize, before the run folder
     return model_path, normalizer if normalize else None
 
 
@@ -439,12 +448,13 @@ def train(config: TrainConfig, callbacks: Sequence[Any] = ()) -> Path:
     config = resolve(config)
     run_dir = next_run_dir(config.out, config.env_id, config.algo, config.prior, config.name)
     run_dir.mkdir(parents=True)
-    write_text_atomically(run_dir / "command.txt", command + "\n")
-    _write_config(run_dir, config)
-    start, normalizer = _carry_init(config, run_dir) if config.init is not None else (None, None)
-    venv = train_env(config, normalizer)
-    model = new_model(config, venv, run_dir / "tb", start)
-    return _session(config, run_dir, model, fresh=True, extra=callbacks)
+    with locked(run_dir / LOCK_FILE, f"run {run_dir}"):
+        write_text_atomically(run_dir / "command.txt", command + "\n")
+        _write_config(run_dir, config)
+        start, normalizer = _carry_init(config, run_dir) if config.init is not None else (None, None)
+        venv = train_env(config, normalizer)
+        model = new_model(config, venv, run_dir / "tb", start)
+        return _session(config, run_dir, model, fresh=True, extra=callbacks)
 
 
 def resume_config(saved: TrainConfig, changes: Mapping[str, Any]) -> tuple[TrainConfig, list[str]]:
@@ -515,26 +525,35 @@ def resume(run_dir: str | Path, changes: Mapping[str, Any] | None = None, *, com
     naming a missing statistics or replay-buffer file. ``command`` (default: this process's
     command line) is appended to ``command.txt`` with the state it resumed from and what it
     changed. Evaluations that a killed session made after that state stay in
-    ``learning_curve.csv`` (its steps then repeat). Raises as :func:`train` does."""
+    ``learning_curve.csv`` (its steps then repeat). Raises as :func:`train` does, and
+    :class:`~upright.policies.folders.FolderLocked` while another process writes the run."""
     import torch  # torch: only when a model is built
 
     torch.set_num_threads(1)
     run_dir = Path(run_dir)
+    load_run_config(run_dir)  # a run folder, before its lock file is made in it
+    with locked(run_dir / LOCK_FILE, f"run {run_dir}"):
+        return _resume_locked(run_dir, changes or {}, command)
+
+
+def _resume_locked(run_dir: Path, changes: Mapping[str, Any], command: str) -> Path:
+    """:func:`resume` once this process holds the run folder's lock (so the state it reads is
+    no other writer's half-written one)."""
     saved = load_run_config(run_dir)
-    config, changed = resume_config(saved, changes or {})
+    config, changed = resume_config(saved, changes)
     on_policy = algorithm(config.algo).on_policy
     normalize = bool(config.hyperparams.get("normalize"))
     state = newest_model(run_dir, normalize=normalize, replay_buffer=not on_policy)
     done = model_steps(state)
     if config.steps <= done:
-        given = "" if "steps" in (changes or {}) else " (the run's own)"
+        given = "" if "steps" in changes else " (the run's own)"
         raise ValueError(f"run {str(run_dir)!r} has done {done} steps: steps must exceed them to continue it, "
                          f"got {config.steps}{given}")
     normalizer = normalizer_path(state) if normalize else None
     if normalizer is not None:
         check_pair(state, done, load_normalizer(normalizer), normalizer)
     venv = train_env(config, normalizer)
-    model = algo_class(config.algo).load(state, env=venv, device="cpu", tensorboard_log=str(run_dir / "tb"))
+    model = load_model(config.algo, state, env=venv, tensorboard_log=str(run_dir / "tb"))
     if not on_policy:
         model.load_replay_buffer(replay_buffer_path(state))
     for folder in (run_dir, run_dir / "checkpoints"):  # what a kill left half-written

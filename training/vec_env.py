@@ -29,7 +29,6 @@ stderr.
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import sys
 import traceback
@@ -46,6 +45,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from upright.envs.privileged import PrivilegedObservation
 from upright.eval.runner import check_env_id
+from upright.policies.run import load_normalizer
 from upright.training.config import batch_workers, choose_vec_env
 
 #: The thread-count variables set to 1 for the workers (read when numpy's BLAS and torch load, so
@@ -359,8 +359,7 @@ def load_train_normalizer(path: Path, venv: VecEnv) -> VecNormalize:
     policy with an asymmetric critic) are widened with mean 0 and variance 1 for those entries,
     which are of order one (:mod:`upright.envs.privileged`), and then learnt as training goes on.
     The action space is always ``venv``'s."""
-    with open(path, "rb") as file:
-        loaded = pickle.load(file)
+    loaded = load_normalizer(path)  # ValueError naming a file that is no VecNormalize
     size, wanted = loaded.observation_space.shape[0], venv.observation_space.shape[0]
     if size < wanted:
         rms = loaded.obs_rms

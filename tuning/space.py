@@ -28,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
+from upright.envs.files import read_yaml_mapping
 
 
 #: Units a space may give; ``deg`` is the only one converted (to rad) for the controller.
@@ -127,9 +127,7 @@ def load_space(controller: str, robot: str, path: str | Path | None = None) -> S
             raise ValueError(f"no search space for controller {controller!r} on robot {robot!r}; shipped spaces: "
                              f"{', '.join(available_spaces())} (write one and pass --space FILE)")
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"search space file {str(path)!r} does not exist")
-    raw = yaml.safe_load(path.read_text()) or {}
+    raw = read_yaml_mapping(path, "search space file")
     if raw.get("controller", controller) != controller or raw.get("robot", robot) != robot:
         raise ValueError(f"{path}: space is for {raw.get('controller')!r} on {raw.get('robot')!r}, "
                          f"not {controller!r} on {robot!r}")

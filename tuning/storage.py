@@ -116,6 +116,8 @@ def check_storage(url: str, workers: int) -> None:
     if url.startswith("journal:"):
         if not url[len("journal:"):]:
             raise ValueError(f"--storage {url!r} names no journal file; give journal:FILE")
+        if Path(url[len("journal:"):]).is_dir():
+            raise ValueError(f"--storage {url!r} names a folder; give journal:FILE (a file in it)")
         return
     try:
         parsed = make_url(url)

@@ -22,7 +22,7 @@ from optuna.trial import TrialState
 
 from upright.baselines import baseline_entry, default_params
 from upright.envs.registration import env_id
-from upright.eval.runner import run_episodes
+from upright.eval.runner import check_episodes, run_episodes
 from upright.eval.settings import split_settings
 from upright.policies.builtin import ControllerPolicy
 from upright.tuning.objectives import (DEFAULT_OBJECTIVE, GetUpRules, GetUpScore, episode_succeeded,
@@ -90,6 +90,8 @@ def resolve(config: OptimizeConfig) -> Plan:
     if config.trials < 1 or config.repetitions < 1 or config.workers < 1:
         raise ValueError(f"--trials, --repetitions and --workers must be >= 1, got {config.trials}, "
                          f"{config.repetitions}, {config.workers}")
+    if config.seed < 0:
+        raise ValueError(f"--seed must be >= 0 (the sampler's seed and the first episode seed), got {config.seed}")
     task = baseline_entry(config.controller).task
     space = load_space(config.controller, config.robot, config.space)
     start = START_ALIASES.get(config.start, config.start)
@@ -116,6 +118,17 @@ def resolve(config: OptimizeConfig) -> Plan:
     return Plan(config=config, space=replace(space, fixed=fixed), env_id=env_id(config.robot, task),
                 env_kwargs=env_kwargs, fixed=fixed, objective=names, objective_letters=letters,
                 multi=config.sampler == "motpe", storage=storage, study_name=study_name)
+
+
+def check_plan(plan: Plan) -> None:
+    """Build the study's environment and controller once, with the fixed parameters and every
+    searched one at the middle of its range: ValueError naming a bad environment setting
+    (``--conditions``, ``--start``, ``--set KEY=VALUE``) or parameter name (``--set params.KEY``, the
+    space's), before the study opens. Inside a trial a ValueError is the controller failing on its
+    parameters (the worst score); a setting that fails every trial must not get that far."""
+    middle = {p.name: (p.low + p.high) / 2 for p in plan.space.params}
+    policy = ControllerPolicy(plan.config.controller, params=plan.space.overrides(middle))
+    check_episodes(plan.env_id, policy, plan.env_kwargs, seed=plan.config.seed)
 
 
 def make_sampler(plan: Plan, seed: int) -> optuna.samplers.BaseSampler:
@@ -163,7 +176,43 @@ def open_study(plan: Plan, seed: int | None = None) -> optuna.Study:
     elif stored["identity"] != identity:
         raise ValueError(f"study {plan.study_name!r} in {shown_storage(plan.storage)} was made for "
                          f"{stored['identity']}, not {identity}; pick another --study name or --out folder")
+    if study.metric_names is None:  # also a study made before the names were set
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(metric_names(plan))
     return study
+
+
+def metric_names(plan: Plan) -> list[str]:
+    """The objective names a study of ``plan`` carries (``study.set_metric_names``; optuna-dashboard
+    shows them): each component of a multi-objective study, the sum of a single one's."""
+    return list(plan.objective) if plan.multi else [" + ".join(plan.objective)]
+
+
+class TrialProgress:
+    """A progress bar (tqdm, the terminal's width) over a study's finished trials, complete or
+    pruned, of every worker, with the time left and a single objective's best value so far;
+    :meth:`update` reads the count from the study (an Optuna callback, or a poll while workers run)."""
+
+    def __init__(self, study: optuna.Study, total: int, label: str) -> None:
+        from tqdm import tqdm  # only with a progress bar
+
+        self.study = study
+        self.bar = tqdm(total=total, initial=min(_finished(study), total), desc=label, unit="trial",
+                        dynamic_ncols=True)
+
+    def update(self, *_: Any) -> None:
+        done = min(_finished(self.study), self.bar.total)
+        if done != self.bar.n:
+            if len(self.study.directions) == 1:
+                try:
+                    self.bar.set_postfix_str(f"best {self.study.best_value:.3g}", refresh=False)
+                except ValueError:  # no complete trial yet
+                    pass
+            self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 class TrialObjective:
@@ -246,15 +295,18 @@ def _finished(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
 
 
-def run_trials(study: optuna.Study, objective: Callable[[optuna.Trial], Any], trials: int, max_retry: int) -> None:
+def run_trials(study: optuna.Study, objective: Callable[[optuna.Trial], Any], trials: int, max_retry: int,
+               progress: TrialProgress | None = None) -> None:
     """Run ``objective`` on trials of ``study`` until it has ``trials`` finished ones (complete or
-    pruned, over every worker); on Ctrl-C the running trial is failed (by Optuna) and enqueued
-    again (at most ``max_retry`` times), then the interrupt goes on."""
+    pruned, over every worker), advancing ``progress`` after each; on Ctrl-C the running trial is
+    failed (by Optuna) and enqueued again (at most ``max_retry`` times), then the interrupt goes on."""
     if _finished(study) >= trials:
         return
-    callback = optuna.study.MaxTrialsCallback(trials, states=(TrialState.COMPLETE, TrialState.PRUNED))
+    callbacks = [optuna.study.MaxTrialsCallback(trials, states=(TrialState.COMPLETE, TrialState.PRUNED))]
+    if progress is not None:
+        callbacks.append(progress.update)
     try:
-        study.optimize(objective, callbacks=[callback], gc_after_trial=False)
+        study.optimize(objective, callbacks=callbacks, gc_after_trial=False)
     except KeyboardInterrupt:
         # Optuna has failed the running trial; enqueue it again (a killed worker's trial gets the
         # same from the heartbeat or from fail_orphans).
@@ -280,10 +332,9 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
     :func:`upright.tuning.summary.summarize`).
     """
     plan = resolve(config)
-    if config.progress:
-        optuna.logging.set_verbosity(optuna.logging.INFO)
-    else:
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
+    check_plan(plan)
+    # Optuna's INFO line per trial holds the whole parameter dict: the progress bar says what it did.
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(plan)  # a storage that cannot be opened fails here, before --out exists
     config.out.mkdir(parents=True, exist_ok=True)
     # Trials left running by dead processes of this machine: failed and retried now (the heartbeat
@@ -293,13 +344,19 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
         study.enqueue_trial(plan.space.hand_tuned(default_params(config.controller, config.robot)),
                             user_attrs={"hand_tuned": True}, skip_if_exists=True)
     interrupted = False
+    progress = (TrialProgress(study, config.trials, f"optimize {config.controller} {config.robot}")
+                if config.progress else None)
     try:
         if config.workers == 1:
-            run_trials(study, TrialObjective(plan), config.trials, config.max_retry)
+            run_trials(study, TrialObjective(plan), config.trials, config.max_retry, progress)
         else:
-            run_workers(study, partial(_worker, plan), config.workers, config.max_retry, "optimize")
+            run_workers(study, partial(_worker, plan), config.workers, config.max_retry, "optimize",
+                        progress.update if progress is not None else None)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        if progress is not None:
+            progress.close()
     summary = write_summary(optuna.load_study(study_name=plan.study_name, storage=open_storage(plan.storage)), plan,
                             interrupted=interrupted)
     if interrupted:
@@ -308,11 +365,12 @@ def optimize(config: OptimizeConfig) -> dict[str, Any]:
 
 
 def run_workers(study: optuna.Study, worker: Callable[[int], None], workers: int, max_retry: int,
-                label: str) -> None:
+                label: str, poll: Callable[[], None] | None = None) -> None:
     """Start ``workers`` processes running ``worker(index)`` (picklable: a module function or a
-    partial of one) on the study and wait; fail and retry (at most ``max_retry`` times) the running
-    trials of any that die (needed for the journal file, which has no heartbeat). ``label`` names
-    the processes (``LABEL-worker-I``)."""
+    partial of one) on the study and wait, calling ``poll`` (e.g. a progress bar's update) about
+    every half second; fail and retry (at most ``max_retry`` times) the running trials of any that
+    die (needed for the journal file, which has no heartbeat). ``label`` names the processes
+    (``LABEL-worker-I``)."""
     context = multiprocessing.get_context("spawn")
     processes = [context.Process(target=worker, args=(i,), name=f"{label}-worker-{i}") for i in range(workers)]
     for p in processes:
@@ -328,6 +386,8 @@ def run_workers(study: optuna.Study, worker: Callable[[int], None], workers: int
                         logging.getLogger(__name__).warning("worker %s (pid %s) ended with code %s", p.name, p.pid,
                                                             p.exitcode)
                         fail_orphans(study, {worker_id(p.pid)}, max_retry)
+            if poll is not None:
+                poll()
     except KeyboardInterrupt:
         for p in processes:
             p.join(timeout=30)
@@ -335,5 +395,5 @@ def run_workers(study: optuna.Study, worker: Callable[[int], None], workers: int
         raise
 
 
-__all__ = ["OptimizeConfig", "Plan", "SAMPLERS", "START_ALIASES", "TrialObjective", "make_sampler", "open_study",
-           "optimize", "resolve", "run_trials", "run_workers"]
+__all__ = ["OptimizeConfig", "Plan", "SAMPLERS", "START_ALIASES", "TrialObjective", "TrialProgress", "check_plan",
+           "make_sampler", "metric_names", "open_study", "optimize", "resolve", "run_trials", "run_workers"]

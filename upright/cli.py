@@ -1,8 +1,9 @@
-"""The ``upright`` command line: ``info``, ``view``, ``bench``, ``report`` (the main job), ``eval``,
+"""The ``upright`` command line: ``info``, ``check-model`` (a user's MJCF of a robot against ours),
+``view``, ``bench``, ``report`` (the main job), ``eval``,
 ``video``, ``experiment`` (a paper's protocol by name), ``optimize`` (controller parameters),
 ``identify`` (servo parameters fitted to a robot's joint logs), ``train`` (residual or from-scratch
 policies), ``ship`` (a trained policy into the zoo), ``export`` (a trained policy as ONNX with its
-robot-side spec), ``soak``
+robot-side spec), ``zoo-conf`` (our hyperparameters as rl-baselines3-zoo's ``--conf-file``), ``soak``
 (random and extreme actions everywhere, counting exceptions, non-finite values and blow-ups) and
 ``check-same`` (a refactoring's bit-identity on this machine against a git revision)."""
 
@@ -25,19 +26,22 @@ from upright.envs.robots import ROBOT_NAMES, get_robot
 from upright.eval.bench.speed import format_bench, format_parts, run_bench, run_parts
 from upright.eval.comparison import prior_alone
 from upright.eval.experiments import experiments, run_experiment
-from upright.eval.history import HISTORY, add_run, read_curves, read_runs, runs_tables, write_docs
+from upright.eval.history import (DEFAULT_DOCS_DIR, add_run, read_curves, read_runs, record_paths, runs_tables,
+                                   write_docs)
 from upright.eval.pictures import render_pose
 from upright.eval.report import write_report
 from upright.eval.results import aggregate, print_table, write_results
+from upright.eval.check_model import check_model
 from upright.eval.robot_info import robot_info
-from upright.eval.runner import resolve_policy, run_episodes
+from upright.eval.runner import check_episodes, resolve_policy, run_episodes
 from upright.eval.same_machine import CASES, check_same
 from upright.eval.settings import env_settings, parse_settings, split_settings
-from upright.eval.soak import print_result, soak, write
+from upright.eval.soak import check_soak, print_result, soak, write
 from upright.eval.tables import print_tables
 from upright.eval.video import join_videos, record_video
 from upright.policies.algorithms import ALGOS
 from upright.policies.base import Policy
+from upright.envs.files import writable_file, writable_folder
 from upright.policies.onnx_policy import export_env, is_export_policy
 from upright.policies.run import is_run_policy, run_env_kwargs
 from upright.policies.run_folder import TrainConfig
@@ -45,10 +49,16 @@ from upright.training.config import BATCHED_MIN_ENVS, SUBPROC_MIN_CORES, VEC_ENV
 from upright.training.export import OPS, export, export_zoo
 from upright.training.export_measure import measure as measure_export
 from upright.training.ship import ship
+from upright.training.zoo_conf import zoo_conf_text
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
     print(robot_info(args.robot))
+    return 0
+
+
+def _cmd_check_model(args: argparse.Namespace) -> int:
+    print(check_model(args.model, args.robot, args.map))
     return 0
 
 
@@ -80,6 +90,8 @@ def _int_list(text: str, option: str) -> list[int]:
 def _cmd_bench(args: argparse.Namespace) -> int:
     if args.steps < 1:
         raise ValueError(f"--steps must be >= 1, got {args.steps}")
+    if args.out:
+        writable_file(args.out)
     if not args.training and (args.n_envs is not None or args.vec_env is not None):
         raise ValueError("--n-envs and --vec-env are options of --training")
     if args.training and args.parts:
@@ -139,6 +151,7 @@ def _write_bench_page(path: Path, text: str, command: str) -> None:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    writable_folder(args.out)
     path = write_report(Path(args.out), bench_steps=args.bench_steps, episodes=args.episodes,
                         episode_seconds=args.episode_seconds)
     print(f"wrote {path}")
@@ -183,11 +196,14 @@ def _folder_name(policy: str) -> str:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     env_kwargs, policy = _episode_settings(args)
+    name = policy if isinstance(policy, str) else policy.name
+    out = Path(args.out) if args.out else Path("results", "eval", f"{args.env.split('/')[-1]}-{_folder_name(name)}")
+    writable_folder(out)  # before the episodes, not after them
+    check_episodes(args.env, policy, env_kwargs, seed=args.seed)  # a bad setting or parameter: before the bar
     run = run_episodes(args.env, policy, args.episodes, env_kwargs=env_kwargs, seed=args.seed, workers=args.workers,
                        keep_failed=True)
     result = aggregate(run)
     print_table(result)
-    out = Path(args.out) if args.out else Path("results", "eval", f"{args.env.split('/')[-1]}-{_folder_name(run.policy)}")
     json_path, md_path = write_results(result, out)
     print(f"wrote {json_path} and {md_path}")
     for failure in run.failed:
@@ -205,6 +221,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_video(args: argparse.Namespace) -> int:
     env_kwargs, policy = _episode_settings(args)
     out = Path(args.out)
+    writable_file(out)
     try:
         if not args.beside_prior:
             path, record = record_video(args.env, policy, out, env_kwargs=env_kwargs, seed=args.seed)
@@ -235,6 +252,21 @@ def _setting_text(value: Any) -> str:
     return "none" if value is None else str(value)
 
 
+def _wrapped(text: str, width: int = 80, indent: str = "  ", hang: str = "") -> list[str]:
+    """``text`` in lines of at most ``width`` characters, each after ``indent`` (continuations also
+    after ``hang``), broken after spaces and after the commas of a list setting (``a,b,c``), so
+    that a long ``--set`` default stays readable at 80 columns."""
+    import re
+
+    lines, line = [], indent
+    for piece in re.split(r"(?<=[ ,])", text):
+        if line.strip() and len(line + piece.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = indent + hang
+        line += piece
+    return [*lines, line.rstrip()] if line.strip() else lines
+
+
 def _cmd_experiment(args: argparse.Namespace) -> int:
     # Registers the optimize-* and sweep-* protocols, which sit above eval's registry (optuna: only
     # this command).
@@ -244,11 +276,12 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     if args.list:
         for name, experiment in experiments().items():
             options = " ".join(f"{k}={_setting_text(v)}" for k, v in experiment.options.items())
-            print(f"{name:<28} {experiment.summary}" + (f"  [--set {options}]" if options else ""))
+            print("\n".join([name, *_wrapped(experiment.summary), *(_wrapped(f"--set {options}", hang="  ") if options else [])]))
         return 0
     if args.name is None:
         raise ValueError("give an experiment NAME (upright experiment --list names them)")
     out = Path(args.out) if args.out else Path("results", args.name)
+    writable_folder(out)
     run_experiment(args.name, out, episodes=args.episodes, workers=args.workers, settings=parse_settings(args.set),
                    seed=args.seed, docs=args.docs, command=args.command_line, resume=args.resume)
     print(f"wrote {out / 'results.json'} and {out / 'results.md'}")
@@ -262,6 +295,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         raise ValueError("give --controller and --robot")
     out = Path(args.out) if args.out else Path("results", "optimize", f"{args.controller}-{args.robot}"
                                                 + (f"-{args.start}" if args.start else "") + f"-{args.sampler}")
+    writable_folder(out)
     config = OptimizeConfig(
         controller=args.controller, robot=args.robot, start=args.start, conditions=args.conditions,
         sampler=args.sampler, objective=args.objective, trials=args.trials, repetitions=args.repetitions,
@@ -350,8 +384,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
             given[field] = value
     try:
         if args.resume is not None:
+            writable_folder(args.resume, "--resume")
             run_dir = resume(args.resume, given, command=args.command_line)
         else:
+            writable_folder(args.out or TrainConfig.out)
             run_dir = train(TrainConfig(**given, command=args.command_line))
     except TrainingInterrupted as stopped:
         print(f"upright train: interrupted; saved {stopped.run_dir} (continue with --resume {stopped.run_dir})",
@@ -378,6 +414,8 @@ def _cmd_train_sweep(args: argparse.Namespace) -> int:
     if given or args.resume not in (None, ""):
         raise ValueError(f"{(given or ['--resume RUN_DIR'])[0]} is not an option of --sweep: the space file's "
                          "train and set blocks hold every trial run's options")
+    if args.out:
+        writable_folder(args.out)
     config = SweepConfig(space=args.sweep, trials=args.trials or 20, storage=args.storage, study=args.study,
                          workers=args.workers or 1, seed=args.seed or 0, out=Path(args.out) if args.out else None,
                          settings=parse_settings(args.set), resume=args.resume == "")
@@ -394,6 +432,9 @@ def _cmd_train_sweep(args: argparse.Namespace) -> int:
 
 def _cmd_soak(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("results", "soak")
+    writable_folder(out)
+    check_soak(args.steps, workers=args.workers, seed=args.seed, envs=args.env, conditions=args.conditions,
+               starts=args.start, priors=args.prior)  # bad input leaves no folder behind
     out.mkdir(parents=True, exist_ok=True)
     (out / "cells.jsonl").unlink(missing_ok=True)
     result = soak(args.steps, workers=args.workers, seed=args.seed, envs=args.env, conditions=args.conditions,
@@ -430,22 +471,39 @@ def _cmd_ship(args: argparse.Namespace) -> int:
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
+    record, page = record_paths(args.docs_dir)
     for run in args.add:
-        row = add_run(run, verdict=args.verdict, shipped=args.shipped, changed=args.changed, round_=args.round)
-        print(f"recorded {row['name']} in {HISTORY / 'runs.csv'} and {HISTORY / 'curves.csv'}")
+        row = add_run(run, record, verdict=args.verdict, shipped=args.shipped, changed=args.changed,
+                      round_=args.round)
+        print(f"recorded {row['name']} in {record / 'runs.csv'} and {record / 'curves.csv'}")
     if args.docs:
-        for path in write_docs():
+        own_dir = Path(args.docs_dir) != DEFAULT_DOCS_DIR
+        command = "upright history --docs" + (f" --docs-dir {args.docs_dir}" if own_dir else "")
+        for path in write_docs(page, record, command=command):
             print(f"wrote {path}")
     elif not args.add:  # the terminal's short form: the page has every column
-        table = runs_tables(read_runs(), read_curves())[0]
+        table = runs_tables(read_runs(record), read_curves(record))[0]
         short = ("name", "env", "prior", "algo", "steps", "periodic", "prior_alone", "shipped")
         print_tables([replace(table, columns=[c for c in table.columns if c.key in short])])
+    return 0
+
+
+def _cmd_zoo_conf(args: argparse.Namespace) -> int:
+    text = zoo_conf_text(args.algo, args.prior, args.env or None, args.hyperparams)
+    if args.out is None:
+        print(text, end="")
+        return 0
+    writable_file(args.out)
+    Path(args.out).write_text(text)
+    print(f"wrote {args.out} (python -m rl_zoo3.train --algo {args.algo} --env ID --gym-packages upright "
+          f"--conf-file {args.out})")
     return 0
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
     if args.measure:
         out = Path(args.out) if args.out else Path("results", "export")
+        writable_folder(out)
         paths = measure_export(out, episodes=args.episodes, observations=args.observations, workers=args.workers,
                                docs=args.docs, command=args.command_line)
         print("wrote " + " and ".join(map(str, paths)))
@@ -458,6 +516,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     elif args.policy is None or args.out is None:
         raise ValueError("give POLICY and --out DIR (or --zoo, or --measure)")
     else:
+        writable_folder(args.out)
         paths = [export(args.policy, args.out, args.ops)]
     for path in paths:
         print(f"wrote {path}/ ({', '.join(sorted(f.name for f in path.iterdir() if f.is_file()))})")
@@ -488,6 +547,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="print a robot's joints, limits, servos, masses and total mass")
     p.add_argument("robot", choices=ROBOT_NAMES)
     p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("check-model", help="what a user's MJCF of a robot does differently from ours: kinematics, "
+                                           "masses, inertias, servos, simulation settings (docs/your-robot.md)")
+    p.add_argument("model", help="the user's MJCF file")
+    p.add_argument("--robot", required=True, choices=ROBOT_NAMES)
+    p.add_argument("--map", default=None, help="the model map (YAML): names, zero offsets, signs, sensors")
+    p.set_defaults(func=_cmd_check_model)
 
     p = sub.add_parser("view", help="render a picture of a robot in a named pose on a terrain")
     p.add_argument("robot", choices=ROBOT_NAMES)
@@ -710,17 +776,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing entry of that name")
     p.set_defaults(func=_cmd_ship)
 
-    p = sub.add_parser("history", help="the record of every training run (docs/results/training/): print it, "
+    p = sub.add_parser("history", help="the record of every training run (DOCS_DIR/training/): print it, "
                                        "add finished run folders to it, write its page and learning curves")
     p.add_argument("--add", nargs="+", default=[], metavar="RUN_DIR",
                    help="record these run folders of upright train (config, command, learning curve, the "
                         "prior's evaluation, selection.json)")
     p.add_argument("--verdict", default="", help="--add: what became of the run, e.g. 'not shipped: below the prior'")
     p.add_argument("--shipped", default="", help="--add: the zoo entry and checkpoint it was shipped as, if any")
-    p.add_argument("--changed", default="", help="--add: what the run tried against the runs before it")
+    p.add_argument("--changed", default="", help="--add: what the run changed against the runs before it")
     p.add_argument("--round", type=int, default=None, help="--add: the round of runs it belongs to")
     p.add_argument("--docs", action="store_true",
-                   help="write docs/results/training-runs.md and the learning-curve PNGs of curves.yaml")
+                   help="write DOCS_DIR/training-runs.md and the learning-curve PNGs of curves.yaml")
+    p.add_argument("--docs-dir", default=str(DEFAULT_DOCS_DIR), metavar="DOCS_DIR",
+                   help="the folder holding the record (DOCS_DIR/training/: runs.csv, curves.csv, curves.yaml) "
+                        "and its page; default: docs/results of the current directory")
     p.set_defaults(func=_cmd_history)
 
     p = sub.add_parser("export", help="write a trained policy as ONNX (observation in, action out) with the spec "
@@ -744,6 +813,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="--measure: worker processes (default: 1)")
     p.add_argument("--docs", action="store_true", help="--measure: also write docs/results/export.md")
     p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser("zoo-conf", help="write our hyperparameters as rl-baselines3-zoo's --conf-file (one "
+                                        "complete block per environment id)")
+    p.add_argument("--algo", default="ppo", choices=ALGOS, help="algorithm (default: ppo)")
+    p.add_argument("--prior", default=None, help="the prior's blocks (ID:PRIOR) and env_kwargs prior=PRIOR")
+    p.add_argument("--env", action="append", default=[], help="an environment id (repeat; default: all)")
+    p.add_argument("--hyperparams", default=None, help="hyperparameter file (default: the shipped one)")
+    p.add_argument("--out", default=None, help="YAML file to write (default: print it)")
+    p.set_defaults(func=_cmd_zoo_conf)
     return parser
 
 
@@ -764,6 +842,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except ValueError as error:  # bad input: a clear message, no traceback
+        print(f"upright {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # a file that cannot be read or written, a folder another process writes
         print(f"upright {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

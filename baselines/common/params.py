@@ -8,11 +8,13 @@ rad). A class without a data file has defaults for every field, the same for eve
 Changed copies come from :meth:`Params.with_overrides` with dotted keys into nested parameter
 sets, e.g. ``params.with_overrides({"player.max_step_forward": 0.15, "correction": "false"})``;
 values are converted to the field's type (numbers from strings, ``bool`` from true/false, tuples
-from lists) and an unknown key raises ValueError naming it and listing the valid keys.
+from lists; a number must be finite) and an unknown key raises ValueError naming it and listing the
+valid keys.
 """
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -137,14 +139,19 @@ def coerce(value: Any, hint: Any, key: str) -> Any:
                 pass
         raise ValueError(f"{key}: expected an integer, got {value!r}")
     if hint is float:
+        number = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
+            number = float(value)
+        elif isinstance(value, str):
             try:
-                return float(value)
+                number = float(value)
             except ValueError:
                 pass
-        raise ValueError(f"{key}: expected a number, got {value!r}")
+        if number is None:
+            raise ValueError(f"{key}: expected a number, got {value!r}")
+        if not math.isfinite(number):  # a NaN or infinite gain, limit or time reaches the joints as NaN
+            raise ValueError(f"{key}: expected a finite number, got {value!r}")
+        return number
     if hint is str:
         if isinstance(value, str):
             return value

@@ -340,6 +340,7 @@ class LipmWalk:
         return self._joints.copy() if self._all_actuated else self._joints[self._actuated]
 
 
-register_controller("lipm", LipmWalk, LipmParams.load, task="walk")
+register_controller("lipm", LipmWalk, LipmParams.load, task="walk",
+                    needs=("legs",))
 
 __all__ = ["Diagnostics", "LipmParams", "LipmWalk"]

@@ -572,4 +572,5 @@ class StepAdjustWalk:
         return joints
 
 
-register_controller("step_adjust", StepAdjustWalk, StepAdjustParams.load, task="walk")
+register_controller("step_adjust", StepAdjustWalk, StepAdjustParams.load, task="walk",
+                    needs=("legs",))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from upright.envs.robots.nao import NAO
 from upright.envs.robots.spec import RobotSpec
+from upright.envs.robots.user_model import with_model
 from upright.envs.robots.wolfgang import WOLFGANG
 
 
@@ -27,4 +28,4 @@ def get_robot(name: str) -> RobotSpec:
         raise ValueError(f"unknown robot {name!r}; valid robots: {', '.join(ROBOT_NAMES)}") from None
 
 
-__all__ = ["NAO", "ROBOTS", "ROBOT_NAMES", "WOLFGANG", "RobotSpec", "get_robot"]
+__all__ = ["NAO", "ROBOTS", "ROBOT_NAMES", "WOLFGANG", "RobotSpec", "get_robot", "with_model"]

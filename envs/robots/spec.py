@@ -45,11 +45,25 @@ class RobotSpec:
     gyro_sensor: str = "imu_gyro"
     accel_sensor: str = "imu_accel"
     quat_sensor: str = "imu_quat"
+    #: A user's own MJCF of this robot that the simulation loads instead of ours (None: ours),
+    #: rewritten into our names and angles through :attr:`model_map`
+    #: (:func:`~upright.envs.robots.user_model.with_model` builds such a description).
+    model: Path | None = None
+    #: The YAML map of :attr:`model` onto this description (None: every name ours).
+    model_map: Path | None = None
+    #: Our joints that :attr:`model` lacks (joint order): held at the standing pose's angle.
+    missing_joints: tuple[str, ...] = ()
 
     @property
     def mjcf(self) -> Path:
-        """Path of the robot's MJCF file."""
+        """Path of the robot's MJCF file (ours: the model the robot-side kinematics of the baselines
+        and the export's spec are read from, also when :attr:`model` is a user's)."""
         return model_path(self.name)
+
+    @property
+    def simulated_mjcf(self) -> Path:
+        """Path of the MJCF the simulation loads: :attr:`model`, else ours."""
+        return self.model if self.model is not None else self.mjcf
 
     @property
     def poses(self) -> tuple[str, ...]:

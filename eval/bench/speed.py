@@ -17,7 +17,7 @@ rates are control steps per second of this process's CPU time (``time.process_ti
 timed is single-threaded, so on an idle machine this is wall-clock time, and on a shared one other
 processes' load does not count); the ratios, taken within one run, do not depend on the machine.
 
-Targets (the training-speed issue): environment ≥ 0.85 of raw physics in ``lab``, every preset
+Targets: environment ≥ 0.85 of raw physics in ``lab``, every preset
 ≥ 0.7 of ``lab``, environment ≥ 1.0 of ``HumanoidStandup-v5`` (steps per second).
 """
 
@@ -191,8 +191,13 @@ def run_bench(steps: int = 400, env_ids: tuple[str, ...] | None = None,
     return rows
 
 
-def format_bench(rows: list[BenchRow]) -> str:
-    """A plain-text table: rates and the three ratios with their targets."""
+def format_bench(rows: list[BenchRow], width: int | None = None) -> str:
+    """A plain-text table: rates and the three ratios with their targets. With ``width`` (a
+    terminal's columns) narrower than the page's table, the narrow form: ids without
+    ``upright/``, tighter columns, the notes wrapped."""
+    if width is not None and width < 116:
+        return _narrow_bench(rows, width)
+
     def ratio(value: float | None) -> str:
         return f"{value:>8.2f}" if value is not None else f"{'-':>8}"
 
@@ -215,6 +220,28 @@ def format_bench(rows: list[BenchRow]) -> str:
         "/ lab >= 0.7, / ref >= 1.0."
     )
     lines.append(machine_line())
+    return "\n".join(lines)
+
+
+def _narrow_bench(rows: list[BenchRow], width: int) -> str:
+    """:func:`format_bench` in 77 columns (the notes wrapped at ``width``)."""
+    import textwrap
+
+    def number(value: float | None, size: int, digits: int) -> str:
+        return f"{value:>{size}.{digits}f}" if value is not None else f"{'-':>{size}}"
+
+    lines = [f"{'environment':<18} {'conditions':<13} {'ms':>4} {'env/s':>6} {'raw/s':>6} {'/ raw':>5} {'/ lab':>5} "
+             f"{'/ ref':>5} {'replay':>6}"]
+    for r in rows:
+        replay = "-" if r.exact is None else "exact" if r.exact else "nearby"
+        lines.append(f"{r.env_id.split('/')[-1]:<18} {r.conditions:<13} {r.control_period * 1e3:>4.0f} "
+                     f"{r.env_steps_per_s:>6.0f} {number(r.raw_steps_per_s, 6, 0)} {number(r.ratio_raw, 5, 2)} "
+                     f"{number(r.ratio_lab, 5, 2)} {number(r.ratio_reference, 5, 2)} {replay:>6}")
+    notes = (f"env/s = control steps (env.step calls) per CPU second of this process; raw = mj_step loop replaying "
+             f"the environment's trajectory (exact: every episode ends in the same state to the bit; nearby: under "
+             f"servo play); ref = {REFERENCE} env.step, same run. Targets: / raw >= 0.85 in lab, / lab >= 0.7, "
+             f"/ ref >= 1.0.")
+    lines += textwrap.wrap(notes, max(width, 40)) + textwrap.wrap(machine_line(), max(width, 40))
     return "\n".join(lines)
 
 

@@ -1,0 +1,261 @@
+"""A user's MJCF of one of our robots through a model map (``model=``, ``model_map=``) and
+``upright check-model``, on the variant models :mod:`upright.eval.model_variants` writes from ours:
+a legs-only Wolfgang, knees with a 0.15 rad ``ref``, softer servos, and renamed joints with a map."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+import pytest
+import yaml
+
+import upright  # noqa: F401  (registers the environments)
+from upright.baselines import make_controller
+from upright.cli import main
+from upright.envs.robots import get_robot, with_model
+from upright.envs.robots.user_model import MAP_KEYS, read_model_map
+from upright.envs.simulation import Simulation
+from upright.eval.check_model import WIDTH, check_model
+from upright.eval.model_variants import (FLIPPED, KNEE_REF, OFFSET_JOINT, OFFSET_ZERO, SOFT_GAIN, SOFT_TIMESTEP,
+                                         write_variants)
+
+WOLFGANG = get_robot("wolfgang")
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory) -> dict[str, dict[str, str]]:
+    """The variant models: name → the environment arguments that load it."""
+    written = write_variants(tmp_path_factory.mktemp("variants"))
+    return {name: {"model": str(model), **({"model_map": str(map_path)} if map_path else {})}
+            for name, (model, map_path) in written.items()}
+
+
+def _held(sim: Simulation, targets: np.ndarray, seconds: float) -> np.ndarray:
+    """Joint angles (rad, joint order) after holding ``targets`` for ``seconds``."""
+    for _ in range(int(round(seconds / sim.robot.control_period))):
+        sensors = sim.step(targets)
+    return sensors.joint_pos
+
+
+# ---------------------------------------------------------------------- the map
+def _write_map(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "map.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"feets": {}}, "unknown key 'feets'; valid keys: " + ", ".join(MAP_KEYS)),
+    ({"joints": {"LKneee": "l_knee"}}, "unknown key 'joints.LKneee'; valid keys of joints: HeadPan"),
+    ({"joints": {"LKnee": {"joint": "l_knee", "sgn": -1}}}, "unknown key 'joints.LKnee.sgn'; valid keys of "
+                                                            "joints.LKnee: joint, zero, sign"),
+    ({"joints": {"LKnee": {"joint": "l_knee", "sign": 2}}}, "joints.LKnee.sign must be 1 or -1, got 2"),
+    ({"joints": {"LKnee": {"joint": "l_knee", "zero": "a"}}}, "joints.LKnee.zero must be a finite angle"),
+    ({"imu": {"site": "a", "gyro": "b"}}, "imu needs either site, or gyro, accel and quat"),
+    ({"feet": {"pressure": ["a", "b"]}}, "feet.pressure needs 8 sensors"),
+    ({"robot": "nao"}, "robot is 'nao', but the model is used as 'wolfgang'"),
+])
+def test_map_is_validated_strictly(tmp_path, data, message):
+    path = _write_map(tmp_path, data)
+    with pytest.raises(ValueError) as error:
+        read_model_map(path, WOLFGANG)
+    assert str(error.value).startswith(f"{path}: ") and message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_bad_models_and_maps_are_named(tmp_path, variants):
+    with pytest.raises(ValueError, match="model_map 'x.yml' needs model"):
+        with_model(WOLFGANG, None, "x.yml")
+    with pytest.raises(ValueError, match="model 'nope.xml' does not exist"):
+        with_model(WOLFGANG, "nope.xml")
+    with pytest.raises(ValueError, match="model map 'nope.yml' does not exist"):
+        with_model(WOLFGANG, variants["knee_ref"]["model"], "nope.yml")
+    typo = _write_map(tmp_path, {"joints": {"LKnee": "l_kne"}})
+    with pytest.raises(ValueError, match="joints.LKnee names 'l_kne', which is no hinge joint of the model"):
+        with_model(WOLFGANG, variants["renamed"]["model"], typo)
+    with pytest.raises(ValueError, match="the model's joints .* are none of wolfgang's"):  # renamed, no map
+        with_model(WOLFGANG, variants["renamed"]["model"])
+    with pytest.raises(ValueError, match="none of nao's"):  # a Wolfgang is no NAO
+        gym.make("upright/NaoWalk-v0", model=variants["knee_ref"]["model"])
+
+
+# ---------------------------------------------------------------------- the variants in the simulation
+def test_knee_ref_is_our_robot(variants):
+    """The knees' ref is their zero: the model is ours to the last digits."""
+    ours, theirs = Simulation(WOLFGANG), Simulation(with_model(WOLFGANG, **variants["knee_ref"]))
+    targets = ours.model.key("walkready").ctrl
+    for sim in (ours, theirs):
+        sim.reset("walkready", seed=0)
+    np.testing.assert_allclose(_held(theirs, targets, 1.0), _held(ours, targets, 1.0), atol=1e-6)
+
+
+def test_knee_ref_taken_one_to_one_pitches_the_feet(tmp_path, variants):
+    """The knee's ref not taken as its zero (zero_from_ref false): check-model shows the soles
+    moved at every reference pose."""
+    path = _write_map(tmp_path, {"zero_from_ref": False})
+    report = check_model(variants["knee_ref"]["model"], "wolfgang", path)
+    assert f"ref {KNEE_REF:+.4f} rad NOT taken as zero" in report
+    assert "walkready  l_sole" in report and "prone      r_sole" in report
+
+
+def test_renamed_model_with_its_map_is_our_robot(variants):
+    """Names, actuator order, signs, a zero offset, the IMU and the foot pressure from geoms: the
+    same robot, read in our names and angles."""
+    robot = with_model(WOLFGANG, **variants["renamed"])
+    ours, theirs = Simulation(WOLFGANG), Simulation(robot)
+    assert theirs.model.actuator(0).name == WOLFGANG.actuator_names[0]
+    spec_joint = theirs.model.joint(OFFSET_JOINT)
+    assert spec_joint.range[0] == pytest.approx(ours.model.joint(OFFSET_JOINT).range[0])
+    targets = ours.model.key("walkready").ctrl
+    start = [sim.reset("walkready", seed=0) for sim in (ours, theirs)]
+    np.testing.assert_allclose(start[1].joint_pos, start[0].joint_pos, atol=1e-12)
+    np.testing.assert_allclose(_held(theirs, targets, 1.0), _held(ours, targets, 1.0), atol=1e-4)
+    # Standing, the quarter-sole sensors of the foot geoms read what our cleat sensors read.
+    np.testing.assert_allclose(theirs.sensors().foot_pressure, ours.sensors().foot_pressure, rtol=0.02, atol=0.2)
+    assert theirs.sensors().foot_pressure.sum() == pytest.approx(ours.weight, rel=0.02)
+
+
+def test_soft_model_keeps_its_servos_and_timestep(variants):
+    sim = Simulation(with_model(WOLFGANG, **variants["soft"]))
+    assert sim.model.opt.timestep == SOFT_TIMESTEP and sim.n_substeps == 4
+    ours = Simulation(WOLFGANG)
+    np.testing.assert_allclose(sim.model.actuator_gainprm[:, 0], SOFT_GAIN * ours.model.actuator_gainprm[:, 0])
+    sim.reset("walkready", seed=0)
+    ours.reset("walkready", seed=0)
+    targets = ours.model.key("walkready").ctrl
+    # Softer servos sag further under the same load.
+    sag = np.abs(_held(sim, targets, 1.0) - targets[list(WOLFGANG.joint_actuator_index)]).max()
+    assert sag > np.abs(_held(ours, targets, 1.0) - targets[list(WOLFGANG.joint_actuator_index)]).max()
+
+
+def test_legs_only_holds_and_reports_the_missing_joints(variants):
+    with pytest.warns(UserWarning, match="lacks 8 joints of wolfgang, held at the standing pose's angles: HeadPan"):
+        env = gym.make("upright/WolfgangWalk-v0", **variants["legs_only"])
+    ours = gym.make("upright/WolfgangWalk-v0")
+    robot = env.unwrapped.robot
+    assert robot.missing_joints == ("HeadPan", "HeadTilt", "LShoulderPitch", "LShoulderRoll", "LElbow",
+                                    "RShoulderPitch", "RShoulderRoll", "RElbow")
+    assert env.observation_space.shape == ours.observation_space.shape
+    assert env.action_space.shape == ours.action_space.shape
+    obs, _ = env.reset(seed=0)
+    held = ours.unwrapped.sim.model.key("walkready").qpos[7:15]
+    sim = env.unwrapped.sim
+    for _ in range(100):  # random arm and head targets: the missing joints do not follow
+        obs, *_ = env.step(env.action_space.sample())
+    joint_pos = sim.sensors().joint_pos[:8]
+    np.testing.assert_allclose(joint_pos, held, atol=1e-3)
+    assert sim.total_mass == pytest.approx(6.095, abs=1e-3)
+    assert not sim.unstable
+
+
+def test_baselines_that_need_missing_joints_refuse(variants):
+    robot = with_model(WOLFGANG, variants["legs_only"]["model"])
+    for name in ("spline", "keyframe"):
+        with pytest.raises(ValueError, match=f"baseline '{name}' \\(getup\\) needs the arms, and the model .* lacks "
+                                             "LShoulderPitch"):
+            make_controller(name, robot, "getup")
+    for name in ("step_adjust", "lipm"):
+        make_controller(name, robot, "walk")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="needs the arms"):
+            gym.make("upright/WolfgangGetUp-v0", prior="spline", **variants["legs_only"])
+
+
+@pytest.mark.parametrize("variant", ["knee_ref", "soft", "renamed"])
+def test_getup_baseline_runs_on_a_variant(variants, variant):
+    """The spline get-up as a prior (zero residual) on the variant: it acts and the episode runs."""
+    env = gym.make("upright/WolfgangGetUp-v0", prior="spline", start="prone", max_episode_seconds=1.0,
+                   **variants[variant])
+    obs, _ = env.reset(seed=3)
+    for _ in range(100):
+        obs, reward, terminated, truncated, info = env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+        if terminated or truncated:
+            break
+    assert np.all(np.isfinite(obs)) and not info["sim_unstable"]
+
+
+# ---------------------------------------------------------------------- check-model
+def test_check_model_reports_each_variant(variants, capsys):
+    reports = {name: check_model(kwargs["model"], "wolfgang", kwargs.get("model_map"))
+               for name, kwargs in variants.items()}
+    for report in reports.values():
+        assert max(len(line) for line in report.splitlines()) <= WIDTH
+    legs = reports["legs_only"]
+    assert "joints: 12 of 20 present" in legs and "missing (held at walkready): HeadPan" in legs
+    assert "walkready  l_hand" in legs and "missing" in legs
+    assert "mass: ours 7.500 kg, theirs 6.095 kg (-18.7 %)" in legs
+    knee = reports["knee_ref"]
+    assert f"LKnee           <- LKnee              zero {KNEE_REF:+.4f} rad (the joint's ref)" in knee
+    assert "every sole and hand within 0.1 mm of ours" in knee and "every servo as ours" in knee
+    soft = reports["soft"]
+    assert "LKnee           kp 60->24 torque 12.9->10.32" in soft
+    assert "timestep      2.5 ms (4 per 10 ms cycle)   (ours: 2 ms (5 per 10 ms cycle))" in soft
+    renamed = reports["renamed"]
+    for joint in FLIPPED:
+        assert f"{joint:<15} <- " in renamed and "sign -1 (turns the other way)" in renamed
+    assert f"zero {OFFSET_ZERO:+.4f} rad (map)" in renamed
+    assert "every servo as ours" in renamed and "every link's mass, CoM and inertia as ours" in renamed
+    # The command line prints the same report.
+    assert main(["check-model", variants["soft"]["model"], "--robot", "wolfgang"]) == 0
+    assert capsys.readouterr().out.strip() == soft
+
+
+def test_check_model_flags_an_inertia_about_the_joint(tmp_path):
+    """A thigh's tensor written about the hip (the parallel-axis term added) is flagged."""
+    spec = mujoco.MjSpec.from_file(str(WOLFGANG.mjcf))
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    body = model.body("l_upper_leg").id
+    offset = model.body_ipos[body]  # the CoM from the body's origin, which is on the hip pitch axis
+    rot = np.empty(9)
+    mujoco.mju_quat2Mat(rot, model.body_iquat[body])
+    rot = rot.reshape(3, 3)
+    tensor = rot @ np.diag(model.body_inertia[body]) @ rot.T
+    about_joint = tensor + model.body_mass[body] * (offset @ offset * np.eye(3) - np.outer(offset, offset))
+    thigh = spec.body("l_upper_leg")
+    thigh.fullinertia = [about_joint[0, 0], about_joint[1, 1], about_joint[2, 2], about_joint[0, 1],
+                         about_joint[0, 2], about_joint[1, 2]]
+    path = tmp_path / "heavy_thigh.xml"
+    path.write_text(spec.to_xml())
+    report = check_model(path, "wolfgang")
+    row = next(line for line in report.splitlines() if line.startswith("  LHipPitch "))
+    assert row.endswith("about joint?")
+    assert "MJCF inertias are about the CoM" in report
+
+
+def test_bad_map_on_the_command_line_is_one_line(tmp_path, variants, capsys):
+    path = _write_map(tmp_path, {"sites": {"l_foot": "x"}})
+    assert main(["check-model", variants["renamed"]["model"], "--robot", "wolfgang", "--map", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown key 'sites.l_foot'; valid keys of sites: l_sole, r_sole, head_top" in err
+
+
+def test_export_spec_says_which_joints_were_held(variants):
+    """A policy trained on a legs-only model: the spec's joints.required names the held joints."""
+    from upright.training.export_spec import joints_spec
+
+    required = joints_spec(with_model(WOLFGANG, variants["legs_only"]["model"]))["required"]
+    assert "lacks HeadPan, HeadTilt, LShoulderPitch" in required and "held at the walkready pose's angles" in required
+    assert joints_spec(WOLFGANG)["required"].startswith("all:")
+
+
+def test_walk_baseline_walks_on_the_legs_only_model(variants):
+    """step_adjust needs only the legs: on the legs-only model it walks 3 s without falling."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = gym.make("upright/WolfgangWalk-v0", prior="step_adjust", command=(0.15, 0.0, 0.0),
+                       max_episode_seconds=3.0, **variants["legs_only"])
+    env.reset(seed=0)
+    start = env.unwrapped.sim.torso_pose()[0]
+    done = False
+    while not done:
+        _, _, terminated, truncated, info = env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+        done = terminated or truncated
+    position = env.unwrapped.sim.torso_pose()[0]
+    assert not terminated and position[2] > 0.3 and position[0] - start[0] > 0.2
