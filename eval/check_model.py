@@ -213,13 +213,13 @@ def _servo_values(model: mujoco.MjModel, robot: RobotSpec, actuator: str) -> dic
 
 def _servo_section(robot: RobotSpec, ours: _Model, theirs: _Model) -> list[str]:
     keys = ("kp", "torque", "low", "high", "damping", "armature", "friction")
-    lines = ["servos (ours -> theirs where they differ; kp N m/rad, torque N m, range rad)"]
+    lines = ["servos (ours/theirs where they differ; kp N m/rad, torque N m, range rad)"]
     differing = 0
     for name in robot.actuator_names:
         if name in robot.missing_joints:
             continue
         a, b = _servo_values(ours.model, robot, name), _servo_values(theirs.model, robot, name)
-        changes = [f"{k} {a[k]:.4g}->{b[k]:.4g}" for k in keys if _rel(a[k], b[k]) > RELATIVE_TOL
+        changes = [f"{k} {a[k]:.4g}/{b[k]:.4g}" for k in keys if _rel(a[k], b[k]) > RELATIVE_TOL
                    and abs(a[k] - b[k]) > 1e-9]
         if changes:
             differing += 1

@@ -445,7 +445,9 @@ def _start_training(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     run_dir = tmp_path / "WolfgangGetUp-v0" / "ppo-spline-1"
     deadline = time.monotonic() + 60
     while not _checkpoint_steps(run_dir):
-        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1]
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()  # a slow run would otherwise go on to its 100000 steps
+            pytest.fail(f"no checkpoint within 60 s (exit {process.poll()}): {process.communicate()[1]}")
         time.sleep(0.1)
     time.sleep(0.5)
     return process, run_dir

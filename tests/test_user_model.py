@@ -193,7 +193,7 @@ def test_check_model_reports_each_variant(variants, capsys):
     assert f"LKnee           <- LKnee              zero {KNEE_REF:+.4f} rad (the joint's ref)" in knee
     assert "every sole and hand within 0.1 mm of ours" in knee and "every servo as ours" in knee
     soft = reports["soft"]
-    assert "LKnee           kp 60->24 torque 12.9->10.32" in soft
+    assert "LKnee           kp 60/24 torque 12.9/10.32" in soft
     assert "timestep      2.5 ms (4 per 10 ms cycle)   (ours: 2 ms (5 per 10 ms cycle))" in soft
     renamed = reports["renamed"]
     for joint in FLIPPED:
