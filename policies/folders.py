@@ -58,10 +58,8 @@ def locked(lock_file: str | Path, what: str) -> Iterator[None]:
         os.close(descriptor)  # releases the lock
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process ``pid`` other than this one is running."""
-    if pid == os.getpid():
-        return False
+def process_running(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -69,6 +67,11 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` other than this one is running."""
+    return pid != os.getpid() and process_running(pid)
 
 
 def recover_folder(target: str | Path) -> None:
@@ -115,4 +118,4 @@ def temporary_folder(target: str | Path) -> Path:
     return target.with_name(f".{target.name}.{os.getpid()}.tmp")
 
 
-__all__ = ["FolderLocked", "LOCK_FILE", "locked", "recover_folder", "replace_folder", "temporary_folder"]
+__all__ = ["FolderLocked", "LOCK_FILE", "locked", "process_running", "recover_folder", "replace_folder", "temporary_folder"]

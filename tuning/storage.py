@@ -39,6 +39,8 @@ from optuna.trial import TrialState
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
+from upright.policies.folders import process_running
+
 
 #: Default seconds between heartbeats and after which a silent trial counts as dead.
 HEARTBEAT_INTERVAL = 10
@@ -221,21 +223,11 @@ def fail_orphans(study: optuna.Study, dead: set[str] | None = None, max_retry: i
             orphan = worker in dead
         else:
             name, _, pid = worker.rpartition(":")
-            orphan = name == host and pid.isdigit() and not _alive(int(pid))
+            orphan = name == host and pid.isdigit() and not process_running(int(pid))
         if orphan:
             fail_and_retry(study, trial, max_retry)
             failed.append(trial.number)
     return failed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 __all__ = ["GRACE_PERIOD", "HEARTBEAT_INTERVAL", "MAX_RETRY", "WORKER_ATTR", "check_storage", "default_storage",
