@@ -10,6 +10,7 @@ from upright.envs.conditions import Conditions
 from upright.envs.render import Camera
 from upright.envs.simulation import Simulation
 from upright.envs.files import writable_file
+from upright.policies.run_folder import write_atomically
 
 #: The longest settling before a picture (s): a pose has come to rest well before.
 MAX_SETTLE_SECONDS = 60.0
@@ -45,5 +46,5 @@ def render_pose(
     finally:
         camera.close()
     out.parent.mkdir(parents=True, exist_ok=True)
-    iio.imwrite(out, image)
+    write_atomically(out, lambda temporary: iio.imwrite(temporary, image, extension=out.suffix))
     return out

@@ -151,6 +151,7 @@ def test_view_writes_png_or_says_why(tmp_path, capsys):
     assert code == 0
     image = iio.imread(out)
     assert image.shape == (120, 160, 3) and image.std() > 5  # a picture, not a blank frame
+    assert [p.name for p in tmp_path.iterdir()] == ["nao.png"]  # written atomically: no temporary left
 
 
 def test_view_bad_pose_is_clear(capsys):
