@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up upright in ./.venv (first run only) and run the main job or the tests.
 #   bash quickstart.sh main   # evaluate/simulate, benchmark, write results/report.md
-#   bash quickstart.sh test   # the test suite (what CI runs)
+#   bash quickstart.sh test   # the test suite without the slow ones (.ci/run adds pytest -m slow)
 set -euo pipefail
 cd "$(dirname "$0")"
 job=${1:-}
@@ -43,5 +43,5 @@ unset PYTHONDONTWRITEBYTECODE
 if [ "$job" = main ]; then
   exec .venv/bin/upright report --out results
 else
-  exec .venv/bin/python -m pytest -n 2 --dist worksteal -q
+  exec .venv/bin/python -m pytest -n 2 --dist worksteal -q -m "not slow"
 fi

@@ -52,6 +52,7 @@ def published(name: str, runs: str) -> tuple[str, int, int, str, int]:
     return manifest["env_id"], count, episodes, result["task"], int(evaluation["seeds"][0])
 
 
+@pytest.mark.slow  # statistical: 8 whole episodes per policy (`.ci/run` runs the slow tests too)
 @pytest.mark.parametrize("runs", ["residual", "prior"])
 @pytest.mark.parametrize("name", SHIPPED)
 def test_held_out_outcomes_lie_in_the_published_interval(name, runs):
