@@ -10,6 +10,7 @@ import imageio.v3 as iio
 import pytest
 
 from conftest import no_gl
+import upright
 from upright.cli import main
 from upright.envs.registration import ENVIRONMENTS
 from upright.eval.bench.speed import format_bench, run_bench
@@ -202,3 +203,10 @@ def test_eval_results_folder_is_one_component_whatever_the_policy_path():
 def test_bench_set_takes_hyperparameters_of_the_training_bench(args, message, capsys):
     assert main(["bench", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_version_is_the_packages(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"upright {upright.__version__}"

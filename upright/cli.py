@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import upright  # noqa: F401  (selects the GL backend before mujoco renders)
+from upright import __version__
 from upright.envs.base import load_params_file
 from upright.envs.conditions import PRESETS, SERVO_PARAMETERS, TERRAINS
 from upright.envs.render import RenderingUnavailable
@@ -542,6 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="upright",
         description="Humanoid get-up and walking environments in MuJoCo (NAO V6, Wolfgang-OP).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("info", help="print a robot's joints, limits, servos, masses and total mass")
