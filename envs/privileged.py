@@ -73,7 +73,9 @@ class PrivilegedState:
         self._weight = sim.weight
         self._mass = sim.total_mass
         self._rotation = np.zeros(9)
-        self._nu = sim.model.nu
+        # our model's servos and calibration: what the blocks read when the conditions vary neither
+        self._unit_factors = np.ones((sim.model.nu, 3))
+        self._no_offset = np.zeros(sim.model.nu)
 
     def __call__(self) -> np.ndarray:
         """The privileged values now (float64, :data:`PRIVILEGED`'s order)."""
@@ -89,8 +91,8 @@ class PrivilegedState:
         time = sim.time
         wear = sampled.wear
         stuck = [any(start <= time < start + duration for start, duration in w.stuck) for w in wear]
-        factors = np.ones((self._nu, 3)) if sampled.servo_factors is None else sampled.servo_factors[:, :3]
-        offset = np.zeros(self._nu) if sampled.zero_offset is None else sampled.zero_offset
+        factors = self._unit_factors if sampled.servo_factors is None else sampled.servo_factors[:, :3]
+        offset = self._no_offset if sampled.zero_offset is None else sampled.zero_offset
         return np.concatenate((
             [time / env.max_episode_seconds, position[2], sim.head_height()],
             to_torso @ velocity[:3], to_torso @ velocity[3:],

@@ -209,8 +209,8 @@ class Simulation:
         actuators = tuple(m.actuator(i).name for i in range(m.nu))
         # A user's model keeps its own tree, so its joints may come in another order (every joint is
         # read by name); our own file keeps the description's order.
-        if (sorted(joints) if r.model is not None else joints) != (sorted(r.joint_names) if r.model is not None
-                                                                     else r.joint_names):
+        order = sorted if r.model is not None else tuple
+        if order(joints) != order(r.joint_names):
             raise ValueError(f"{r.simulated_mjcf} joint order {joints} differs from the robot description "
                              f"{r.joint_names}")
         if actuators != r.actuator_names:
