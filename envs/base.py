@@ -216,6 +216,16 @@ class UprightEnv(gym.Env):
             raise ValueError(f"push strength must be a fraction in [0, 1], got {fraction!r}")
         self.sim.push_strength = float(fraction)
 
+    def set_model_variation(self, fraction: float) -> None:
+        """Keep ``fraction`` (0 to 1) of the conditions' model variation (servo factors, zero
+        offsets, torso load, sensor latency) from the next reset on; 1, the default, is the
+        preset's, 0 our own model (:meth:`SampledConditions.toward_nominal`). A training
+        curriculum (``hp.model_curriculum_start``) calls it on the training copies through
+        ``env_method``. ValueError for a fraction outside [0, 1]."""
+        if not (isinstance(fraction, numbers.Real) and 0.0 <= fraction <= 1.0):
+            raise ValueError(f"model variation must be a fraction in [0, 1], got {fraction!r}")
+        self.sim.model_variation = float(fraction)
+
     # ---------------------------------------------------------------- actions
     def action_from_targets(self, targets: np.ndarray) -> np.ndarray:
         """The normalised action (no prior) that commands joint ``targets`` (rad, actuator order)."""

@@ -552,6 +552,23 @@ class SampledConditions:
     #: Control cycles between a measurement and the cycle whose controller reads it.
     sensor_latency_cycles: int = 0
 
+    def toward_nominal(self, strength: float) -> SampledConditions:
+        """This draw with its model-variation factors moved toward our own model: each servo
+        factor ``f`` becomes ``1 + strength (f - 1)``, the zero offsets, the torso's added mass and
+        CoM offset are scaled by ``strength``, and the sensor latency becomes the nearest whole
+        number of cycles to ``strength`` times it. ``strength`` 1 leaves the draw as it is, 0 is
+        our model. Wear, masses, friction, delay and the robot's sensing are not model variation
+        and stay. Used by a training curriculum over the model variation
+        (:meth:`UprightEnv.set_model_variation`); the random numbers drawn do not depend on it."""
+        return replace(
+            self,
+            servo_factors=None if self.servo_factors is None else 1.0 + strength * (self.servo_factors - 1.0),
+            zero_offset=None if self.zero_offset is None else strength * self.zero_offset,
+            torso_mass=strength * self.torso_mass,
+            torso_com_offset=strength * self.torso_com_offset,
+            sensor_latency_cycles=int(round(strength * self.sensor_latency_cycles)),
+        )
+
 
 PRESETS: dict[str, Conditions] = {
     "lab": Conditions(),

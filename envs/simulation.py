@@ -175,6 +175,11 @@ class Simulation:
         #: training curriculum raises it towards 1 (:meth:`UprightEnv.set_push_strength`); the
         #: random numbers drawn do not depend on it.
         self.push_strength = 1.0
+        #: How much of the conditions' model variation (servo factors, zero offsets, torso load,
+        #: sensor latency) each reset's draw keeps (1: all of it, 0: our own model;
+        #: :meth:`SampledConditions.toward_nominal`). A training curriculum raises it towards 1
+        #: (:meth:`UprightEnv.set_model_variation`); the random numbers drawn do not depend on it.
+        self.model_variation = 1.0
 
     # ------------------------------------------------------------------ set-up
     def _sensor_slice(self, name: str) -> slice:
@@ -239,6 +244,8 @@ class Simulation:
         m, d = self.model, self.data
         self.rng = np.random.default_rng(seed)
         self.sampled = self.conditions.sample(self.robot.actuator_names, self.rng, self.servo_classes, self.robot.name)
+        if self.model_variation != 1.0:
+            self.sampled = self.sampled.toward_nominal(self.model_variation)
         self._apply_sampled(self.sampled)
         if self.conditions.terrain == "turf":
             randomize_turf(m, self.rng)

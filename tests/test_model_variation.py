@@ -196,6 +196,32 @@ def test_sim2real_round_trips_and_keeps_the_observation_layout(robot):
     assert np.all(np.isfinite(obs))
 
 
+def test_model_variation_strength_moves_the_draw_toward_our_model(robot):
+    """``set_model_variation(s)`` keeps s of each reset's model draw under ``sim2real``: servo
+    factors 1 + s (f − 1), zero offsets, torso load and latency times s, from the same random
+    numbers; 0 is our own model (the servos as ``competition``'s), 1 the preset's draw; a fraction
+    outside [0, 1] is refused by name."""
+    env_id = f"upright/{robot.capitalize()}Walk-v0"
+    full, half, none = (gym.make(env_id, conditions="sim2real") for _ in range(3))
+    half.unwrapped.set_model_variation(0.5)
+    none.unwrapped.set_model_variation(0.0)
+    for env in (full, half, none):
+        env.reset(seed=7)
+    f, h, z = (env.unwrapped.sim.sampled for env in (full, half, none))
+    np.testing.assert_allclose(h.servo_factors, 1.0 + 0.5 * (f.servo_factors - 1.0))
+    np.testing.assert_allclose(h.zero_offset, 0.5 * f.zero_offset)
+    assert h.torso_mass == pytest.approx(0.5 * f.torso_mass) and h.wear == f.wear
+    np.testing.assert_allclose(h.torso_com_offset, 0.5 * f.torso_com_offset)
+    assert h.sensor_latency_cycles == round(0.5 * f.sensor_latency_cycles)
+    assert np.all(z.servo_factors == 1.0) and np.all(z.zero_offset == 0.0) and z.torso_mass == 0.0
+    assert z.sensor_latency_cycles == 0 and z.mass_scale == f.mass_scale
+    competition = Simulation(robot, PRESETS["competition"])
+    competition.reset(seed=7)  # the same wear: drawn before the model factors
+    np.testing.assert_allclose(none.unwrapped.sim.model.actuator_gainprm, competition.model.actuator_gainprm)
+    with pytest.raises(ValueError, match="model variation must be a fraction in \\[0, 1\\], got 1.5"):
+        full.unwrapped.set_model_variation(1.5)
+
+
 def test_changed_parses_plain_data():
     changed = PRESETS["lab"].changed({"servo_factors": {"nao/*": {"gain": [0.5, 0.5]}}, "torso_mass": [1, 1]})
     assert changed.servo_factors["nao/*"].gain == (0.5, 0.5) and changed.torso_mass == (1.0, 1.0)

@@ -379,6 +379,7 @@ def test_eval_env_kwargs_evaluate_and_load_the_task_the_run_is_for(tmp_path):
     (["--set", "hp.normalize=maybe"], "hp.normalize must be true or false, got 'maybe'"),
     (["--set", "hp.warmup_steps=-5"], "hp.warmup_steps must be an integer >= 0, got -5"),
     (["--set", "hp.push_curriculum_start=0.5"], "hp.push_curriculum_start and hp.push_curriculum_steps go together"),
+    (["--set", "hp.model_curriculum_steps=10"], "hp.model_curriculum_start and hp.model_curriculum_steps go together"),
     (["--set", "hp.push_curriculum_start=1.5", "hp.push_curriculum_steps=10"],
      "hp.push_curriculum_start must be a number >= 0 and <= 1, got 1.5"),
     (["--set", "hp.policy_kwargs.ortho_init=3"], "hp.policy_kwargs.ortho_init must be true or false, got 3"),
@@ -911,18 +912,21 @@ def test_critic_warmup_freezes_the_actor(tmp_path, warmup, frozen):
     assert bool((policy.log_std == -2.5).all()) is frozen  # log_std_init of WolfgangGetUp:spline in ppo.yml
 
 
-def test_push_curriculum_ramps_the_push_of_the_training_copies(tmp_path):
-    """``hp.push_curriculum_start``/``_steps`` on a real PPO run under ``thesis``: before each
-    rollout (128 steps here) the training copies are set to start + (1 − start) · step / steps of
-    the random push, capped at all of it, and TensorBoard logs each value."""
+@pytest.mark.parametrize("curriculum, conditions, attribute", [
+    ("push", "thesis", "push_strength"), ("model", "sim2real", "model_variation")])
+def test_a_curriculum_ramps_its_strength_in_the_training_copies(tmp_path, curriculum, conditions, attribute):
+    """``hp.push_curriculum_*`` (the random push) and ``hp.model_curriculum_*`` (the model
+    variation) on a real PPO run: before each rollout (128 steps here) the training copies are set
+    to start + (1 − start) · step / steps, capped at all of it, and TensorBoard logs each value;
+    at the end the copies hold all of it."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    hp = {**TINY_PPO, "push_curriculum_start": 0.2, "push_curriculum_steps": 256}
-    run_dir = train(_config(tmp_path, steps=512, eval_every=0, env_kwargs={**SHORT, "conditions": "thesis"},
+    hp = {**TINY_PPO, f"{curriculum}_curriculum_start": 0.2, f"{curriculum}_curriculum_steps": 256}
+    run_dir = train(_config(tmp_path, steps=512, eval_every=0, env_kwargs={**SHORT, "conditions": conditions},
                             hp_overrides=hp))
     events = EventAccumulator(str(run_dir / "tb" / "run_1"))
     events.Reload()
-    logged = events.Scalars("curriculum/push_strength")
+    logged = events.Scalars(f"curriculum/{attribute}")
     assert [e.step for e in logged] == [128, 256, 384, 512]  # each rollout's value, written after its update
     assert [e.value for e in logged] == pytest.approx([0.2, 0.6, 1.0, 1.0], rel=1e-6)
 

@@ -6,7 +6,7 @@
   seeds as ``prior/*``, computed once), appends ``learning_curve.csv``, keeps ``best_model.zip``;
 - :class:`Checkpoints`: the model with its normalisation and replay buffer every N steps;
 - :class:`ActorWarmup`: the actor frozen for the first environment steps (critic warm-up);
-- :class:`PushCurriculum`: the conditions' random torso push ramped up over the first steps;
+- :class:`LinearCurriculum`: the conditions' random torso push or model variation ramped up over the first steps;
 - :class:`FiniteWeights`: a diverged optimiser stops the run after the update that broke it.
 
 Every file they write goes through :func:`~upright.policies.run_folder.write_atomically`, models with their companions through
@@ -236,26 +236,29 @@ class ActorWarmup(BaseCallback):
         return True
 
 
-class PushCurriculum(BaseCallback):
-    """A curriculum over the strength of the conditions' continuous random push
-    (``hp.push_curriculum_start``, ``hp.push_curriculum_steps``): the training copies feel
-    ``start`` of it at step 0, rising linearly to all of it at ``steps`` environment steps, set
-    before each rollout (:meth:`UprightEnv.set_push_strength`). The periodic evaluation's
-    environments are separate and always feel all of it; a resumed run goes on from its step count."""
+class LinearCurriculum(BaseCallback):
+    """A curriculum over one strength of the training copies' conditions: ``start`` of it at
+    step 0, rising linearly to all of it at ``steps`` environment steps, set before each rollout
+    through the environments' ``setter`` (``set_push_strength``: the conditions' continuous random
+    push, ``hp.push_curriculum_*``; ``set_model_variation``: their model variation,
+    ``hp.model_curriculum_*``). The periodic evaluation's environments are separate and always
+    feel all of it; a resumed run goes on from its step count. TensorBoard: ``curriculum/NAME``."""
 
-    def __init__(self, start: float, steps: int) -> None:
+    def __init__(self, setter: str, name: str, start: float, steps: int) -> None:
         super().__init__()
+        self.setter = setter
+        self.name = name
         self.start = start
         self.steps = steps
 
     def strength(self, step: int) -> float:
-        """The fraction of the push that acts at environment step ``step``."""
+        """The fraction that acts at environment step ``step``."""
         return self.start + (1.0 - self.start) * min(1.0, step / self.steps)
 
     def _on_rollout_start(self) -> None:
         strength = self.strength(self.num_timesteps)
-        self.training_env.env_method("set_push_strength", strength)
-        self.logger.record("curriculum/push_strength", strength)
+        self.training_env.env_method(self.setter, strength)
+        self.logger.record(f"curriculum/{self.name}", strength)
 
     def _on_step(self) -> bool:
         return True
@@ -283,5 +286,5 @@ class UpdateThreads(BaseCallback):
         return True
 
 
-__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "FiniteWeights", "PushCurriculum", "RewardTerms",
+__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "FiniteWeights", "LinearCurriculum", "RewardTerms",
            "UpdateThreads", "actor_parameters", "save_model_files", "weights_finite"]

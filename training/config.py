@@ -54,10 +54,14 @@ HP_PREFIX = "hp."
 #: ``push_curriculum_start`` (a fraction in [0, 1]) and ``push_curriculum_steps``: a curriculum over
 #: the conditions' continuous random torso push (e.g. ``thesis``'s): the training copies feel that
 #: fraction of it at the start, rising linearly to all of it at that many environment steps
-#: (:class:`~upright.training.callbacks.PushCurriculum`); the periodic evaluation feels all of it.
+#: (:class:`~upright.training.callbacks.LinearCurriculum`); the periodic evaluation feels all of it.
+#: ``model_curriculum_start`` and ``model_curriculum_steps``: the same over the conditions' model
+#: variation (servo factors, zero offsets, torso load, sensor latency; ``sim2real``'s): at the start
+#: the training copies' draws keep that fraction of it, toward our own model.
 OWN_KEYS = ("normalize", "warmup_steps", "zero_init", "log_std_init", "action_noise_sigma", "initial_residual",
             "privileged_critic", "imitate", "imitate_steps", "imitate_epochs", "imitate_batch_size", "imitate_learning_rate",
-            "update_threads", "push_curriculum_start", "push_curriculum_steps")
+            "update_threads", "push_curriculum_start", "push_curriculum_steps", "model_curriculum_start",
+            "model_curriculum_steps")
 #: Defaults of the imitation keys when ``imitate`` is set.
 IMITATE_DEFAULTS = {"imitate_steps": 100_000, "imitate_epochs": 20, "imitate_batch_size": 1024,
                     "imitate_learning_rate": 1e-3}
@@ -168,6 +172,7 @@ VALUE_RULES: dict[str, Rule] = {
     "action_noise_sigma": _above(0, closed=True), "imitate_steps": _count(1), "imitate_epochs": _count(1),
     "imitate_batch_size": _count(1), "imitate_learning_rate": _above(0), "update_threads": _count(1),
     "push_curriculum_start": _above(0, 1, closed=True), "push_curriculum_steps": _count(1),
+    "model_curriculum_start": _above(0, 1, closed=True), "model_curriculum_steps": _count(1),
     "policy_kwargs.log_std_init": _FINITE, "policy_kwargs.ortho_init": _BOOLEAN,
 }
 
@@ -242,9 +247,11 @@ def check_values(algo: str, hp: Mapping[str, Any]) -> None:
     for key, rule in VALUE_RULES.items():
         if key in values and not rule.valid(values[key]):
             raise ValueError(f"hp.{key} must be {rule.text}, got {values[key]!r}")
-    if ("push_curriculum_start" in hp) != ("push_curriculum_steps" in hp):
-        missing = "push_curriculum_steps" if "push_curriculum_start" in hp else "push_curriculum_start"
-        raise ValueError(f"hp.push_curriculum_start and hp.push_curriculum_steps go together; hp.{missing} is missing")
+    for curriculum in ("push_curriculum", "model_curriculum"):
+        start, steps = f"{curriculum}_start", f"{curriculum}_steps"
+        if (start in hp) != (steps in hp):
+            missing = steps if start in hp else start
+            raise ValueError(f"hp.{start} and hp.{steps} go together; hp.{missing} is missing")
     if algorithm(algo).batch_advantages and "batch_size" in hp and hp["batch_size"] < 2:
         raise ValueError(f"hp.batch_size must be >= 2 for {algo} (advantages are normalised per batch), "
                          f"got {hp['batch_size']!r}")

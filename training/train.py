@@ -44,9 +44,10 @@ from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy
 from upright.policies.run import (check_pair, load_model, load_normalizer, model_steps, newest_model, normalizer_path,
                                   replay_buffer_path, run_model)
 from upright.policies.algorithms import Algorithm, algo_class, algorithm, residual_start_names
+from upright.policies.asymmetric import AsymmetricActorCriticPolicy, widen_critic
 from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_config, plain,
                                          write_atomically, write_text_atomically)
-from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, FiniteWeights, PushCurriculum,
+from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, FiniteWeights, LinearCurriculum,
                                         RewardTerms, UpdateThreads, save_model_files, weights_finite)
 from upright.training.config import (IMITATE_DEFAULTS, check_counts, choose_vec_env, load_hyperparams, model_kwargs,
                                      next_run_dir)
@@ -304,8 +305,6 @@ def new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path |
         kwargs["action_noise"] = NormalActionNoise(np.zeros(size), np.full(size, hp.get("action_noise_sigma", 0.1)))
     policy: Any = "MlpPolicy"
     if hp.get("privileged_critic"):
-        from upright.policies.asymmetric import AsymmetricActorCriticPolicy  # torch: only when a model is built
-
         policy = AsymmetricActorCriticPolicy
         kwargs["policy_kwargs"] = {**kwargs.get("policy_kwargs", {}), "actor_size": venv.get_attr("actor_size", 0)[0]}
     model = algo_class(config.algo)(policy, venv, seed=config.seed, device="cpu", verbose=0,
@@ -336,8 +335,6 @@ def _load_init(model: Any, start: Path) -> None:
         return
     state = params["policy"]
     if not same_observation:
-        from upright.policies.asymmetric import widen_critic
-
         state = widen_critic(state, model)
     if data["action_space"].shape != model.action_space.shape:
         state = _widen_action(state, model)
@@ -592,8 +589,11 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
             callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
         if hp.get("update_threads", 1) > 1:
             callbacks.append(UpdateThreads(int(hp["update_threads"])))
-        if "push_curriculum_start" in hp:
-            callbacks.append(PushCurriculum(float(hp["push_curriculum_start"]), int(hp["push_curriculum_steps"])))
+        for curriculum, setter, name in (("push_curriculum", "set_push_strength", "push_strength"),
+                                         ("model_curriculum", "set_model_variation", "model_variation")):
+            if f"{curriculum}_start" in hp:
+                callbacks.append(LinearCurriculum(setter, name, float(hp[f"{curriculum}_start"]),
+                                                  int(hp[f"{curriculum}_steps"])))
         remaining = config.steps - model.num_timesteps
         if remaining > 0:
             with unchecked_distributions():
