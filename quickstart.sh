@@ -19,7 +19,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   pip=(.venv/bin/python -m pip install -q --no-compile -c constraints.txt)
   "${pip[@]}" pip
   "${pip[@]}" torch
-  "${pip[@]}" -e ".[test]"
+  "${pip[@]}" -e ".[all,test]"  # every extra: the robot side, the environments, training (pyproject.toml)
   echo "$want" > "$stamp"
 fi
 

@@ -43,7 +43,7 @@ class BaselineEntry:
     defaults: Callable[[str], Params]
     robots: tuple[str, ...]
     task: str
-    #: The limbs (chains of ``baselines/data/kinematics.yaml``: legs, arms) whose joints it moves and
+    #: The limbs (chains of ``baselines/data/kinematics_<robot>.yaml``: legs, arms) whose joints it moves and
     #: needs; a robot model lacking one of their joints cannot run it.
     needs: tuple[str, ...] = ("legs", "arms")
 
@@ -81,17 +81,27 @@ def baseline_entry(name: str) -> BaselineEntry:
         raise ValueError(f"unknown baseline {name!r}; valid baselines: {valid}") from None
 
 
+def lacking_limbs(name: str, robot: RobotSpec) -> dict[str, tuple[str, ...]]:
+    """The limbs the baseline ``name`` needs (:attr:`BaselineEntry.needs`) of which the model of
+    ``robot`` lacks joints (:attr:`RobotSpec.missing_joints`), each with those joints; empty when
+    it has them all."""
+    if not robot.missing_joints:
+        return {}
+    chains = chain_data(robot.name)
+    lacking = {limb: tuple(j for side in chains[limb].values() for j in side if j in robot.missing_joints)
+               for limb in baseline_entry(name).needs}
+    return {limb: joints for limb, joints in lacking.items() if joints}
+
+
 def _supported_robot(name: str, entry: BaselineEntry, robot: RobotSpec | str) -> RobotSpec:
     spec = get_robot(robot) if isinstance(robot, str) else robot
     if spec.name not in entry.robots:
         raise ValueError(f"baseline {name!r} supports robots {entry.robots}, not {spec.name!r}")
-    if spec.missing_joints:
-        chains = chain_data(spec.name)
-        for limb in entry.needs:
-            lacking = [j for side in chains[limb].values() for j in side if j in spec.missing_joints]
-            if lacking:
-                raise ValueError(f"baseline {name!r} ({entry.task}) needs the {limb}, and the model {spec.model} "
-                                 f"lacks {', '.join(lacking)}")
+    lacking = lacking_limbs(name, spec)
+    if lacking:
+        limb, joints = next(iter(lacking.items()))
+        raise ValueError(f"baseline {name!r} ({entry.task}) needs the {limb}, and the model {spec.model} "
+                         f"lacks {', '.join(joints)}")
     return spec
 
 
@@ -123,7 +133,7 @@ def make_controller(name: str, robot: RobotSpec | str, task: str | None = None,
 
 
 __all__ = ["TASKS", "BaselineEntry", "Controller", "Params", "baseline_entry", "controller_names", "default_params",
-           "make_controller", "register_controller"]
+           "lacking_limbs", "make_controller", "register_controller"]
 
 #: The modules whose import registers the baselines: keyframe; spline, spline_nostab; lipm; step_adjust.
 BASELINE_MODULES = ("keyframe.controller", "spline.controller", "walk.lipm", "walk.step_adjust")

@@ -6,9 +6,15 @@ of :data:`upright.envs.observation.OBSERVATION` (an environment's own blocks:
 
 {observation table}
 
-Action: one value in [-1, 1] per actuator. Without a prior it maps linearly onto the joint range
-(-1 = lower limit, +1 = upper limit); with a prior the target is
-``prior + residual_scale · action · half_range``, so a zero action reproduces the prior exactly.
+Action: one value in [-1, 1] per actuator. Without a residual it maps linearly onto the joint range
+(-1 = lower limit, +1 = upper limit); with one (:mod:`~upright.envs.residual`) the residual's kind
+says what an entry moves, e.g. ``prior + residual_scale · action · half_range``, so a zero action
+reproduces the prior exactly.
+
+An environment is made of its task's configuration (:class:`EnvConfig`, one subclass per task), the
+conditions, an optional :class:`~upright.envs.residual.Residual` and a render mode;
+``gym.make``'s keywords are split into these by the registration's entry point
+(:class:`~upright.envs.registration.TaskMaker`).
 """
 
 from __future__ import annotations
@@ -17,17 +23,17 @@ import math
 import numbers
 import os
 import warnings
-from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 
 from upright.envs.conditions import Conditions
-from upright.envs.files import read_yaml_mapping
 from upright.envs.render import Camera, RenderingUnavailable
-from upright.envs.robots import RobotSpec, get_robot, with_model
+from upright.envs.residual import Residual
+from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.metrics import Posture, StandingReference
 from upright.envs.kernels import clip_finite
 from upright.envs.observation import (ObservationBlock, block_slices, observation_blocks, observation_size,
@@ -38,12 +44,6 @@ from upright.envs.simulation import Simulation
 __doc__ = with_observation_table(__doc__, None)
 
 RENDER_SIZE = (640, 480)
-#: The environment arguments that belong to a residual on a prior and mean nothing without one: the
-#: prior, its parameters, the residual's range and what it moves (a get-up's tempo entry), and the
-#: walk's observation of the prior's gait and odometry. Running the prior alone as a policy drops them.
-PRIOR_ARGUMENTS = ("prior", "prior_params", "residual_scale", "residual_on", "observe_gait", "observe_odometry",
-                   "tempo_range")
-
 #: The default ``max_episode_seconds`` of every task (s): the RoboCup limit for getting up.
 DEFAULT_EPISODE_SECONDS = 20.0
 #: The options ``reset(options=...)`` knows; each environment says which it honours
@@ -59,102 +59,103 @@ def episode_steps(max_episode_seconds: float, control_period: float) -> int:
     return max(1, math.ceil((max_episode_seconds - 1e-9) / control_period))
 
 
-#: Builds the controller that ``prior="NAME"`` names: ``factory(name, robot, task, params)``, with
-#: ``params`` a mapping of dotted parameter overrides or None for the defaults.
-PriorFactory = Callable[[str, RobotSpec, str, Mapping[str, Any] | None], Any]
-_prior_factory: PriorFactory | None = None
+@dataclass(frozen=True, kw_only=True)
+class EnvConfig:
+    """What configures every task (each task's config adds its own fields; ``gym.make``'s keywords of
+    the same names fill them): ``max_episode_seconds``, the episode's length (s, finite, > 0), after
+    which it is truncated. Frozen, checked when made: ValueError naming a bad value."""
 
+    max_episode_seconds: float = DEFAULT_EPISODE_SECONDS
 
-def set_prior_factory(factory: PriorFactory) -> None:
-    """Install the controller factory behind ``prior="NAME"``. The environments are registered with
-    it (:func:`~upright.envs.registration.register_envs`, by the package root, which passes
-    ``upright.baselines.make_controller``), so that ``envs``, below ``baselines``, imports none of them."""
-    global _prior_factory
-    _prior_factory = factory
+    def __post_init__(self) -> None:
+        seconds = self.max_episode_seconds
+        if not isinstance(seconds, numbers.Real) or not 0 < seconds < math.inf:  # an endless episode never returns
+            raise ValueError(f"max_episode_seconds must be a finite number > 0, got {seconds!r}")
+        object.__setattr__(self, "max_episode_seconds", float(seconds))
 
-
-def load_params_file(path: str | Path) -> dict[str, Any]:
-    """Controller parameter overrides from a YAML file: a flat mapping of dotted parameter keys to
-    values in the controller's units (e.g. the best parameters that ``upright optimize``
-    writes); ValueError for a missing or malformed file."""
-    data = read_yaml_mapping(path, "parameter file")
-    if not all(isinstance(k, str) for k in data):
-        raise ValueError(f"{path}: expected a mapping of parameter names to values")
-    return dict(data)
-
-
-def _resolve_prior(prior: Any, robot: RobotSpec, task: str,
-                   params: Mapping[str, Any] | str | Path | None = None) -> Any:
-    """A baseline name → its controller for ``robot`` and ``task`` with parameter overrides
-    ``params`` (a mapping of dotted keys or a YAML file, see :func:`load_params_file`), built by
-    the installed :data:`PriorFactory`."""
-    if prior is None or not isinstance(prior, str):
-        if prior is not None and not (hasattr(prior, "reset") and hasattr(prior, "step")):
-            raise ValueError(f"prior must be None, a baseline name or a Controller (reset, step), got {prior!r}")
-        if params is not None:
-            raise ValueError("prior_params needs prior to be a baseline name")
-        return prior
-    if _prior_factory is None:
-        raise ValueError(f"prior={prior!r} names a controller, but no controller factory is installed "
-                         "(import upright, which registers the environments with upright.baselines.make_controller)")
-    if isinstance(params, (str, Path)):
-        params = load_params_file(params)
-    return _prior_factory(prior, robot, task, dict(params) if params else None)
+    @classmethod
+    def keywords(cls) -> tuple[str, ...]:
+        """The field names: the ``gym.make`` keywords that go to this config."""
+        return tuple(f.name for f in fields(cls))
 
 
 class UprightEnv(gym.Env):
-    """Base class of the tasks; subclasses define the start state, reward and metrics."""
+    """Base class of the tasks; subclasses define the start state, reward and metrics.
+
+    ``robot`` is a name of :data:`~upright.envs.robots.ROBOT_NAMES` or a description (a user's model
+    of one through :func:`~upright.envs.robots.with_model`); ``config`` the task's
+    :attr:`config_type` (None: its defaults); ``conditions`` a preset name or a
+    :class:`~upright.envs.conditions.Conditions`; ``residual`` a
+    :class:`~upright.envs.residual.Residual` on a prior (None: the action commands the joints
+    itself), which this environment binds to its actuators; ``render_mode`` ``"rgb_array"``,
+    ``"human"`` or None."""
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 50}
     #: ``"getup"`` or ``"walk"``: which baselines may serve as this environment's prior.
     task: str = ""
-    #: What a residual action moves: ``"joints"``, the prior's joint targets (every task), or
-    #: ``"steps"``, a walk prior's step targets (:class:`~upright.envs.walk.WalkEnv`).
-    residual_on: str = "joints"
+    #: The task's configuration class.
+    config_type: ClassVar[type[EnvConfig]] = EnvConfig
+    #: The residual's ``gym.make`` keywords this task takes besides ``prior``, ``residual_scale`` and
+    #: ``prior_params`` (those of :func:`~upright.envs.residual.make_residual`).
+    residual_options: ClassVar[tuple[str, ...]] = ()
+    #: The velocity command a walk follows (vx m/s, vy m/s, yaw rate rad/s), which its prior is
+    #: given; None for a task without one.
+    command: np.ndarray | None = None
 
     def __init__(
         self,
-        robot: str,
+        robot: str | RobotSpec = "nao",
+        config: EnvConfig | None = None,
         conditions: str | Conditions | None = "lab",
-        prior: Any = None,
-        residual_scale: float = 0.2,
-        max_episode_seconds: float = DEFAULT_EPISODE_SECONDS,
+        residual: Residual | None = None,
         render_mode: str | None = None,
-        prior_params: Mapping[str, Any] | str | Path | None = None,
-        model: str | Path | None = None,
-        model_map: str | Path | None = None,
     ) -> None:
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"unknown render_mode {render_mode!r}; valid: {', '.join(self.metadata['render_modes'])}")
-        for name, value in (("max_episode_seconds", max_episode_seconds), ("residual_scale", residual_scale)):
-            if not isinstance(value, numbers.Real) or not 0 < value < math.inf:  # an endless episode never returns
-                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        # A user's MJCF of the robot (through its map) is simulated in our names and angles.
-        self.robot = with_model(get_robot(robot), model, model_map)
+        config = self.config_type() if config is None else config
+        if not isinstance(config, self.config_type):
+            raise ValueError(f"config must be a {self.config_type.__name__}, got {config!r}")
+        #: The task's settings.
+        self.config = config
+        self.robot = get_robot(robot) if isinstance(robot, str) else robot
         if self.robot.missing_joints:
             warnings.warn(f"{self.robot.model} lacks {len(self.robot.missing_joints)} joints of {self.robot.name}, "
                           f"held at the standing pose's angles: {', '.join(self.robot.missing_joints)}", stacklevel=2)
         self.sim = Simulation(self.robot, conditions)
-        self.prior = _resolve_prior(prior, self.robot, self.task, prior_params)
-        self.residual_scale = float(residual_scale)
-        self.max_episode_seconds = float(max_episode_seconds)
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "render_fps": int(round(1.0 / self.robot.control_period))}
         m = self.sim.model
         self._low, self._high = m.actuator_ctrlrange[:, 0].copy(), m.actuator_ctrlrange[:, 1].copy()
         self._mid, self._half = (self._low + self._high) / 2, (self._high - self._low) / 2
-        self._unit_low, self._unit_high = -np.ones(m.nu), np.ones(m.nu)  # an action's range
         self.standing_targets = m.key(self.robot.standing_pose).ctrl.copy()
         self.standing = self._standing_reference()
-        nu = m.nu
-        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(nu,), dtype=np.float32)
-        size = observation_size(self.observation_blocks(), self.robot)
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(size,), dtype=np.float32)
+        #: The residual on a prior (None: an action is joint targets).
+        self.residual = residual
+        blocks = self.observation_blocks()
+        unplaced = (set() if residual is None else residual.observation_options()) - {b.option for b in blocks}
+        if unplaced:
+            raise ValueError(f"a {self.task} environment's observation has no place for {', '.join(sorted(unplaced))}")
+        if residual is not None:
+            residual.bind(self.robot.actuator_names, self._half)
+        size = m.nu if residual is None else residual.size
+        self._unit_low, self._unit_high = -np.ones(size), np.ones(size)  # an action's range
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(size,), dtype=np.float32)
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(observation_size(blocks, self.robot),),
+                                                dtype=np.float32)
         self._camera: Camera | None = None
         self._viewer = None
-        self._prior_targets = np.zeros(nu)
-        self._last_action = np.zeros(nu)
+        self._last_action = np.zeros(size)
         self._sensors: Sensors | None = None
+
+    @property
+    def prior(self) -> Any:
+        """The residual's prior (a controller), None without a residual."""
+        return None if self.residual is None else self.residual.prior
+
+    @property
+    def max_episode_seconds(self) -> float:
+        """The episode's length (s): the config's."""
+        return self.config.max_episode_seconds
 
     @property
     def max_episode_steps(self) -> int:
@@ -184,14 +185,10 @@ class UprightEnv(gym.Env):
         """Task-specific observation block (the walk command); none by default."""
         return None
 
-    def _observation_options(self) -> set[str]:
-        """The options of :data:`~upright.envs.observation.OPTIONS` this environment observes."""
-        return {"prior"} if self.prior is not None else set()
-
     def observation_blocks(self) -> tuple[ObservationBlock, ...]:
         """The blocks of this environment's observation in order (rows of
-        :data:`~upright.envs.observation.OBSERVATION`)."""
-        return observation_blocks(self.task, self._observation_options())
+        :data:`~upright.envs.observation.OBSERVATION`): the task's and the residual's."""
+        return observation_blocks(self.task, set() if self.residual is None else self.residual.observation_options())
 
     def observation_slices(self) -> dict[str, slice]:
         """Block name → the slice of the observation it occupies, e.g.
@@ -199,8 +196,10 @@ class UprightEnv(gym.Env):
         return block_slices(self.observation_blocks(), self.robot)
 
     def _observe(self, s: Sensors) -> np.ndarray:
-        return observation_from_sensors(s, self._extra_observation(),
-                                        self._prior_targets if self.prior is not None else None)
+        residual = self.residual
+        if residual is None:
+            return observation_from_sensors(s, self._extra_observation())
+        return observation_from_sensors(s, residual.task_block(self._extra_observation()), residual.targets)
 
     def _standing_reference(self) -> StandingReference:
         self.sim.reset(self.robot.standing_pose, seed=0)
@@ -231,38 +230,15 @@ class UprightEnv(gym.Env):
         """The normalised action (no prior) that commands joint ``targets`` (rad, actuator order)."""
         return ((np.asarray(targets, dtype=float) - self._mid) / self._half).astype(np.float32)
 
-    @property
-    def residual_names(self) -> tuple[str, ...]:
-        """What each entry of a residual action moves: the actuators' names (actuator order); a walk
-        with ``residual_on="steps"`` names its prior's step-target offsets instead."""
-        return tuple(self.robot.actuator_names)
-
-    @property
-    def residual_limits(self) -> np.ndarray:
-        """The largest residual per action entry (:attr:`residual_names`; rad for a joint): a
-        residual action of ±1 moves that actuator's target this far from the prior's
-        (``residual_scale`` · half range)."""
-        return self.residual_scale * self._half
-
     def residual_action(self, offsets: Mapping[str, float]) -> np.ndarray:
-        """The action (float32) whose residual moves the named entries (:attr:`residual_names`:
-        actuators, rad) by ``offsets`` (the others by 0) from the prior's targets: offset / limit
-        (:attr:`residual_limits`). ValueError without a prior, for an unknown name or for an offset
-        beyond the residual range."""
-        if self.prior is None:
+        """The action (float32) whose residual moves the named entries (the residual's
+        :attr:`~upright.envs.residual.Residual.names`: actuators, rad, or a step residual's offsets)
+        by ``offsets`` (the others by 0) from the prior's targets
+        (:meth:`~upright.envs.residual.Residual.action`); here for ``VecEnv.env_method``.
+        ValueError without a residual, for an unknown name or for an offset beyond the residual range."""
+        if self.residual is None:
             raise ValueError("residual_action needs a prior: without one an action is a joint target, not a residual")
-        names, limits = self.residual_names, self.residual_limits
-        action = np.zeros(self.action_space.shape)
-        for name, offset in offsets.items():
-            if name not in names:
-                what = "actuator" if self.residual_on == "joints" else "step residual entry"
-                raise ValueError(f"unknown {what} {name!r} for {self.robot.name}; valid: {', '.join(names)}")
-            i = names.index(name)
-            action[i] = float(offset) / limits[i]
-            if not abs(action[i]) <= 1.0:
-                raise ValueError(f"offset {offset!r} for {name!r} is beyond the residual range "
-                                 f"±{limits[i]:.4g} (residual_scale {self.residual_scale})")
-        return action.astype(np.float32)
+        return self.residual.action(offsets)
 
     def targets_from_action(self, action: np.ndarray) -> np.ndarray:
         """Joint targets (rad) an action commands, given the current prior targets."""
@@ -283,9 +259,9 @@ class UprightEnv(gym.Env):
 
     def _targets(self, clipped: np.ndarray) -> np.ndarray:
         """Joint targets (rad) of a ``clipped`` action, given the current prior targets."""
-        if self.prior is None:
+        if self.residual is None:
             return self._mid + clipped * self._half
-        return self._prior_targets + self.residual_scale * clipped * self._half
+        return self.residual.joint_targets(clipped)
 
     def posture(self) -> Posture:
         """Simulator truth about the posture, for the metrics."""
@@ -296,18 +272,16 @@ class UprightEnv(gym.Env):
 
     # ---------------------------------------------------------------- episode plumbing
     def _start_prior(self, sensors: Sensors) -> None:
-        if self.prior is not None:
-            command = getattr(self, "command", None)
-            if command is not None and hasattr(self.prior, "set_command"):
-                self.prior.set_command(np.array(command, dtype=float))
-            self.prior.reset(sensors, np.random.default_rng(self.np_random.integers(2**32)))
-            self._prior_targets = np.asarray(self.prior.step(sensors), dtype=float)
+        """Start the residual's prior (if any) on the episode from ``sensors``, with a generator
+        drawn from the environment's and the task's :attr:`command`."""
+        if self.residual is not None:
+            self.residual.start(sensors, np.random.default_rng(self.np_random.integers(2**32)), self.command)
 
     def restart_prior(self, sensors: Sensors) -> np.ndarray:
         """Starts the prior afresh from ``sensors`` of a robot put back mid-episode (the obstacle
         course's restart after a fall, :meth:`Simulation.place`) and returns the observation of them,
         with the prior's new targets. ValueError without a prior."""
-        if self.prior is None:
+        if self.residual is None:
             raise ValueError("restart_prior needs an environment with a prior")
         self._start_prior(sensors)
         self._sensors = sensors
@@ -320,16 +294,10 @@ class UprightEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         clipped = self._clipped(action)
         sensors = self.sim.step(self._targets(clipped))
-        if self.prior is not None and not self.sim.unstable:
-            self._prior_targets = np.asarray(self._prior_step(sensors, clipped), dtype=float)
+        if self.residual is not None and not self.sim.unstable:
+            self.residual.advance(sensors, clipped)
         self._sensors = sensors
         return sensors, clipped
-
-    def _prior_step(self, sensors: Sensors, clipped: np.ndarray) -> np.ndarray:
-        """The prior's joint targets (rad, actuator order) for the next control period, from the
-        ``sensors`` after this one; ``clipped``, this period's action, is for environments whose
-        residual acts inside the prior (a walk's ``residual_on="steps"``)."""
-        return self.prior.step(sensors)
 
     def _base_info(self, sensors: Sensors, posture: Posture) -> dict[str, Any]:
         """The ``info`` entries every step and reset has, for ``sensors`` and ``posture`` (now)."""
@@ -341,9 +309,9 @@ class UprightEnv(gym.Env):
             "com": self.sim.com(),
             "sim_unstable": self.sim.unstable,
         }
-        if self.prior is not None:
-            info["prior_targets"] = self._prior_targets.copy()
-            info["prior_status"] = getattr(self.prior, "status", "")
+        if self.residual is not None:
+            info["prior_targets"] = self.residual.targets.copy()
+            info["prior_status"] = self.residual.status
         return info
 
     def _finish_step(self, sensors: Sensors, posture: Posture, terms: dict[str, float], failed: bool, tracker: Any,

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-import gymnasium as gym
 import numpy as np
 
-from upright.envs.base import DEFAULT_EPISODE_SECONDS, UprightEnv
+from upright.envs.base import EnvConfig, UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.kernels import effort_terms
 from upright.envs.metrics import GetUpTracker, Posture, is_upright
 from upright.envs.observation import document_observation
+from upright.envs.residual import Residual
+from upright.envs.robots import RobotSpec
 from upright.envs.rewards import GetUpRewardScales
-from upright.envs.sensors import Sensors
+from upright.envs.robots.spec import LYING
 
 #: Lying starts (``random`` draws one of them) and ``standing`` (for tests and push recovery).
 LYING_STARTS = ("prone", "supine", "side", "fall")
@@ -43,6 +44,23 @@ def _checked_start(start: str | Sequence[str]) -> str | tuple[str, ...]:
     return start if isinstance(start, str) else names
 
 
+@dataclass(frozen=True, kw_only=True)
+class GetUpConfig(EnvConfig):
+    """The get-up task's settings, ``gym.make``'s keywords of the same names (see :class:`GetUpEnv`):
+    ``start``, a name of :data:`STARTS` or names to draw one from per episode (kept as a tuple);
+    ``reward_scales``, a :class:`~upright.envs.rewards.GetUpRewardScales`, a mapping of the weights
+    it replaces or None (the defaults), kept resolved; and :class:`~upright.envs.base.EnvConfig`'s
+    ``max_episode_seconds``. ValueError naming a bad value."""
+
+    start: str | tuple[str, ...] = "prone"
+    reward_scales: GetUpRewardScales | Mapping[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "start", _checked_start(self.start))
+        object.__setattr__(self, "reward_scales", GetUpRewardScales.resolve(self.reward_scales))
+
+
 @document_observation
 class GetUpEnv(UprightEnv):
     """Get up from the floor: ``upright/NaoGetUp-v0`` and ``upright/WolfgangGetUp-v0``.
@@ -56,13 +74,13 @@ class GetUpEnv(UprightEnv):
     reproduces the prior exactly. Targets pass the servo model (delay, strength, play, lag).
 
     With ``tempo_range`` (a prior that plays a timed motion and exposes ``set_tempo``: ``keyframe``,
-    ``spline``)
-    the action has one more, last entry, ``tempo`` (``env.residual_names[-1]``): the prior's motion
-    then plays ``tempo_range ** action[-1]`` times as fast over the next control period (0 = its own
-    timing, so a zero action still reproduces the prior; −1 and +1 = ``1 / tempo_range`` and
-    ``tempo_range`` times). Its ``residual_limits`` entry is ``ln tempo_range``: ``residual_action``
-    takes the natural logarithm of the tempo factor for it. The residual thereby chooses when the prior
-    may hurry and when it must wait, which a fixed ``prior_params.tempo`` cannot.
+    ``spline``; :class:`~upright.envs.residual.TempoResidual`) the action has one more, last entry,
+    ``tempo`` (``env.residual.names[-1]``): the prior's motion then plays ``tempo_range ** action[-1]``
+    times as fast over the next control period (0 = its own timing, so a zero action still
+    reproduces the prior; −1 and +1 = ``1 / tempo_range`` and ``tempo_range`` times). Its
+    ``env.residual.limits`` entry is ``ln tempo_range``: ``residual_action`` takes the natural
+    logarithm of the tempo factor for it. The residual thereby chooses when the prior may hurry and
+    when it must wait, which a fixed ``prior_params.tempo`` cannot.
 
     ## Observation space
 
@@ -120,6 +138,12 @@ class GetUpEnv(UprightEnv):
 
     ``gym.make("upright/NaoGetUp-v0", start="supine", conditions="competition")``
 
+    ``gym.make`` splits its keywords into the task's :class:`GetUpConfig` (``start``,
+    ``max_episode_seconds``, ``reward_scales``), the residual's
+    (:func:`~upright.envs.residual.make_residual`: ``prior``, ``residual_scale``, ``prior_params``,
+    ``tempo_range``), the robot's model (``model``, ``model_map``) and the class's own
+    (``GetUpEnv(robot, config, conditions, residual, render_mode)``).
+
     | parameter           | type                            | default   | description                                 |
     |---------------------|---------------------------------|-----------|---------------------------------------------|
     | robot               | str                             | set by id | a name of ROBOT_NAMES                       |
@@ -137,48 +161,29 @@ class GetUpEnv(UprightEnv):
     ## Version history
 
     * v0: first version. Added later under the same id, with the same dynamics, observations and
-      rewards: the ``reward_scales`` argument, ``info["is_success"]``, (walk) the linear and
-      yaw tracking errors on 1 s window means in place of the single ``tracking_error``, the
-      registration's ``max_episode_steps`` (the control steps of ``max_episode_seconds``, which
-      ``gym.make`` matches to a changed ``max_episode_seconds``; before, only the environment
-      itself truncated and ``spec.max_episode_steps`` was None), and ``reset(options=...)``
-      (``start``; walk: ``command``; an unknown option is a ValueError, before ignored).
+      rewards: the ``reward_scales`` argument, ``info["is_success"]``, the ``tempo_range`` argument
+      (a residual's tempo entry), a ``start`` drawn from a sequence of names, the registration's
+      ``max_episode_steps`` (the control steps of ``max_episode_seconds``, which ``gym.make``
+      matches to a changed ``max_episode_seconds``; before, only the environment itself truncated
+      and ``spec.max_episode_steps`` was None), ``reset(options=...)`` (``start``; an unknown
+      option is a ValueError, before ignored), and the class made of a :class:`GetUpConfig` and a
+      residual (``gym.make``'s keywords unchanged).
     """
 
     task = "getup"
+    config_type: ClassVar[type[GetUpConfig]] = GetUpConfig
+    residual_options = ("tempo_range",)
+    config: GetUpConfig
 
     def __init__(
         self,
-        robot: str = "nao",
-        start: str | Sequence[str] = "prone",
+        robot: str | RobotSpec = "nao",
+        config: GetUpConfig | None = None,
         conditions: str | Conditions | None = "lab",
-        prior: Any = None,
-        residual_scale: float = 0.2,
-        max_episode_seconds: float = DEFAULT_EPISODE_SECONDS,
-        reward_scales: GetUpRewardScales | Mapping[str, float] | None = None,
+        residual: Residual | None = None,
         render_mode: str | None = None,
-        prior_params: Mapping[str, Any] | str | None = None,
-        tempo_range: float | None = None,
-        model: str | Path | None = None,
-        model_map: str | Path | None = None,
     ) -> None:
-        start = _checked_start(start)
-        self.reward_scales = GetUpRewardScales.resolve(reward_scales)
-        super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params,
-                         model=model, model_map=model_map)
-        #: The tempo entry's range (None: the action has none), see the class docstring.
-        self.tempo_range: float | None = None
-        if tempo_range is not None:
-            if not (isinstance(tempo_range, (int, float)) and math.isfinite(tempo_range) and tempo_range > 1.0):
-                raise ValueError(f"tempo_range must be a finite number > 1 (or None), got {tempo_range!r}")
-            if not hasattr(self.prior, "set_tempo"):
-                raise ValueError(f"tempo_range needs a prior that plays a timed motion (keyframe, spline), "
-                                 f"got prior {prior!r}")
-            self.tempo_range = float(tempo_range)
-            self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(self.sim.model.nu + 1,), dtype=np.float32)
-            self._unit_low, self._unit_high = -np.ones(self.sim.model.nu + 1), np.ones(self.sim.model.nu + 1)
-        #: The start name, or the tuple of names one is drawn from per episode.
-        self.start: str | tuple[str, ...] = start
+        super().__init__(robot, config, conditions, residual, render_mode)
         self._tracker: GetUpTracker | None = None
         self._weight = self.sim.weight
         self._feet = frozenset(self.sim.model.body(self.sim.model.site_bodyid[self.sim.model.site(s).id]).name
@@ -188,27 +193,6 @@ class GetUpEnv(UprightEnv):
         self._near_high = self._high - 0.02 * 2 * self._half
         self._head_prev = 0.0
 
-    # ---------------------------------------------------------------- the tempo entry
-    @property
-    def residual_names(self) -> tuple[str, ...]:
-        names = super().residual_names
-        return names if self.tempo_range is None else (*names, "tempo")
-
-    @property
-    def residual_limits(self) -> np.ndarray:
-        """The largest residual per action entry: rad per actuator, and with ``tempo_range`` last
-        ``ln tempo_range`` (the natural logarithm of the tempo factor)."""
-        limits = super().residual_limits
-        return limits if self.tempo_range is None else np.append(limits, math.log(self.tempo_range))
-
-    def _targets(self, clipped: np.ndarray) -> np.ndarray:
-        return super()._targets(clipped if self.tempo_range is None else clipped[:-1])
-
-    def _prior_step(self, sensors: Sensors, clipped: np.ndarray) -> np.ndarray:
-        if self.tempo_range is not None:
-            self.prior.set_tempo(self.tempo_range ** clipped[-1])
-        return self.prior.step(sensors)
-
     # ---------------------------------------------------------------- start states
     def _start_state(self, start: str | tuple[str, ...], seed: int) -> str:
         """Put the robot into ``start`` (a name, or names to draw one from) and return its name."""
@@ -217,8 +201,8 @@ class GetUpEnv(UprightEnv):
             start = str(rng.choice(start))
         if start == "random":
             start = str(rng.choice(LYING_STARTS))
-        if start in ("prone", "supine"):
-            self.sim.reset(start, seed=seed)
+        if start in LYING:
+            self.sim.reset(self.robot.lying_pose(start), seed=seed)
             return start
         if start == "standing":
             self.sim.reset(self.robot.standing_pose, seed=seed)
@@ -270,7 +254,7 @@ class GetUpEnv(UprightEnv):
         :data:`STARTS` or a sequence to draw from) starts this episode there instead of at
         ``start``. Other options: ValueError naming them."""
         options = self._reset_options(options, ("start",))
-        start = _checked_start(options["start"]) if "start" in options else self.start
+        start = _checked_start(options["start"]) if "start" in options else self.config.start
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(2**31)) if seed is None else seed
         start = self._start_state(start, episode_seed)
@@ -298,10 +282,10 @@ class GetUpEnv(UprightEnv):
                                  fallen=self._tracker.fallen, upright=up, start=self._tracker.start)
 
     def _reward_terms(self, clipped: np.ndarray, p: Posture, up: bool, fell: bool) -> dict[str, float]:
-        """This step's reward terms (see the class docstring), weighted by :attr:`reward_scales`,
-        for the ``clipped`` action, the posture ``p`` after the step, whether it is upright and
-        whether a fall was counted on this step."""
-        w = self.reward_scales
+        """This step's reward terms (see the class docstring), weighted by the config's
+        ``reward_scales``, for the ``clipped`` action, the posture ``p`` after the step, whether it
+        is upright and whether a fall was counted on this step."""
+        w = self.config.reward_scales
         h_stand = self.standing.head_height
         head = p.head_height
         progress = w.head_progress * (head - self._head_prev) / h_stand

@@ -111,12 +111,14 @@ def horizontal_velocity(point: np.ndarray, cvel: np.ndarray, subtree_com: np.nda
 
 @numba.njit(cache=True, nogil=True)
 def walk_effort_terms(force: np.ndarray, qvel: np.ndarray, qvel_adr: np.ndarray, pressure: np.ndarray,
-                      loaded: float, sole_sites: np.ndarray, site_bodyid: np.ndarray, body_rootid: np.ndarray,
-                      site_xpos: np.ndarray, cvel: np.ndarray, subtree_com: np.ndarray) -> tuple[float, float]:
+                      loaded: float, pressure_foot: np.ndarray, sole_sites: np.ndarray, site_bodyid: np.ndarray,
+                      body_rootid: np.ndarray, site_xpos: np.ndarray, cvel: np.ndarray,
+                      subtree_com: np.ndarray) -> tuple[float, float]:
     """The walk reward's effort quantities: the summed absolute mechanical power (W) of the
     actuators (actuator ``force`` × joint speed, ``qvel`` at ``qvel_adr``, actuator order) and the foot slip: over the soles
-    (``sole_sites``, left then right, each with its half of the foot ``pressure`` sensors, N) that
-    carry more than ``loaded`` (N), the squared horizontal speed (m²/s², world) of the sole site.
+    (``sole_sites``, left then right) whose foot ``pressure`` sensors (N; ``pressure_foot``: each
+    one's sole, an index into ``sole_sites``) carry more than ``loaded`` (N) together, the squared
+    horizontal speed (m²/s², world) of the sole site.
 
     The site's velocity is ``mj_objectVelocity``'s in the world frame
     (:func:`horizontal_velocity`)."""
@@ -124,12 +126,11 @@ def walk_effort_terms(force: np.ndarray, qvel: np.ndarray, qvel_adr: np.ndarray,
     for i in range(force.shape[0]):
         energy += abs(force[i] * qvel[qvel_adr[i]])
     slip = 0.0
-    per_foot = pressure.shape[0] // sole_sites.shape[0]
+    loads = np.zeros(sole_sites.shape[0])
+    for k in range(pressure.shape[0]):
+        loads[pressure_foot[k]] += pressure[k]
     for foot in range(sole_sites.shape[0]):
-        load = 0.0
-        for k in range(foot * per_foot, (foot + 1) * per_foot):
-            load += pressure[k]
-        if load > loaded:
+        if loads[foot] > loaded:
             site = sole_sites[foot]
             body = site_bodyid[site]
             vx, vy = horizontal_velocity(site_xpos[site], cvel, subtree_com, body, body_rootid[body])
@@ -148,40 +149,49 @@ def quaternion_fused_angles(w: float, x: float, y: float, z: float) -> tuple[flo
     r20 = 2.0 * (x * z - w * y)
     r21 = 2.0 * (y * z + w * x)
     r22 = 1.0 - 2.0 * (x * x + y * y)
-    sin_pitch = -r20 if -r20 < 1.0 else 1.0
-    sin_roll = r21 if r21 < 1.0 else 1.0
-    pitch = math.asin(sin_pitch if sin_pitch > -1.0 else -1.0)
-    roll = math.asin(sin_roll if sin_roll > -1.0 else -1.0)
+    pitch = math.asin(max(-1.0, min(1.0, -r20)))  # min first: a NaN becomes 1
+    roll = math.asin(max(-1.0, min(1.0, r21)))
     half_yaw = 2.0 * math.atan2(z, w)
     yaw = math.atan2(math.sin(half_yaw), math.cos(half_yaw))
     return pitch, roll, yaw, 1.0 if r22 >= 0.0 else -1.0
 
 
 @numba.njit(cache=True, nogil=True)
+def _gather(source: np.ndarray, index: np.ndarray, out: np.ndarray, start: int) -> None:
+    """``out[start:start + n] = source[index]`` for the ``n`` entries of ``index``."""
+    for i in range(index.shape[0]):
+        out[start + i] = source[index[i]]
+
+
+@numba.njit(cache=True, nogil=True)
+def _put(block: np.ndarray, out: np.ndarray, start: int) -> None:
+    """``out[start:start + n] = block`` for the ``n`` entries of ``block``."""
+    for i in range(block.shape[0]):
+        out[start + i] = block[i]
+
+
+@numba.njit(cache=True, nogil=True)
 def read_sensors(qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray, qpos_adr: np.ndarray,
-                 qvel_adr: np.ndarray, imu_adr: np.ndarray, pressure_adr: np.ndarray, out: np.ndarray) -> None:
-    """The robot's noise-free measurements into ``out``, in this order: the joint angles (rad,
-    ``qpos`` at ``qpos_adr``) and velocities (rad/s, ``qvel`` at ``qvel_adr``); from
-    ``sensordata`` at ``imu_adr`` (the first entries of the gyro, the accelerometer and the
-    orientation sensor) the angular velocity (rad/s), the specific force (m/s²) and the quaternion
-    (w, x, y, z); the quaternion's fused angles (pitch, roll, yaw, hemisphere,
-    :func:`quaternion_fused_angles`); the foot pressures (N, ``sensordata`` at ``pressure_adr``)."""
-    k = 0
-    for i in range(qpos_adr.shape[0]):
-        out[k] = qpos[qpos_adr[i]]
-        k += 1
-    for i in range(qvel_adr.shape[0]):
-        out[k] = qvel[qvel_adr[i]]
-        k += 1
+                 qvel_adr: np.ndarray, imu_adr: np.ndarray, pressure_adr: np.ndarray, at: np.ndarray,
+                 out: np.ndarray) -> None:
+    """The robot's noise-free measurements into ``out``, each block from its start in ``at`` (the
+    layout of :data:`~upright.envs.observation.READINGS`): ``at[0]`` the joint angles (rad,
+    ``qpos`` at ``qpos_adr``), ``at[1]`` the joint velocities (rad/s, ``qvel`` at ``qvel_adr``);
+    from ``sensordata`` at ``imu_adr`` (the first entries of the gyro, the accelerometer and the
+    orientation sensor) ``at[2]`` the angular velocity (rad/s), ``at[3]`` the specific force (m/s²)
+    and ``at[4]`` the quaternion (w, x, y, z); ``at[5]`` the quaternion's fused angles (pitch, roll,
+    yaw, hemisphere, :func:`quaternion_fused_angles`); ``at[6]`` the foot pressures (N,
+    ``sensordata`` at ``pressure_adr``)."""
+    _gather(qpos, qpos_adr, out, at[0])
+    _gather(qvel, qvel_adr, out, at[1])
     for sensor, size in ((0, 3), (1, 3), (2, 4)):
         for i in range(size):
-            out[k] = sensordata[imu_adr[sensor] + i]
-            k += 1
-    pitch, roll, yaw, hemisphere = quaternion_fused_angles(out[k - 4], out[k - 3], out[k - 2], out[k - 1])
-    out[k], out[k + 1], out[k + 2], out[k + 3] = pitch, roll, yaw, hemisphere
-    k += 4
-    for i in range(pressure_adr.shape[0]):
-        out[k + i] = sensordata[pressure_adr[i]]
+            out[at[2 + sensor] + i] = sensordata[imu_adr[sensor] + i]
+    q = at[4]
+    pitch, roll, yaw, hemisphere = quaternion_fused_angles(out[q], out[q + 1], out[q + 2], out[q + 3])
+    f = at[5]
+    out[f], out[f + 1], out[f + 2], out[f + 3] = pitch, roll, yaw, hemisphere
+    _gather(sensordata, pressure_adr, out, at[6])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -192,8 +202,7 @@ def posture_values(torso_xquat: np.ndarray, torso_xmat: np.ndarray, head_top: np
     ``acos`` of ``torso_xmat[8]`` clipped to [−1, 1]), the head top's height (m) and the norm of
     the noise-free ``gyro`` (rad/s)."""
     pitch, roll, _, hemisphere = quaternion_fused_angles(torso_xquat[0], torso_xquat[1], torso_xquat[2], torso_xquat[3])
-    cos_tilt = torso_xmat[8]
-    tilt = math.acos(-1.0 if cos_tilt < -1.0 else 1.0 if cos_tilt > 1.0 else cos_tilt)
+    tilt = math.acos(min(max(torso_xmat[8], -1.0), 1.0))
     speed = math.sqrt(gyro[0] * gyro[0] + gyro[1] * gyro[1] + gyro[2] * gyro[2])
     return pitch, roll, hemisphere, tilt, head_top[2], speed
 
@@ -201,26 +210,25 @@ def posture_values(torso_xquat: np.ndarray, torso_xmat: np.ndarray, head_top: np
 @numba.njit(cache=True, nogil=True)
 def fill_observation(joint_pos: np.ndarray, joint_vel: np.ndarray, joint_target: np.ndarray, gyro: np.ndarray,
                      accel: np.ndarray, quat: np.ndarray, fused: np.ndarray, foot_pressure: np.ndarray,
-                     task_block: np.ndarray, prior_targets: np.ndarray, out: np.ndarray) -> None:
-    """The observation's blocks in order into the float32 ``out``: joint angles, velocities and
-    last targets, gyro, accelerometer, the unit gravity direction in the IMU frame (the third row
-    of the quaternion's rotation matrix, negated), fused pitch, roll and hemisphere, foot
-    pressures, ``task_block`` and ``prior_targets`` (either may be empty)."""
-    k = 0
-    for block in (joint_pos, joint_vel, joint_target, gyro, accel):
-        for i in range(block.shape[0]):
-            out[k] = block[i]
-            k += 1
+                     task_block: np.ndarray, prior_targets: np.ndarray, at: np.ndarray, out: np.ndarray) -> None:
+    """The observation's blocks into the float32 ``out``, each from its start in ``at`` (the layout
+    of :func:`~upright.envs.observation.assembled_slices`): ``at[0]`` to ``at[4]`` the joint angles,
+    velocities and last targets, the gyro and the accelerometer as they are; ``at[5]`` the unit
+    gravity direction in the IMU frame (the third row of the quaternion's rotation matrix,
+    negated); ``at[6]`` fused pitch, roll and hemisphere; ``at[7]`` the foot pressures; ``at[8]``
+    ``task_block`` and ``at[9]`` ``prior_targets`` (either may be empty)."""
+    for k, block in enumerate((joint_pos, joint_vel, joint_target, gyro, accel)):
+        _put(block, out, at[k])
     w, x, y, z = quat[0], quat[1], quat[2], quat[3]
-    out[k] = -(2 * (x * z - w * y))
-    out[k + 1] = -(2 * (y * z + w * x))
-    out[k + 2] = -(1 - 2 * (x * x + y * y))
-    out[k + 3], out[k + 4], out[k + 5] = fused[0], fused[1], fused[3]
-    k += 6
-    for block in (foot_pressure, task_block, prior_targets):
-        for i in range(block.shape[0]):
-            out[k] = block[i]
-            k += 1
+    g = at[5]
+    out[g] = -(2 * (x * z - w * y))
+    out[g + 1] = -(2 * (y * z + w * x))
+    out[g + 2] = -(1 - 2 * (x * x + y * y))
+    f = at[6]
+    out[f], out[f + 1], out[f + 2] = fused[0], fused[1], fused[3]
+    _put(foot_pressure, out, at[7])
+    _put(task_block, out, at[8])
+    _put(prior_targets, out, at[9])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -283,7 +291,4 @@ def play_ctrl(setpoint: np.ndarray, qpos: np.ndarray, qpos_adr: np.ndarray, half
     for i in range(setpoint.shape[0]):
         q = qpos[qpos_adr[i]]
         error = setpoint[i] - q
-        step = abs(error) - half_play[i]
-        if step < 0.0:
-            step = 0.0
-        out[i] = q + math.copysign(step, error)
+        out[i] = q + math.copysign(max(abs(error) - half_play[i], 0.0), error)

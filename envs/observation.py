@@ -4,12 +4,13 @@ The environments' observation size and :meth:`~upright.envs.base.UprightEnv.obse
 are computed from it, and the layout tables of the environments' docstrings are rendered from it
 (:func:`document_observation`); ``docs/environments.md`` holds :func:`markdown_table`'s rendering
 (checked by the tests). :func:`~upright.envs.sensors.observation_from_sensors` assembles the
-values in this order.
+values at the offsets :func:`assembled_slices` computes from it, and the simulation reads one
+cycle's sensors in the order of :data:`READINGS`, which is derived from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -25,12 +26,18 @@ HEADER = ("block", "size", "meaning (units, frame)")
 PLACEHOLDER = "{observation table}"
 
 
+def robot_counts(robot: RobotSpec) -> dict[str, int]:
+    """The robot's counts that block sizes name: ``nj`` joints, ``nu`` actuators, ``np`` foot
+    pressure sensors."""
+    return {"nj": len(robot.joint_names), "nu": len(robot.actuator_names), "np": len(robot.pressure_sensors)}
+
+
 @dataclass(frozen=True)
 class ObservationBlock:
     """One block of the observation: ``name``, ``size`` (``"nj"``: one per joint, ``"nu"``: one
-    per actuator, or a fixed count), ``meaning`` (units, frame), and when it is there: ``task``,
-    the one task that has it (None: both), and ``option``, the option it needs (a key of
-    :data:`OPTIONS`; None: none)."""
+    per actuator, ``"np"``: one per foot pressure sensor, or a fixed count), ``meaning`` (units,
+    frame), and when it is there: ``task``, the one task that has it (None: both), and ``option``,
+    the option it needs (a key of :data:`OPTIONS`; None: none)."""
 
     name: str
     size: str
@@ -40,7 +47,11 @@ class ObservationBlock:
 
     def length(self, robot: RobotSpec) -> int:
         """The number of values of this block for ``robot``."""
-        counts = {"nj": len(robot.joint_names), "nu": len(robot.actuator_names)}
+        return self.count(robot_counts(robot))
+
+    def count(self, counts: Mapping[str, int]) -> int:
+        """The number of values of this block, given the counts its size may name
+        (:func:`robot_counts`)."""
         return counts[self.size] if self.size in counts else int(self.size)
 
 
@@ -53,8 +64,8 @@ OBSERVATION: tuple[ObservationBlock, ...] = (
     ObservationBlock("accel", "3", "IMU specific force (m/s²), IMU frame"),
     ObservationBlock("gravity", "3", "unit gravity direction in the IMU frame (from the IMU quaternion)"),
     ObservationBlock("fused", "3", "fused pitch, fused roll (rad), hemisphere (±1)"),
-    ObservationBlock("foot_pressure", "8",
-                     "foot pressure sensors (N), 4 left then 4 right (NAO FSRs, Wolfgang cleats)"),
+    ObservationBlock("foot_pressure", "np",
+                     "foot pressure sensors (N), the left foot's then the right's (NAO FSRs, Wolfgang cleats)"),
     ObservationBlock("command", "3", "commanded vx (m/s), vy (m/s), yaw rate (rad/s)", task="walk"),
     ObservationBlock("odometry", "6", "the prior's velocity over its last step cycle (zeros before one), then its "
                      "speed correction: vx, vy (m/s), yaw rate (rad/s), heading frame",
@@ -64,6 +75,22 @@ OBSERVATION: tuple[ObservationBlock, ...] = (
     ObservationBlock("prior_target", "nu", "the prior's joint targets this cycle (rad), actuator order",
                      option="prior"),
 )
+
+
+#: The blocks every observation has: what one cycle's :class:`~upright.envs.sensors.Sensors` give.
+SENSOR_BLOCKS = tuple(block for block in OBSERVATION if block.task is None and block.option is None)
+#: The blocks a cycle's readings hold in another form than the observation's (name → the reading):
+#: the orientation quaternion that the gravity direction is computed from, the fused angles with
+#: their yaw.
+READ_AS = {
+    "gravity": ObservationBlock("quat", "4", "IMU orientation quaternion (w, x, y, z), IMU frame to world"),
+    "fused": ObservationBlock("fused", "4", "fused pitch, roll, yaw (rad), hemisphere (±1)"),
+}
+#: What the simulation reads of the robot's sensors each control cycle, in one vector in this
+#: order (:meth:`~upright.envs.simulation.Simulation.sensors`): the sensor blocks in the
+#: observation's order, read as :data:`READ_AS` says, without the targets (the controller's own).
+READINGS: tuple[ObservationBlock, ...] = tuple(READ_AS.get(block.name, block) for block in SENSOR_BLOCKS
+                                               if block.name != "joint_target")
 
 
 def observation_blocks(task: str, options: Collection[str] = ()) -> tuple[ObservationBlock, ...]:
@@ -79,6 +106,25 @@ def block_slices(blocks: Iterable[ObservationBlock], robot: RobotSpec) -> dict[s
     for block in blocks:
         end = start + block.length(robot)
         slices[block.name], start = slice(start, end), end
+    return slices
+
+
+def assembled_slices(counts: Mapping[str, int], task: int, prior: int) -> dict[str, slice]:
+    """Block name → slice of an observation assembled from one cycle's sensors (the
+    :data:`SENSOR_BLOCKS`, sized by ``counts``, :func:`robot_counts`), ``task`` values of the
+    task's blocks together (under the name ``"task"``) and ``prior`` values of the prior's targets
+    (``"prior_target"``), in the table's order: what
+    :func:`~upright.envs.sensors.observation_from_sensors` writes where."""
+    slices, start = {}, 0
+    for block in OBSERVATION:
+        if block.task is not None:  # the task's blocks: one group, where the first of them is
+            name, size = "task", task
+        elif block.option == "prior":
+            name, size = block.name, prior
+        else:
+            name, size = block.name, block.count(counts)
+        if name not in slices:
+            slices[name], start = slice(start, start + size), start + size
     return slices
 
 
@@ -102,10 +148,10 @@ def _rows(task: str | None, code: str) -> list[tuple[str, str, str]]:
 
 
 def _sizes_line(task: str | None) -> str:
-    """The robots' nj and nu and, for ``task``, the observation size n without and with a prior."""
+    """The robots' counts (nj, nu, np) and, for ``task``, the observation size n without and with a prior."""
     parts = []
     for robot in ROBOTS.values():
-        part = f"{robot.name}: nj = {len(robot.joint_names)}, nu = {len(robot.actuator_names)}"
+        part = f"{robot.name}: " + ", ".join(f"{key} = {value}" for key, value in robot_counts(robot).items())
         if task is not None:
             alone, residual = (observation_size(observation_blocks(task, options), robot)
                                for options in ((), ("prior",)))

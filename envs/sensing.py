@@ -7,13 +7,14 @@ estimates its orientation from its IMU: B-Human with an unscented Kalman filter,
 with a complementary filter feeding fused angles. :class:`SensingModel` applies what
 :class:`~upright.envs.conditions.Conditions` asks for (``joint_velocity``, ``orientation``,
 ``sensor_latency_cycles``) to one control cycle's readings, in the layout of
-:func:`~upright.envs.kernels.read_sensors`, so the observation's layout never changes, only its
+:data:`~upright.envs.observation.READINGS`, so the observation's layout never changes, only its
 values.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import mujoco
@@ -71,15 +72,16 @@ class _Cycle(NamedTuple):
     time: float  # s, the simulation's clock
     joint_pos: np.ndarray  # rad, the measured angles
     quat: np.ndarray  # the orientation estimate (w, x, y, z)
-    values: np.ndarray  # the processed readings, read_sensors' layout
+    values: np.ndarray  # the processed readings, in the layout of READINGS
 
 
 class SensingModel:
     """Joint-velocity estimation, orientation filtering and latency over a sequence of readings.
 
     Args:
-        slices: where each reading lies in a readings vector (``joint_pos``, ``joint_vel``,
-            ``gyro``, ``accel``, ``quat``, ``fused``, ``foot_pressure``: read_sensors' order).
+        slices: reading name → where it lies in a readings vector (``joint_pos``, ``joint_vel``,
+            ``gyro``, ``accel``, ``quat``, ``fused``: the blocks of
+            :data:`~upright.envs.observation.READINGS`).
         joint_velocity: ``exact`` or ``difference``.
         orientation: ``exact`` or ``filter``.
 
@@ -88,8 +90,9 @@ class SensingModel:
     earlier call in the same cycle, so repeated reads do not advance the estimators.
     """
 
-    def __init__(self, slices: tuple[slice, ...], joint_velocity: str = "exact", orientation: str = "exact") -> None:
-        self._pos, self._vel, self._gyro, self._accel, self._quat, self._fused, _ = slices
+    def __init__(self, slices: Mapping[str, slice], joint_velocity: str = "exact", orientation: str = "exact") -> None:
+        self._pos, self._vel, self._gyro, self._accel, self._quat, self._fused = (
+            slices[name] for name in ("joint_pos", "joint_vel", "gyro", "accel", "quat", "fused"))
         self.difference = joint_velocity == "difference"
         self.filter = OrientationFilter() if orientation == "filter" else None
         self.restart(0)

@@ -8,17 +8,16 @@ getters for ``info`` and metrics only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from upright.envs.kernels import fill_observation, quaternion_fused_angles
-from upright.envs.observation import OBSERVATION
+from upright.envs.observation import assembled_slices
 
-#: The observation's fixed-size blocks between the joint targets and the foot pressures (gyro,
-#: accelerometer, gravity direction and fused angles), in the order :func:`fill_observation` writes.
-_IMU_BLOCKS = ("gyro", "accel", "gravity", "fused")
-#: Their total length, from the observation table.
-_IMU_SIZE = sum(int(block.size) for block in OBSERVATION if block.name in _IMU_BLOCKS)
+#: The blocks :func:`fill_observation` writes, in the order of its argument ``at``.
+_FILLED = ("joint_pos", "joint_vel", "joint_target", "gyro", "accel", "gravity", "fused", "foot_pressure", "task",
+           "prior_target")
 _EMPTY = np.zeros(0)  # an absent task or prior block (never written)
 
 
@@ -86,11 +85,19 @@ def observation_from_sensors(sensors: Sensors, task_block: np.ndarray | None = N
     task = _EMPTY if task_block is None else np.asarray(task_block, dtype=float)
     prior = _EMPTY if prior_targets is None else np.asarray(prior_targets, dtype=float)
     s = sensors
-    out = np.empty(2 * s.joint_pos.size + s.joint_target.size + _IMU_SIZE + s.foot_pressure.size + task.size + prior.size,
-                   dtype=np.float32)
+    size, at = _layout(s.joint_pos.size, s.joint_target.size, s.foot_pressure.size, task.size, prior.size)
+    out = np.empty(size, dtype=np.float32)
     fill_observation(s.joint_pos, s.joint_vel, s.joint_target, s.gyro, s.accel, s.quat, s.fused, s.foot_pressure,
-                     task, prior, out)
+                     task, prior, at, out)
     return out
+
+
+@cache
+def _layout(joints: int, actuators: int, pressures: int, task: int, prior: int) -> tuple[int, np.ndarray]:
+    """The size of an observation with these block sizes and the starts of :data:`_FILLED` in it
+    (:func:`~upright.envs.observation.assembled_slices`)."""
+    slices = assembled_slices({"nj": joints, "nu": actuators, "np": pressures}, task, prior)
+    return max(part.stop for part in slices.values()), np.array([slices[name].start for name in _FILLED])
 
 
 def fused_tilt(quat: np.ndarray) -> tuple[float, float, float]:

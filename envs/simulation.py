@@ -22,6 +22,7 @@ from upright.envs.conditions import (SERVO_PARAMETERS, Conditions, SampledCondit
 from upright.envs.kernels import (GROUND, IGNORED, clip_finite, heading_motion, max_ground_force, posture_values,
                                   read_sensors, sane_state)
 from upright.envs.numeric import consecutive, gather, norm
+from upright.envs.observation import READINGS, block_slices, observation_size
 from upright.envs.robots import RobotSpec, get_robot
 from upright.envs.sensing import SensingModel
 from upright.envs.sensors import Sensors, fused_tilt
@@ -36,6 +37,8 @@ BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
 PYRAMIDAL = int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
 #: Reorders mj_objectVelocity's (angular, linear) into (linear, angular).
 LINEAR_FIRST = np.array([3, 4, 5, 0, 1, 2])
+#: The readings :func:`~upright.envs.kernels.read_sensors` writes, in the order of its argument ``at``.
+_READ = ("joint_pos", "joint_vel", "gyro", "accel", "quat", "fused", "foot_pressure")
 
 
 class Actuation(NamedTuple):
@@ -94,17 +97,15 @@ class Simulation:
         self._gyro, self._accel, self._quat = (self._sensor_slice(s) for s in (r.gyro_sensor, r.accel_sensor,
                                                                                r.quat_sensor))
         # The joints', IMU's and pressure sensors' addresses for the compiled read-out (read_sensors),
-        # and where each Sensors field lies in its output, in the order it writes them.
+        # and where each Sensors field lies in its output (the layout of READINGS).
         self._sensor_adr = (np.array([m.jnt_qposadr[m.joint(j).id] for j in r.joint_names]),
                             np.array([m.jnt_dofadr[m.joint(j).id] for j in r.joint_names]),
                             np.array([self._gyro.start, self._accel.start, self._quat.start]),
                             np.array([self._sensor_slice(s).start for s in r.pressure_sensors]))
-        nj = len(r.joint_names)
-        sizes = {"joint_pos": nj, "joint_vel": nj, "gyro": 3, "accel": 3, "quat": 4, "fused": 4,
-                 "foot_pressure": len(r.pressure_sensors)}
-        ends = np.cumsum(list(sizes.values())).tolist()
-        self._sensor_slices = tuple(slice(end - size, end) for size, end in zip(sizes.values(), ends))
-        self._sensor_size = ends[-1]
+        self._sensor_slices = block_slices(READINGS, r)
+        self._read_slices = tuple(self._sensor_slices[name] for name in _READ)
+        self._read_at = np.array([part.start for part in self._read_slices])
+        self._sensor_size = observation_size(READINGS, r)
         #: qpos and qvel addresses of the actuated joints, actuator order.
         actuated_qadr, actuated_vadr = m.jnt_qposadr[m.actuator_trnid[:, 0]], m.jnt_dofadr[m.actuator_trnid[:, 0]]
         self._actuated_qadr, self._actuated_vadr = consecutive(actuated_qadr), consecutive(actuated_vadr)
@@ -437,8 +438,8 @@ class Simulation:
         """The robot's measurements now (with the conditions' sensor noise)."""
         c, rng = self.conditions, self.rng
         values = np.empty(self._sensor_size)  # the fields below are parts of this one array
-        read_sensors(self._qpos, self._qvel, self._sensordata, *self._sensor_adr, values)
-        at_pos, at_vel, at_gyro, at_accel, at_quat, at_fused, at_pressure = self._sensor_slices
+        read_sensors(self._qpos, self._qvel, self._sensordata, *self._sensor_adr, self._read_at, values)
+        at_pos, at_vel, at_gyro, at_accel, at_quat, at_fused, at_pressure = self._read_slices
         joint_pos, gyro, accel = values[at_pos], values[at_gyro], values[at_accel]
         if c.joint_noise:
             joint_pos += rng.normal(0.0, c.joint_noise, joint_pos.shape)
@@ -546,7 +547,7 @@ class Simulation:
     def torso_tilt(self) -> float:
         """Angle (rad) between the torso's z axis and the world's z axis."""
         cos_tilt = float(self._torso_xmat[8])  # R[2, 2], clipped to [-1, 1] (NaN stays NaN)
-        return math.acos(-1.0 if cos_tilt < -1.0 else 1.0 if cos_tilt > 1.0 else cos_tilt)
+        return math.acos(min(max(cos_tilt, -1.0), 1.0))
 
     def actuated_joint_pos(self) -> np.ndarray:
         """Angles (rad) of the actuated joints, actuator order, noise-free."""

@@ -7,27 +7,26 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-import gymnasium as gym
 import numpy as np
 
-from upright.envs.base import DEFAULT_EPISODE_SECONDS, UprightEnv
+from upright.envs.base import EnvConfig, UprightEnv
 from upright.envs.conditions import Conditions
 from upright.envs.kernels import walk_effort_terms
 from upright.envs.metrics import Posture, WalkTracker, is_fallen
 from upright.envs.observation import document_observation
+from upright.envs.residual import Residual
 from upright.envs.rewards import WalkRewardScales
+from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
 
 DEFAULT_COMMAND_RANGES = ((-0.2, 0.3), (-0.1, 0.1), (-0.5, 0.5))
 #: The largest command a walk takes: |vx|, |vy| in m/s and |yaw rate| in rad/s, far beyond any humanoid's
 #: walk; a larger one is a typo or a unit mix-up (mm/s, deg/s) that would only make every episode a fall.
 COMMAND_LIMITS = (10.0, 10.0, 20.0)
-#: What a residual action may move (``residual_on``): the prior's joint targets or its step targets.
-RESIDUAL_ON = ("joints", "steps")
 #: Default widths of the tracking rewards' Gaussians: m/s for (vx, vy), rad/s for the yaw rate.
 TRACKING_XY_WIDTH = 0.25
 TRACKING_YAW_WIDTH = 0.5
@@ -71,6 +70,54 @@ def _command_box(value: Any, name: str) -> np.ndarray:
     return box
 
 
+@dataclass(frozen=True, kw_only=True)
+class WalkConfig(EnvConfig):
+    """The walk task's settings, ``gym.make``'s keywords of the same names (see :class:`WalkEnv`),
+    kept checked and as tuples of floats: ``command`` (vx m/s, vy m/s, yaw rate rad/s; None: drawn
+    per episode), ``command_ranges`` and ``command_focus`` (three (low, high) pairs, or six
+    numbers, in the same units), ``command_focus_share`` (a probability), ``start`` (``standing``
+    only), ``reward_scales`` (a :class:`~upright.envs.rewards.WalkRewardScales`, a mapping of the
+    weights it replaces or None, kept resolved), ``tracking_widths`` (σ_xy m/s, σ_yaw rad/s),
+    ``tracking_window`` (s) and :class:`~upright.envs.base.EnvConfig`'s ``max_episode_seconds``.
+    ValueError naming a bad value."""
+
+    command: tuple[float, float, float] | None = None
+    command_ranges: tuple[tuple[float, float], ...] = DEFAULT_COMMAND_RANGES
+    command_focus: tuple[tuple[float, float], ...] | None = None
+    command_focus_share: float = 0.0
+    start: str = "standing"
+    reward_scales: WalkRewardScales | Mapping[str, float] | None = None
+    tracking_widths: tuple[float, float] = (TRACKING_XY_WIDTH, TRACKING_YAW_WIDTH)
+    tracking_window: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.start != "standing":
+            raise ValueError(f"unknown start {self.start!r} for a walk; valid starts: standing")
+        object.__setattr__(self, "reward_scales", WalkRewardScales.resolve(self.reward_scales))
+        widths = np.asarray(self.tracking_widths, dtype=float)
+        if widths.shape != (2,) or not np.all(widths > 0) or not np.all(np.isfinite(widths)):
+            raise ValueError(f"tracking_widths must be two finite widths > 0 (m/s, rad/s), "
+                             f"got {self.tracking_widths!r}")
+        object.__setattr__(self, "tracking_widths", (float(widths[0]), float(widths[1])))
+        window = self.tracking_window
+        if not (np.isfinite(window) and window >= 0.0):
+            raise ValueError(f"tracking_window must be a duration >= 0 (s), got {window!r}")
+        object.__setattr__(self, "tracking_window", float(window))
+        if self.command is not None:
+            object.__setattr__(self, "command", tuple(_command_vector(self.command).tolist()))
+        share = self.command_focus_share
+        if not (isinstance(share, (int, float)) and 0.0 <= share <= 1.0):
+            raise ValueError(f"command_focus_share must be a probability in [0, 1], got {share!r}")
+        if share > 0 and self.command_focus is None:
+            raise ValueError(f"command_focus_share {share!r} needs a command_focus box")
+        object.__setattr__(self, "command_focus_share", float(share))
+        for name in ("command_ranges", "command_focus"):
+            box = getattr(self, name)
+            if box is not None:
+                object.__setattr__(self, name, tuple(map(tuple, _command_box(box, name).tolist())))
+
+
 @document_observation
 class WalkEnv(UprightEnv):
     """Walk following a velocity command: ``upright/NaoWalk-v0`` and ``upright/WolfgangWalk-v0``.
@@ -84,10 +131,11 @@ class WalkEnv(UprightEnv):
     ``prior target + residual_scale · action · half range`` (rad), so a zero action reproduces the
     prior exactly. Targets pass the servo model (delay, strength, play, lag).
 
-    With ``residual_on="steps"`` (a prior that exposes its step targets: ``step_adjust``) the action
-    is ``Box(-1, 1, (3,), float32)`` instead, offsets of the swing foot's landing target in the
-    walk frame (``env.residual_names``: x forward, y left, yaw left), each ±1 = the prior's
-    ``step_residual_limits`` (``env.residual_limits``, from its parameter file). The prior plans
+    With ``residual_on="steps"`` (a prior that exposes its step targets: ``step_adjust``;
+    :class:`~upright.envs.residual.StepResidual`) the action is ``Box(-1, 1, (3,), float32)``
+    instead, offsets of the swing foot's landing target in the walk frame (``env.residual.names``:
+    x forward, y left, yaw left), each ±1 = the prior's ``step_residual_limits``
+    (``env.residual.limits``, from its parameter file). The prior plans
     its steps with them from the next control cycle on and its joint targets go to the servos
     unchanged, so a zero action again reproduces the prior exactly. A lateral offset towards the
     support foot is dropped (the feet would collide). Three numbers per cycle instead of one per
@@ -162,6 +210,13 @@ class WalkEnv(UprightEnv):
 
     ``gym.make("upright/NaoWalk-v0", command=(0.2, 0.0, 0.0), prior="lipm")``
 
+    ``gym.make`` splits its keywords into the task's :class:`WalkConfig` (the command's, ``start``,
+    ``max_episode_seconds``, ``reward_scales``, ``tracking_widths``, ``tracking_window``), the
+    residual's (:func:`~upright.envs.residual.make_residual`: ``prior``, ``residual_scale``,
+    ``prior_params``, ``residual_on``, ``observe_odometry``, ``observe_gait``), the robot's model
+    (``model``, ``model_map``) and the class's own (``WalkEnv(robot, config, conditions, residual,
+    render_mode)``).
+
     | parameter           | type                           | default    | description                               |
     |---------------------|--------------------------------|------------|-------------------------------------------|
     | robot               | str                            | set by id  | a name of ROBOT_NAMES                     |
@@ -190,138 +245,53 @@ class WalkEnv(UprightEnv):
     ## Version history
 
     * v0: first version. Added later under the same id, with the same dynamics, observations and
-      rewards: the ``reward_scales`` argument, ``info["is_success"]``, (walk) the linear and
-      yaw tracking errors on 1 s window means in place of the single ``tracking_error``, the
-      registration's ``max_episode_steps`` (the control steps of ``max_episode_seconds``, which
-      ``gym.make`` matches to a changed ``max_episode_seconds``; before, only the environment
-      itself truncated and ``spec.max_episode_steps`` was None), and ``reset(options=...)``
-      (``start``; walk: ``command``; an unknown option is a ValueError, before ignored).
+      rewards: the ``reward_scales`` argument, ``info["is_success"]``, the linear and yaw tracking
+      errors on 1 s window means in place of the single ``tracking_error``, the arguments
+      ``tracking_widths``, ``tracking_window``, ``command_focus`` with ``command_focus_share``,
+      ``residual_on``, ``observe_odometry`` and ``observe_gait``, the registration's
+      ``max_episode_steps`` (the control steps of ``max_episode_seconds``, which ``gym.make``
+      matches to a changed ``max_episode_seconds``; before, only the environment itself truncated
+      and ``spec.max_episode_steps`` was None), ``reset(options=...)`` (``command``, ``start``; an
+      unknown option is a ValueError, before ignored), and the class made of a :class:`WalkConfig`
+      and a residual (``gym.make``'s keywords unchanged).
     """
 
     task = "walk"
+    config_type: ClassVar[type[WalkConfig]] = WalkConfig
+    residual_options = ("residual_on", "observe_odometry", "observe_gait")
+    config: WalkConfig
 
     def __init__(
         self,
-        robot: str = "nao",
-        command: Sequence[float] | None = None,
-        command_ranges: Sequence[Sequence[float]] = DEFAULT_COMMAND_RANGES,
-        command_focus: Sequence[Sequence[float]] | None = None,
-        command_focus_share: float = 0.0,
+        robot: str | RobotSpec = "nao",
+        config: WalkConfig | None = None,
         conditions: str | Conditions | None = "lab",
-        prior: Any = None,
-        residual_scale: float = 0.2,
-        max_episode_seconds: float = DEFAULT_EPISODE_SECONDS,
-        start: str = "standing",
-        reward_scales: WalkRewardScales | Mapping[str, float] | None = None,
+        residual: Residual | None = None,
         render_mode: str | None = None,
-        prior_params: Mapping[str, Any] | str | None = None,
-        tracking_widths: Sequence[float] = (TRACKING_XY_WIDTH, TRACKING_YAW_WIDTH),
-        tracking_window: float = 0.0,
-        observe_odometry: bool = False,
-        residual_on: str = "joints",
-        observe_gait: bool = False,
-        model: str | Path | None = None,
-        model_map: str | Path | None = None,
     ) -> None:
-        if residual_on not in RESIDUAL_ON:
-            raise ValueError(f"unknown residual_on {residual_on!r}; valid: {', '.join(RESIDUAL_ON)}")
-        if start != "standing":
-            raise ValueError(f"unknown start {start!r} for a walk; valid starts: standing")
-        self.reward_scales = WalkRewardScales.resolve(reward_scales)
-        widths = np.asarray(tracking_widths, dtype=float)
-        if widths.shape != (2,) or not np.all(widths > 0) or not np.all(np.isfinite(widths)):
-            raise ValueError(f"tracking_widths must be two finite widths > 0 (m/s, rad/s), got {tracking_widths!r}")
-        #: Widths of the tracking rewards' Gaussians (σ_xy in m/s, σ_yaw in rad/s).
-        self.tracking_widths = (float(widths[0]), float(widths[1]))
-        if not (np.isfinite(tracking_window) and tracking_window >= 0.0):
-            raise ValueError(f"tracking_window must be a duration >= 0 (s), got {tracking_window!r}")
-        #: Seconds of heading-frame velocity the tracking rewards average (0: the step's own).
-        self.tracking_window = float(tracking_window)
-        if command is not None:
-            command = _command_vector(command)
-        if not (isinstance(command_focus_share, (int, float)) and 0.0 <= command_focus_share <= 1.0):
-            raise ValueError(f"command_focus_share must be a probability in [0, 1], got {command_focus_share!r}")
-        if command_focus_share > 0 and command_focus is None:
-            raise ValueError(f"command_focus_share {command_focus_share!r} needs a command_focus box")
-        self._fixed_command = command
-        #: (3, 2) (low, high) of vx (m/s), vy (m/s), yaw rate (rad/s) a command is drawn from.
-        self.command_ranges = _command_box(command_ranges, "command_ranges")
-        #: The box drawn from with probability ``command_focus_share`` instead (None: never).
-        self.command_focus = None if command_focus is None else _command_box(command_focus, "command_focus")
-        self.command_focus_share = float(command_focus_share)
-        self.command = np.zeros(3) if command is None else command
-        self.observe_odometry = bool(observe_odometry)
-        self.observe_gait = bool(observe_gait)
-        super().__init__(robot, conditions, prior, residual_scale, max_episode_seconds, render_mode, prior_params,
-                         model=model, model_map=model_map)
-        if self.observe_odometry and not hasattr(self.prior, "feedback"):
-            raise ValueError(f"observe_odometry needs a walk prior with speed feedback (lipm, step_adjust), "
-                             f"got prior {prior!r}")
-        if self.observe_gait and not hasattr(self.prior, "gait"):
-            raise ValueError(f"observe_gait needs a walk prior with a gait clock (lipm, step_adjust), got prior {prior!r}")
-        self.residual_on = residual_on
-        if residual_on == "steps":
-            if not hasattr(self.prior, "set_step_residual"):
-                raise ValueError(f"residual_on='steps' needs a walk prior that exposes its step targets "
-                                 f"(step_adjust), got prior {prior!r}")
-            limits = self.prior.step_residual_limits
-            if not np.all(limits > 0):
-                raise ValueError(f"residual_on='steps' needs the prior's step_residual_limits > 0 (m, m, rad), "
-                                 f"got {limits.tolist()}")
-            self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(len(limits),), dtype=np.float32)
+        super().__init__(robot, config, conditions, residual, render_mode)
+        config = self.config
+        self._fixed_command = None if config.command is None else np.array(config.command)
+        #: The command of this episode (before the first reset: ``command``, or zeros).
+        self.command = np.zeros(3) if self._fixed_command is None else self._fixed_command
+        #: (3, 2) (low, high) of vx (m/s), vy (m/s), yaw rate (rad/s) a command is drawn from, and
+        #: the box drawn from with probability ``command_focus_share`` instead (None: never).
+        self._ranges = np.array(config.command_ranges)
+        self._focus = None if config.command_focus is None else np.array(config.command_focus)
         self._tracker: WalkTracker | None = None
         self._sole_sites = np.array([self.sim.model.site(s).id for s in self.robot.sole_sites])
         m, d = self.sim.model, self.sim.data
-        # What walk_effort_terms reads besides the actuation views and the foot pressures: the sole
-        # sites, their bodies and trees, and the data's arrays (allocated once per MjData, so these
-        # views stay current).
-        self._slip_arrays = (self._sole_sites, m.site_bodyid, m.body_rootid, d.site_xpos, d.cvel, d.subtree_com)
+        # What walk_effort_terms reads besides the actuation views and the foot pressures: each
+        # pressure sensor's foot, the sole sites, their bodies and trees, and the data's arrays
+        # (allocated once per MjData, so these views stay current).
+        self._slip_arrays = (np.array(self.robot.pressure_sensor_feet), self._sole_sites, m.site_bodyid,
+                             m.body_rootid, d.site_xpos, d.cvel, d.subtree_com)
         self._loaded = 0.1 * self.sim.weight  # N: a sole carrying more is on the ground
-        self._reward_steps = max(1, round(self.tracking_window / self.robot.control_period))
-
-    @property
-    def residual_names(self) -> tuple[str, ...]:
-        if self.residual_on == "steps":
-            return tuple(self.prior.step_residual_names)
-        return super().residual_names
-
-    @property
-    def residual_limits(self) -> np.ndarray:
-        """The largest residual per action entry: rad per actuator, or with ``residual_on="steps"``
-        the prior's ``step_residual_limits`` (m, m, rad)."""
-        if self.residual_on == "steps":
-            return self.prior.step_residual_limits
-        return super().residual_limits
-
-    def _targets(self, clipped: np.ndarray) -> np.ndarray:
-        if self.residual_on == "steps":  # the action moved the steps the prior planned these targets for
-            return self._prior_targets
-        return super()._targets(clipped)
-
-    def _prior_step(self, sensors: Sensors, clipped: np.ndarray) -> np.ndarray:
-        if self.residual_on == "steps":
-            self.prior.set_step_residual(clipped * self.prior.step_residual_limits)
-        return self.prior.step(sensors)
-
-    def _observation_options(self) -> set[str]:
-        options = super()._observation_options()
-        if self.observe_odometry:
-            options.add("observe_odometry")
-        if self.observe_gait:
-            options.add("observe_gait")
-        return options
+        self._reward_steps = max(1, round(config.tracking_window / self.robot.control_period))
 
     def _extra_observation(self) -> np.ndarray:
-        if not (self.observe_odometry or self.observe_gait):
-            return self.command
-        values = [*self.command]
-        if self.observe_odometry:
-            feedback = self.prior.feedback  # present: checked at construction
-            values += (0.0, 0.0, 0.0) if feedback.measured is None else feedback.measured
-            values += feedback.correction
-        if self.observe_gait:
-            values += self.prior.gait
-        return np.array(values)
+        """The walk's observation block: the command (vx m/s, vy m/s, yaw rate rad/s)."""
+        return self.command
 
     def set_command(self, command: np.ndarray) -> None:
         """Changes the command mid-episode (vx m/s, vy m/s, yaw rate rad/s; a steering layer such as
@@ -331,8 +301,8 @@ class WalkEnv(UprightEnv):
         command again (``command``, or a new draw)."""
         command = _command_vector(command)
         self.command = command.copy()
-        if self.prior is not None and hasattr(self.prior, "set_command"):
-            self.prior.set_command(command.copy())
+        if self.residual is not None:
+            self.residual.set_command(command)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Start an episode (Gymnasium's ``reset``); ``options={"command": (vx, vy, yaw rate)}``
@@ -347,10 +317,11 @@ class WalkEnv(UprightEnv):
         if command is not None:
             self.command = command
         elif self._fixed_command is None:
-            box = self.command_ranges
+            box = self._ranges
             # No draw without a focus share: the episodes of a seed stay those of the plain ranges.
-            if self.command_focus_share > 0 and self.np_random.random() < self.command_focus_share:
-                box = self.command_focus
+            share = self.config.command_focus_share
+            if share > 0 and self.np_random.random() < share:
+                box = self._focus
             # rng.uniform(low, high) as NumPy computes it, low + (high - low) * U[0, 1): the same
             # numbers from the same draws, without the broadcasting call's cost on every reset.
             self.command = box[:, 0] + (box[:, 1] - box[:, 0]) * self.np_random.random(3)
@@ -381,8 +352,9 @@ class WalkEnv(UprightEnv):
                       fallen: bool) -> dict[str, float]:
         """This step's reward terms (see the class docstring) for the tracked heading-frame
         ``velocity`` (m/s, m/s, rad/s) and the ``posture`` after the step, weighted by
-        :attr:`reward_scales`."""
-        w = self.reward_scales
+        the config's ``reward_scales``."""
+        w = self.config.reward_scales
+        widths = self.config.tracking_widths
         actuation = self.sim.actuation
         energy, slip = walk_effort_terms(actuation.force, actuation.qvel, actuation.qvel_adr, sensors.foot_pressure,
                                          self._loaded, *self._slip_arrays)
@@ -391,8 +363,8 @@ class WalkEnv(UprightEnv):
         xy_error = dx * dx + dy * dy  # np.sum(Δ ** 2) of the two: NumPy squares an array by multiplying
         yaw_error = (wz - cz) ** 2
         return {
-            "tracking_xy": w.tracking_xy * math.exp(-xy_error / self.tracking_widths[0] ** 2),
-            "tracking_yaw": w.tracking_yaw * math.exp(-yaw_error / self.tracking_widths[1] ** 2),
+            "tracking_xy": w.tracking_xy * math.exp(-xy_error / widths[0] ** 2),
+            "tracking_yaw": w.tracking_yaw * math.exp(-yaw_error / widths[1] ** 2),
             "upright": w.upright * (1.0 + math.cos(posture.tilt)) / 2.0,
             "energy": -w.energy * energy,
             "foot_slip": -w.foot_slip * slip,

@@ -62,7 +62,7 @@ class _Model:
 
 def _hand_points(robot: RobotSpec, model: _Model) -> dict[str, np.ndarray]:
     """Per hand (``l_hand``, ``r_hand``) its position (m, world) now: our hand point (a point on the
-    body of the arm chain's last joint, ``baselines/data/kinematics.yaml``) on that joint's body."""
+    body of the arm chain's last joint, ``baselines/data/kinematics_<robot>.yaml``) on that joint's body."""
     chains = chain_data(robot.name)
     points = {}
     for side in SIDES:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from upright.envs.base import PRIOR_ARGUMENTS
+from upright.envs.residual import RESIDUAL_ARGUMENTS
 from upright.eval.runner import resolve_policy
 from upright.eval.settings import env_settings, saved_prior_params
 from upright.eval.tables import Column, Table, mean_min_max, number, rate, text, vector, wilson_interval
@@ -31,12 +31,12 @@ def prior_alone(env_kwargs: Mapping[str, Any]) -> tuple[str | Policy, dict[str, 
     """The prior of a residual's environment arguments ``env_kwargs`` as a policy of its own (a
     baseline name, or a controller with the ``prior_params`` overrides, named with them:
     ``spline (time_hands_front=0.3)``) and the arguments without
-    those that need a prior (:data:`~upright.envs.base.PRIOR_ARGUMENTS`: the prior, its parameters,
+    those that need a prior (:data:`~upright.envs.residual.RESIDUAL_ARGUMENTS`: the prior, its parameters,
     the residual's settings, the observation of the prior's gait); ValueError when there is no
     prior."""
     if env_kwargs.get("prior") is None:
         raise ValueError(f"no prior in the environment arguments {dict(env_kwargs)}")
-    kwargs = {k: v for k, v in env_kwargs.items() if k not in PRIOR_ARGUMENTS}
+    kwargs = {k: v for k, v in env_kwargs.items() if k not in RESIDUAL_ARGUMENTS}
     params = saved_prior_params(env_kwargs)
     name = str(env_kwargs["prior"])
     return resolve_policy(name, params, label=f"{name} ({_overrides(params)})" if params else None), kwargs

@@ -8,6 +8,7 @@ import imageio.v3 as iio
 
 from upright.envs.conditions import Conditions
 from upright.envs.render import Camera
+from upright.envs.robots import RobotSpec
 from upright.envs.simulation import Simulation
 from upright.envs.files import writable_file
 from upright.policies.run_folder import write_atomically
@@ -17,7 +18,7 @@ MAX_SETTLE_SECONDS = 60.0
 
 
 def render_pose(
-    robot: str,
+    robot: str | RobotSpec,
     pose: str | None,
     terrain: str,
     out: Path,
@@ -26,10 +27,11 @@ def render_pose(
     width: int = 640,
     height: int = 480,
 ) -> Path:
-    """Render ``robot`` in ``pose`` on ``terrain`` to the PNG file ``out`` (``width`` x ``height``
-    pixels) after ``settle`` seconds of simulation with the servos holding the pose. ValueError,
-    before anything is simulated, for a settle outside [0, :data:`MAX_SETTLE_SECONDS`], a size below
-    one pixel, or an ``out`` that cannot be written as a file."""
+    """Render ``robot`` (a name, or a description, e.g. on a user's model) in ``pose`` on
+    ``terrain`` to the PNG file ``out`` (``width`` x ``height`` pixels) after ``settle`` seconds of
+    simulation with the servos holding the pose. ValueError, before anything is simulated, for a
+    settle outside [0, :data:`MAX_SETTLE_SECONDS`], a size below one pixel, or an ``out`` that
+    cannot be written as a file."""
     if not 0 <= settle <= MAX_SETTLE_SECONDS:  # NaN too
         raise ValueError(f"settle must be from 0 to {MAX_SETTLE_SECONDS:g} seconds, got {settle!r}")
     if width < 1 or height < 1:

@@ -15,6 +15,12 @@ task or prior, parameters it does not know): that is the same for every episode,
 and raises it in either case. Once an episode has finished with the policy, a ``reset`` that raises
 fails its own episode like any other exception.
 
+The workers are processes of their own, each with a pipe, rather than a
+``concurrent.futures.ProcessPoolExecutor``: when one of that pool's processes dies, the pool fails
+every running and queued task with the same ``BrokenProcessPool``, so the dead worker's episode
+cannot be named and the episodes the other workers were running are lost, and tasks already queued
+to a worker still start after the death.
+
 Everything that runs episodes (``upright eval``, ``upright video``, ``upright report``, the
 protocols of :mod:`upright.eval.experiments`) goes through :func:`run_episodes`; what a protocol
 measures beyond the environment's ``episode_metrics`` it measures with an :class:`Observer`.
@@ -357,6 +363,29 @@ def check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any]) -> None:
             raise ValueError(f"unknown keyword argument {key!r} for {env_id}; valid: {', '.join(valid)}")
 
 
+#: The bars of the :func:`overall_progress` blocks open in this process that count episodes, innermost last.
+_OVERALL: list[Any] = []
+
+
+@contextlib.contextmanager
+def overall_progress(total: int | None, desc: str, *, unit: str = "episode", enabled: bool = True) -> Iterator[Any]:
+    """One progress bar, with its ETA when ``total`` is known, over the work of many runs (a
+    report's cells, a protocol's runs, the zoo's exports). With ``unit="episode"``, every
+    :func:`run_episodes` in this process while the block runs advances it by each episode that
+    ends and shows no bar of its own, so the terminal has one line; with another unit the caller
+    advances the yielded bar (``bar.update()``)."""
+    bar = tqdm(total=total, desc=desc, unit=unit, disable=not enabled, dynamic_ncols=True)
+    counting = unit == "episode"
+    if counting:
+        _OVERALL.append(bar)
+    try:
+        yield bar
+    finally:
+        if counting:
+            _OVERALL.remove(bar)
+        bar.close()
+
+
 def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
@@ -437,7 +466,8 @@ def run_episodes(
     records: list[dict[str, Any]] = []
     failures: list[tuple[int, BaseException]] = []
     interrupted = False
-    bar = tqdm(total=episodes, desc=f"{env_id} · {name}", unit="episode", disable=not progress)
+    overall = _OVERALL[-1] if _OVERALL else None  # an overall bar counts these episodes instead
+    bar = tqdm(total=episodes, desc=f"{env_id} · {name}", unit="episode", disable=not progress or overall is not None)
     workers = min(workers, episodes)  # no idle workers; a single episode runs here, sparing a process start
     try:
         if workers == 1:
@@ -458,6 +488,8 @@ def run_episodes(
                 else:
                     failures.append((index, error))
                 bar.update()
+                if overall is not None:
+                    overall.update()
                 if error is not None and not keep_failed:
                     break
     except KeyboardInterrupt:
@@ -478,4 +510,4 @@ def run_episodes(
 
 
 __all__ = ["EvalRun", "Observer", "WorkerDied", "Wrap", "check_env_id", "check_episodes", "check_env_kwargs", "conditions_label",
-           "resolve_policy", "run_episodes"]
+           "overall_progress", "resolve_policy", "run_episodes"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import os
 import struct
@@ -39,8 +40,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import upright  # noqa: F401  (registers the ids)
-from upright.envs.conditions import PRESETS, Conditions, Impulse
+from upright.envs.conditions import PRESETS, Conditions, Impulse  # its parent, upright, registers the ids
 
 #: Control steps recorded per case.
 STEPS = 200
@@ -269,9 +269,10 @@ def _record_main(argv: list[str]) -> int:
     parser.add_argument("--expect-package", default="")
     parser.add_argument("cases", nargs="+")
     args = parser.parse_args(argv)
-    where = Path(upright.__file__).resolve()
+    where = Path(inspect.getfile(Conditions)).resolve()  # the environments whose steps are recorded
     if args.expect_package and not where.is_relative_to(Path(args.expect_package).resolve()):
-        print(f"imported upright from {where}, not from the staged revision {args.expect_package}", file=sys.stderr)
+        print(f"imported upright's environments from {where}, not from the staged revision {args.expect_package}",
+              file=sys.stderr)
         return 1
     recorded = {name: record_case(name, CASES[name], args.steps) for name in args.cases}
     Path(args.record).write_text(json.dumps(recorded))

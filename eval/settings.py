@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from upright.envs.base import load_params_file
+from upright.envs.residual import load_params_file
 
 
 #: Keys with this prefix are controller parameter overrides (``params.compensation=false``).

@@ -14,10 +14,12 @@ Protocol of one episode::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
 import numpy as np
+
+if TYPE_CHECKING:  # robot-side code: Gymnasium only for the environments' side
+    import gymnasium as gym
 
 
 class Policy(ABC):

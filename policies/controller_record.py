@@ -188,11 +188,12 @@ def record_prior_episode(env: gym.Env, policy: Policy, seed: int) -> ControllerE
     ``policy`` acts; the inputs the environment gave its prior and the prior's targets, every
     cycle from the first (the environment's own calls, recorded as they happen)."""
     base = env.unwrapped
-    prior = base.prior
-    if prior is None:
+    residual = base.residual
+    if residual is None:
         raise ValueError(f"{base.spec.id if base.spec else type(base).__name__} has no prior to record")
+    prior = residual.prior
     recorder = RecordingController(prior, seed)
-    base.prior = recorder
+    residual.prior = recorder
     try:
         observation, info = env.reset(seed=seed)
         policy.reset(env, seed)
@@ -201,7 +202,7 @@ def record_prior_episode(env: gym.Env, policy: Policy, seed: int) -> ControllerE
             if terminated or truncated:
                 return recorder.episode()
     finally:
-        base.prior = prior
+        residual.prior = prior
 
 
 __all__ = ["CYCLE_INPUTS", "SENSOR_FIELDS", "ControllerEpisode", "RecordingController", "record_controller_episode",

@@ -6,7 +6,8 @@ They are robot-side: they read only ``info["sensors"]`` and the prior's own ``in
 They serve as baselines of their own (``upright eval --policy feedback:NAME``) and as teachers a
 learned residual starts from (``upright train --set hp.imitate=feedback:NAME``).
 
-File format (angles in rad, rates in rad/s, by actuator name)::
+File format (angles in rad, rates in rad/s, by actuator name; the schema :class:`FeedbackSpec`, an
+unknown key an error naming it)::
 
     env_id: upright/WolfgangGetUp-v0
     prior: spline
@@ -24,50 +25,48 @@ File format (angles in rad, rates in rad/s, by actuator name)::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
+from pydantic import Field
 
 from upright.policies.base import Policy
-from upright.envs.files import read_yaml_mapping
+from upright.envs.schema import Schema, load_config
 
 FEEDBACK_PREFIX = "feedback:"
 #: Fused angle name → (index in ``Sensors.fused``, index of its rate in ``Sensors.gyro``).
 ANGLES = {"pitch": (0, 1), "roll": (1, 0)}
 
 
-@dataclass(frozen=True)
-class FeedbackTerm:
+class FeedbackTerm(Schema):
     """``weight · (p · (angle − reference) + d · rate)`` (rad) added to each named actuator's
     residual, while the prior's status is one of ``prior_status`` (empty: any) and the angle is
-    within ``band`` (rad) of the reference."""
+    within ``band`` (rad) of the reference (None: at any angle)."""
 
-    angle: str
+    #: The fused angle (its rate: the gyro about the same axis), a key of :data:`ANGLES`.
+    angle: Literal["pitch", "roll"]
+    #: rad.
     reference: float
+    #: rad of residual per rad of angle error.
     p: float
+    #: rad of residual per rad/s of angular rate.
     d: float
-    actuators: Mapping[str, float]
+    #: The weight of the term in each actuator's residual, by actuator name.
+    actuators: dict[str, float]
     prior_status: tuple[str, ...] = ()
-    band: float = float("inf")
-
-    def __post_init__(self) -> None:
-        if self.angle not in ANGLES:
-            raise ValueError(f"feedback angle {self.angle!r} is not one of {', '.join(ANGLES)}")
+    band: float | None = Field(None, ge=0)
 
 
-@dataclass(frozen=True)
-class FeedbackSpec:
-    """A hand-designed residual: the environment and prior it is meant for, constant ``offsets``
-    (rad by actuator name) and feedback ``terms``."""
+class FeedbackSpec(Schema):
+    """A hand-designed residual, the schema of its file: the environment and prior it is meant for,
+    constant ``offsets`` (rad by actuator name) and ``feedback`` terms."""
 
-    name: str
     env_id: str
     prior: str
-    offsets: Mapping[str, float]
-    terms: tuple[FeedbackTerm, ...]
+    offsets: dict[str, float] = {}
+    feedback: tuple[FeedbackTerm, ...] = ()
 
 
 def feedback_dir() -> Path:
@@ -87,33 +86,28 @@ def is_feedback_policy(name: str) -> bool:
 
 def load_feedback_spec(name: str) -> FeedbackSpec:
     """The :class:`FeedbackSpec` of ``feedback:NAME`` or of a YAML file; ValueError naming an
-    unknown name or a malformed entry."""
+    unknown name, or the file and its first unknown key or malformed entry."""
     if name.startswith(FEEDBACK_PREFIX):
         path = feedback_dir() / f"{name[len(FEEDBACK_PREFIX):]}.yml"
         if not path.is_file():
             raise ValueError(f"unknown hand-designed residual {name!r}; shipped: {', '.join(feedback_names()) or 'none'}")
     else:
         path = Path(name)
-    data = read_yaml_mapping(path, "hand-designed residual")
-    try:
-        terms = tuple(FeedbackTerm(angle=t["angle"], reference=float(t["reference"]), p=float(t["p"]), d=float(t["d"]),
-                                   actuators={k: float(v) for k, v in t["actuators"].items()},
-                                   prior_status=tuple(t.get("prior_status", ())),
-                                   band=float(t.get("band", float("inf"))))
-                      for t in data.get("feedback", ()))
-        return FeedbackSpec(name=name, env_id=data["env_id"], prior=data["prior"],
-                            offsets={k: float(v) for k, v in data.get("offsets", {}).items()}, terms=terms)
-    except (KeyError, TypeError, AttributeError) as error:
-        raise ValueError(f"{path}: malformed hand-designed residual ({type(error).__name__}: {error})") from None
+    return load_config(FeedbackSpec, path, "hand-designed residual")
+
+
+def feedback_policy(name: str) -> FeedbackResidualPolicy:
+    """The hand-designed residual ``feedback:NAME`` or of a YAML file as a policy named ``name``."""
+    return FeedbackResidualPolicy(load_feedback_spec(name), name)
 
 
 class FeedbackResidualPolicy(Policy):
     """Acts a :class:`FeedbackSpec` as a residual action, clipped to [−1, 1] (the residual range).
     ``reset`` raises ValueError for an environment without a prior or an actuator it lacks."""
 
-    def __init__(self, spec: FeedbackSpec) -> None:
+    def __init__(self, spec: FeedbackSpec, name: str) -> None:
         self.spec = spec
-        self.name = spec.name
+        self.name = name
         self._limits = np.ones(0)
         self._offsets = np.zeros(0)
         self._terms: list[tuple[FeedbackTerm, np.ndarray]] = []
@@ -123,16 +117,17 @@ class FeedbackResidualPolicy(Policy):
         if getattr(base, "prior", None) is None:
             raise ValueError(f"{self.name}: a hand-designed residual needs an environment with a prior "
                              f"(it was made for prior {self.spec.prior!r})")
-        if base.residual_on != "joints":
+        residual = base.residual
+        if residual.kind == "steps":
             raise ValueError(f"{self.name}: a hand-designed residual moves joint targets; this environment's "
-                             f"residual moves {base.residual_on} (residual_on={base.residual_on!r})")
-        if getattr(base, "tempo_range", None) is not None:
+                             f"residual moves steps (residual_on='steps')")
+        if residual.kind == "tempo":
             raise ValueError(f"{self.name}: a hand-designed residual moves joint targets only; this environment's "
-                             f"action has a tempo entry (tempo_range={base.tempo_range!r})")
+                             f"action has a tempo entry (tempo_range={residual.tempo_range!r})")
         names = list(base.robot.actuator_names)
-        self._limits = np.asarray(base.residual_limits, dtype=float)
+        self._limits = np.asarray(residual.limits, dtype=float)
         self._offsets = self._vector(self.spec.offsets, names)
-        self._terms = [(term, self._vector(term.actuators, names)) for term in self.spec.terms]
+        self._terms = [(term, self._vector(term.actuators, names)) for term in self.spec.feedback]
 
     def _vector(self, by_name: Mapping[str, float], names: list[str]) -> np.ndarray:
         vector = np.zeros(len(names))
@@ -155,7 +150,7 @@ class FeedbackResidualPolicy(Policy):
                 continue
             angle, rate = ANGLES[term.angle]
             error = float(sensors.fused[angle]) - term.reference
-            if abs(error) <= term.band:
+            if term.band is None or abs(error) <= term.band:
                 residual += weights * (term.p * error + term.d * float(sensors.gyro[rate]))
         return residual
 
@@ -164,4 +159,4 @@ class FeedbackResidualPolicy(Policy):
 
 
 __all__ = ["FEEDBACK_PREFIX", "FeedbackResidualPolicy", "FeedbackSpec", "FeedbackTerm", "feedback_names",
-           "is_feedback_policy", "load_feedback_spec"]
+           "feedback_policy", "is_feedback_policy", "load_feedback_spec"]

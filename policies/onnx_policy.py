@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
 import numpy as np
 
 from upright.policies.base import Policy
 from upright.envs.files import read_yaml_mapping
+
+if TYPE_CHECKING:  # the robot-side install has no Gymnasium
+    import gymnasium as gym
 
 ONNX_PREFIX = "onnx:"
 GRAPH_FILE = "policy.onnx"

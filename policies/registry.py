@@ -21,8 +21,7 @@ from typing import Callable
 from upright.baselines import controller_names
 from upright.policies.base import Policy
 from upright.policies.builtin import ControllerPolicy, HoldPolicy, RandomPolicy, ZeroPolicy
-from upright.policies.feedback import (FEEDBACK_PREFIX, FeedbackResidualPolicy, feedback_dir, feedback_names,
-                                       is_feedback_policy, load_feedback_spec)
+from upright.policies.feedback import FEEDBACK_PREFIX, feedback_dir, feedback_names, feedback_policy, is_feedback_policy
 from upright.policies.onnx_policy import GRAPH_FILE, SPEC_FILE, OnnxPolicy, export_dir, is_export_policy
 from upright.policies.run import ZOO_PREFIX, is_run_policy, load_run_policy, normalizer_path, run_model, zoo_names
 from upright.policies.run_folder import load_run_config
@@ -54,7 +53,7 @@ def load_policy(name_or_path: str) -> Policy:
     if is_export_policy(name_or_path):
         return OnnxPolicy(name_or_path)
     if is_feedback_policy(name_or_path):
-        return FeedbackResidualPolicy(load_feedback_spec(name_or_path))
+        return feedback_policy(name_or_path)
     if is_run_policy(name_or_path):
         return load_run_policy(name_or_path)
     if name_or_path.endswith(".zip"):

@@ -20,8 +20,6 @@ from typing import Any
 
 import yaml
 
-from upright.policies.run_folder import TrainConfig
-
 #: A checkpoint of rl_zoo3 (SB3's CheckpointCallback with its name prefix ``rl_model``).
 ZOO_CHECKPOINT = re.compile(r"rl_model_(\d+)_steps\.zip")
 #: The YAML tag of the OrderedDicts rl_zoo3 writes.
@@ -76,8 +74,9 @@ def _params(folder: Path) -> Path:
     return params
 
 
-def rl_zoo_config(folder: str | Path) -> TrainConfig:
-    """The rl_zoo3 run ``folder`` as a :class:`TrainConfig`: algorithm, environment id, seed and
+def rl_zoo_config_fields(folder: str | Path) -> dict[str, Any]:
+    """The rl_zoo3 run ``folder`` as the fields of a :class:`~upright.policies.run_folder.TrainConfig`
+    (which :func:`~upright.policies.run_folder.load_run_config` builds): algorithm, environment id, seed and
     steps from ``args.yml``; the environment keyword arguments of its command line
     (``--env-kwargs``), else those of its hyperparameters, as rl_zoo3 itself chooses (``prior``
     taken out as the run's prior); ``hyperparams`` from ``config.yml`` (``normalize`` true when
@@ -92,10 +91,10 @@ def rl_zoo_config(folder: str | Path) -> TrainConfig:
     hyperparams["normalize"] = bool(config.get("normalize"))
     steps = int(args.get("n_timesteps") or 0) or int(config.get("n_timesteps") or 0)
     command = (params / "command.txt").read_text().strip() if (params / "command.txt").is_file() else ""
-    return TrainConfig(env_id=args["env"], prior=prior, algo=str(args["algo"]).lower(), steps=max(steps, 1),
-                       n_envs=int(config.get("n_envs") or 1), seed=max(int(args.get("seed") or 0), 0),
-                       env_kwargs=env_kwargs, hyperparams=hyperparams, out=str(folder.parent), name=folder.name,
-                       eval_every=0, command=command)
+    return {"env_id": args["env"], "prior": prior, "algo": str(args["algo"]).lower(), "steps": max(steps, 1),
+            "n_envs": int(config.get("n_envs") or 1), "seed": max(int(args.get("seed") or 0), 0),
+            "env_kwargs": env_kwargs, "hyperparams": hyperparams, "out": str(folder.parent), "name": folder.name,
+            "eval_every": 0, "command": command}
 
 
 def rl_zoo_model(folder: str | Path) -> Path:
@@ -127,5 +126,5 @@ def rl_zoo_normalizer_paths(model_path: Path) -> list[Path]:
     return [*own, params / "vecnormalize.pkl"]
 
 
-__all__ = ["ZOO_CHECKPOINT", "is_rl_zoo_run", "rl_zoo_config", "rl_zoo_model", "rl_zoo_normalizer_paths",
+__all__ = ["ZOO_CHECKPOINT", "is_rl_zoo_run", "rl_zoo_config_fields", "rl_zoo_model", "rl_zoo_normalizer_paths",
            "rl_zoo_params_dir"]

@@ -1,6 +1,7 @@
 """Trained policies: an SB3 model with its frozen observation normalisation as a
 :class:`~upright.policies.base.Policy`, loaded from a run folder of ``upright train``, one of its
-``.zip`` files, or a shipped policy ``zoo:NAME`` (``policies/zoo/NAME/``, or ``$UPRIGHT_ZOO/NAME/``).
+``.zip`` files, or a shipped policy ``zoo:NAME`` (``NAME/`` in the user's zoo, ``$UPRIGHT_ZOO`` or
+the current project's ``policies/zoo``, else in the package's, :func:`zoo_entry`).
 
 A run folder's ``config.yml`` carries the environment keyword arguments the policy was trained with
 (prior, residual scale, conditions, ...): :func:`run_env_kwargs` returns them, so ``upright eval``
@@ -41,18 +42,57 @@ RUN_MODELS = ("model.zip", "best_model.zip")
 STEPS_STAMP = "upright_model_steps"
 
 
-def zoo_dir() -> Path:
-    """The folder of shipped policies: ``$UPRIGHT_ZOO`` when set, else ``policies/zoo/``."""
-    return Path(os.environ.get("UPRIGHT_ZOO") or Path(__file__).parent / "zoo")
+#: The zoo of a project, relative to its folder (the current directory): where ``upright ship``
+#: writes unless told otherwise.
+PROJECT_ZOO = Path("policies", "zoo")
 
 
-def zoo_names() -> tuple[str, ...]:
-    """Names of the shipped policies (folders with a ``manifest.yml``; not the hidden ones that
-    ``upright ship`` assembles an entry in), sorted."""
-    root = zoo_dir()
+def packaged_zoo() -> Path:
+    """The zoo installed with the package (the policies shipped with upright)."""
+    return Path(__file__).parent / "zoo"
+
+
+def user_zoo() -> Path:
+    """The user's zoo, which ``upright ship`` and ``upright export --zoo`` write into:
+    ``$UPRIGHT_ZOO`` when set, else ``policies/zoo`` of the current directory (never the
+    installed package's folder, unless that is the current project's)."""
+    return Path(os.environ.get("UPRIGHT_ZOO") or PROJECT_ZOO)
+
+
+def zoo_dirs() -> tuple[Path, ...]:
+    """The zoos ``zoo:NAME`` is looked up in, in order: the user's (:func:`user_zoo`), then the
+    package's (one of them when they are the same folder, as in upright's own checkout)."""
+    user, packaged = user_zoo(), packaged_zoo()
+    same = user.exists() and user.resolve() == packaged.resolve()
+    return (user,) if same else (user, packaged)
+
+
+def _entries(root: Path) -> list[str]:
+    """Names of the entries of the zoo ``root`` (folders with a ``manifest.yml``; not the hidden
+    ones that ``upright ship`` assembles an entry in)."""
     if not root.is_dir():
-        return ()
-    return tuple(sorted(p.parent.name for p in root.glob("*/manifest.yml") if not p.parent.name.startswith(".")))
+        return []
+    return [p.parent.name for p in root.glob("*/manifest.yml") if not p.parent.name.startswith(".")]
+
+
+def zoo_names(root: Path | None = None) -> tuple[str, ...]:
+    """Names of the shipped policies of the zoo ``root``, or of every zoo (:func:`zoo_dirs`), sorted."""
+    return tuple(sorted({name for zoo in ((root,) if root is not None else zoo_dirs()) for name in _entries(zoo)}))
+
+
+def zoo_entry(name: str) -> Path:
+    """The folder of the zoo entry ``name``: in the first zoo of :func:`zoo_dirs` that has it (a
+    user's entry shadows a packaged one of that name); ValueError naming a name that is a path
+    (``zoo:../x``: zoo names stay inside a zoo) or that no zoo has."""
+    if not name or name.startswith(".") or Path(name).name != name or "\\" in name:
+        raise ValueError(f"zoo policy {ZOO_PREFIX + name!r}: a zoo name is one folder name in the zoo (letters, "
+                         "digits, '-' and '_'), not a path")
+    for zoo in zoo_dirs():
+        if (zoo / name / "manifest.yml").is_file():
+            return zoo / name
+    looked = " and ".join(str(zoo) for zoo in zoo_dirs())
+    raise ValueError(f"unknown zoo policy {ZOO_PREFIX + name!r}; shipped: {', '.join(zoo_names()) or 'none'} "
+                     f"(looked in {looked})")
 
 
 def is_run_dir(path: str | Path) -> bool:
@@ -93,13 +133,7 @@ def resolve_run_path(name: str) -> Path:
     an unknown zoo policy, a zoo name that is a path (``zoo:../x``: zoo names stay inside the zoo)
     or a missing path)."""
     if name.startswith(ZOO_PREFIX):
-        entry_name = name[len(ZOO_PREFIX):]
-        if not entry_name or entry_name.startswith(".") or Path(entry_name).name != entry_name or "\\" in entry_name:
-            raise ValueError(f"zoo policy {name!r}: a zoo name is one folder name in the zoo (letters, digits, "
-                             "'-' and '_'), not a path")
-        entry = zoo_dir() / entry_name
-        if not (entry / "manifest.yml").is_file():
-            raise ValueError(f"unknown zoo policy {name!r}; shipped: {', '.join(zoo_names()) or 'none'}")
+        entry = zoo_entry(name[len(ZOO_PREFIX):])
         read_manifest(entry)  # a damaged entry is refused, naming its manifest, not run as it is
         return entry
     path = Path(name)
@@ -196,8 +230,9 @@ def load_model(algo: str, path: Path, **kwargs: Any) -> Any:
     """The SB3 model of ``algo`` saved in ``path``, on the CPU (``kwargs``: more arguments of SB3's
     ``load``, e.g. ``env``); ValueError naming ``path`` when it does not load (a truncated, empty or
     foreign file). Loading unpickles: load only the models of runs you trust."""
+    model_class = algo_class(algo)  # without SB3 installed: its ModuleNotFoundError, which names the extra
     try:
-        return algo_class(algo).load(path, device="cpu", **kwargs)
+        return model_class.load(path, device="cpu", **kwargs)
     except OSError:
         raise
     except Exception as error:  # SB3 reads a zip of JSON, pickles and torch tensors: many ways to fail
@@ -227,7 +262,7 @@ def run_model(name: str) -> tuple[Path, Path]:
         return run_dir, path
     if is_rl_zoo_run(run_dir):
         return run_dir, rl_zoo_model(run_dir)
-    return run_dir, newest_model(run_dir, normalize=bool(load_run_config(run_dir).hyperparams.get("normalize")))
+    return run_dir, newest_model(run_dir, normalize=load_run_config(run_dir).extras.normalize)
 
 
 def load_run_policy(name: str) -> ModelPolicy:
@@ -250,11 +285,11 @@ def load_run_policy(name: str) -> ModelPolicy:
     if norm.is_file():
         normalizer = load_normalizer(norm)
         check_pair(model_path, model.num_timesteps, normalizer, norm)
-    elif config.hyperparams.get("normalize") and rl_zoo:
+    elif config.extras.normalize and rl_zoo:
         raise ValueError(f"rl_zoo3 run {str(run_dir)!r} normalised its observations (normalize in "
                          f"{run_dir.name}/{looked[-1].parent.name}/config.yml) but its statistics are missing; "
                          f"looked for {', '.join(str(path) for path in looked)}")
-    elif config.hyperparams.get("normalize"):
+    elif config.extras.normalize:
         raise ValueError(f"run {str(run_dir)!r} normalised its observations (hp.normalize) but {norm.name} is missing "
                          f"beside {model_path.name}; without it the policy would see other observations")
     label = name[len(ZOO_PREFIX):] if name.startswith(ZOO_PREFIX) else f"{run_dir.name}/{model_path.stem}"
@@ -298,5 +333,5 @@ def run_env_id(name: str) -> str | None:
 
 __all__ = ["CHECKPOINT", "RUN_MODELS", "STEPS_STAMP", "ZOO_PREFIX", "check_pair", "find_run_dir", "is_run_dir",
            "is_run_policy", "load_model", "load_normalizer", "load_run_policy", "model_steps", "newest_model", "normalizer_path",
-           "replay_buffer_path", "residual_env_kwargs", "resolve_run_path", "run_env_id", "run_env_kwargs", "run_model", "zoo_dir",
-           "zoo_names"]
+           "replay_buffer_path", "residual_env_kwargs", "resolve_run_path", "run_env_id", "run_env_kwargs", "run_model", "packaged_zoo",
+           "PROJECT_ZOO", "user_zoo", "zoo_dirs", "zoo_entry", "zoo_names"]

@@ -21,19 +21,93 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from pydantic import Field, model_validator
+
 from upright.envs.files import read_yaml_mapping
+from upright.envs.schema import Schema, validate
+from upright.policies.rl_zoo import is_rl_zoo_run, rl_zoo_config_fields
+
+#: The curricula of :class:`TrainingExtras`: the name of its two keys' prefix.
+CURRICULA = ("push_curriculum", "model_curriculum")
+
+
+class TrainingExtras(Schema):
+    """The training extras of a run: its hyperparameters of ours, not SB3's (``--set hp.KEY=VALUE``
+    and the hyperparameter files take them beside SB3's; a run's ``config.yml`` records them all
+    under ``extras``). Each has its default here."""
+
+    #: VecNormalize on the observations (and, for on-policy algorithms, on the rewards).
+    normalize: bool = False
+    #: Environment steps during which the actor is frozen and only the critic learns (0: none).
+    warmup_steps: int = Field(0, ge=0)
+    #: Zero the actor's last layer, so that a residual starts as its prior; None: with a prior.
+    zero_init: bool | None = None
+    #: SAC: the initial log-std of the actions (PPO takes it in ``policy_kwargs``).
+    log_std_init: float = -2.0
+    #: TD3: the standard deviation of the Gaussian exploration noise (normalised action units).
+    action_noise_sigma: float = Field(0.1, ge=0)
+    #: PPO with a prior: the residual the fresh policy starts from instead of zero, joint target
+    #: offsets (rad) by actuator name (a hand-set correction that training refines).
+    initial_residual: dict[str, float] = {}
+    #: PPO, A2C: an asymmetric actor-critic whose value network also reads privileged simulator
+    #: state (:mod:`upright.envs.privileged`) while the actor reads the robot's observation;
+    #: fine-tuning a symmetric policy widens its critic with zero weights.
+    privileged_critic: bool = False
+    #: PPO with a prior: a hand-designed residual (``feedback:NAME`` or its ``.yml``) whose rollouts
+    #: the fresh actor is fitted to before PPO (:mod:`upright.training.imitation`). A run stopped
+    #: during its imitation is saved as it stands; a resume goes on with PPO from that actor.
+    imitate: str | None = None
+    #: Environment steps of the imitation's rollouts; they count in the run's steps, so
+    #: ``warmup_steps`` must exceed them to freeze the actor after imitation.
+    imitate_steps: int = Field(100_000, ge=1)
+    #: Epochs, minibatch size and Adam step size of the imitation's regression.
+    imitate_epochs: int = Field(20, ge=1)
+    imitate_batch_size: int = Field(1024, ge=1)
+    imitate_learning_rate: float = Field(1e-3, gt=0)
+    #: torch threads of the training process during the gradient updates (collection keeps one).
+    #: With SubprocVecEnv on many cores the workers idle during the update, so it may use their
+    #: cores; more threads change the last bits of the weights (torch splits the sums differently),
+    #: so a run keeps its count.
+    update_threads: int = Field(1, ge=1)
+    #: A curriculum over the conditions' continuous random torso push (e.g. ``thesis``'s): the
+    #: training copies feel this fraction of it at the start, rising linearly to all of it at
+    #: ``push_curriculum_steps`` environment steps; the periodic evaluation feels all of it.
+    push_curriculum_start: float | None = Field(None, ge=0, le=1)
+    push_curriculum_steps: int | None = Field(None, ge=1)
+    #: The same over the conditions' model variation (servo factors, zero offsets, torso load,
+    #: sensor latency; ``sim2real``'s): at the start the draws keep this fraction of it.
+    model_curriculum_start: float | None = Field(None, ge=0, le=1)
+    model_curriculum_steps: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _curricula_whole(self) -> TrainingExtras:
+        for curriculum in CURRICULA:
+            start, steps = getattr(self, f"{curriculum}_start"), getattr(self, f"{curriculum}_steps")
+            if (start is None) != (steps is None):
+                missing = f"{curriculum}_steps" if steps is None else f"{curriculum}_start"
+                raise ValueError(f"{curriculum}_start and {curriculum}_steps go together; {missing} is missing")
+        return self
+
+    def zero_initialised(self, prior: str | None) -> bool:
+        """Whether a fresh actor starts at zero output: :attr:`zero_init`, or with a ``prior``."""
+        return self.zero_init if self.zero_init is not None else prior is not None
+
+    def curricula(self) -> dict[str, tuple[float, int]]:
+        """The curricula this run has: name (of :data:`CURRICULA`) to (start fraction, steps)."""
+        return {name: (getattr(self, f"{name}_start"), getattr(self, f"{name}_steps")) for name in CURRICULA
+                if getattr(self, f"{name}_start") is not None}
 
 
 @dataclass
 class TrainConfig:
-    """One training run. ``env_kwargs`` excludes the prior (``prior``); ``hyperparams`` are the
-    resolved ones (file + overrides) once :func:`resolve` has run."""
+    """One training run. ``env_kwargs`` excludes the prior (``prior``); ``hyperparams`` and
+    ``extras`` are the resolved ones (file + overrides) once :func:`resolve` has run."""
 
     env_id: str
     prior: str | None = None
@@ -49,7 +123,10 @@ class TrainConfig:
     vec_env: str = "auto"
     seed: int = 0
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: SB3's hyperparameters, as the algorithm takes them (resolved: file + overrides).
     hyperparams: dict[str, Any] = field(default_factory=dict)
+    #: Ours (resolved with them).
+    extras: TrainingExtras = field(default_factory=TrainingExtras)
     #: Hyperparameter file (default: the shipped ``training/hyperparams/<algo>.yml``).
     hyperparams_file: str | None = None
     #: Overrides (dotted keys without ``hp.``) applied over the file.
@@ -94,15 +171,23 @@ class TrainConfig:
         return {**self.env_kwargs_with_prior, **self.eval_env_kwargs}
 
     def to_yaml(self) -> dict[str, Any]:
-        return plain(asdict(self))
+        """The fields as ``config.yml`` holds them (plain YAML types)."""
+        return plain({f.name: getattr(self, f.name).model_dump() if f.name == "extras" else getattr(self, f.name)
+                      for f in fields(self)})
 
     @classmethod
     def from_yaml(cls, data: Mapping[str, Any]) -> TrainConfig:
+        """The config of ``config.yml``'s ``data``; a run folder written before ``extras`` had its
+        own entry keeps them among its ``hyperparameters``, and they are taken from there."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
             raise ValueError(f"unknown config.yml keys: {', '.join(unknown)}")
-        return cls(**data)
+        hyperparams = dict(data.get("hyperparams") or {})
+        extras = data.get("extras")
+        if extras is None:
+            extras = {key: hyperparams.pop(key) for key in TrainingExtras.model_fields if key in hyperparams}
+        return cls(**{**data, "hyperparams": hyperparams, "extras": validate(TrainingExtras, extras, "extras")})
 
 
 def plain(value: Any) -> Any:
@@ -118,13 +203,11 @@ def plain(value: Any) -> Any:
 
 def load_run_config(run_dir: str | Path) -> TrainConfig:
     """The :class:`TrainConfig` of a run folder, or of an rl_zoo3 run folder
-    (:func:`upright.policies.rl_zoo.rl_zoo_config`); ValueError when ``run_dir`` is neither."""
+    (:func:`upright.policies.rl_zoo.rl_zoo_config_fields`); ValueError when ``run_dir`` is neither."""
     path = Path(run_dir) / "config.yml"
     if not path.is_file():
-        from upright.policies.rl_zoo import is_rl_zoo_run, rl_zoo_config  # it builds a TrainConfig of this module
-
         if is_rl_zoo_run(run_dir):
-            return rl_zoo_config(run_dir)
+            return TrainConfig.from_yaml(rl_zoo_config_fields(run_dir))
         raise ValueError(f"{str(run_dir)!r} is not a run folder (no config.yml)")
     data = read_yaml_mapping(path, "run config")
     try:
@@ -220,4 +303,4 @@ def write_evaluation(entry: str | Path, evaluation: dict[str, Any]) -> None:
     write_text_atomically(Path(entry) / "manifest.yml", yaml.safe_dump(manifest, sort_keys=False))
 
 
-__all__ = ["CURVE_COLUMNS", "SELECTION_FILE", "SELECTION_NUMBERS", "TrainConfig", "link_atomically", "load_run_config", "plain", "read_learning_curve", "read_manifest", "read_selection", "write_atomically", "write_evaluation", "write_selection", "write_text_atomically"]
+__all__ = ["CURRICULA", "CURVE_COLUMNS", "SELECTION_FILE", "SELECTION_NUMBERS", "TrainConfig", "TrainingExtras", "link_atomically", "load_run_config", "plain", "read_learning_curve", "read_manifest", "read_selection", "write_atomically", "write_evaluation", "write_selection", "write_text_atomically"]

@@ -1,5 +1,5 @@
 """Shared helpers and fixtures for the tests (real MuJoCo physics on the real models; a throwaway
-PostgreSQL cluster for the Optuna studies of ``upright optimize`` and ``upright train --sweep``)."""
+PostgreSQL cluster for the Optuna studies of ``upright optimize`` and ``upright sweep``)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from upright import Simulation
+from upright.envs.robots import ROBOT_NAMES
 
 
 def assert_hyp_coupled(sim: Simulation) -> None:
@@ -57,8 +58,9 @@ def no_gl(reason: str) -> None:
                 "`apt-get install libegl1 libgl1-mesa-dri` (MUJOCO_GL=egl) or `libosmesa6` (MUJOCO_GL=osmesa)")
 
 
-@pytest.fixture(params=["nao", "wolfgang"])
+@pytest.fixture(params=ROBOT_NAMES)
 def robot(request) -> str:
+    """Each robot of the registry (:data:`~upright.envs.robots.ROBOT_NAMES`) by name."""
     return request.param
 
 

@@ -146,3 +146,19 @@ def test_parts_profile_times_every_part_of_a_real_step_and_puts_the_classes_back
     assert "_reward_terms" not in vars(env.unwrapped) and "step" not in vars(env.unwrapped.sim)
     assert type(env.unwrapped)._observe is UprightEnv._observe
     env.close()
+
+
+def test_bench_fits_an_80_column_terminal_and_its_page_keeps_the_full_tables(tmp_path, monkeypatch, capsys):
+    """``upright bench --parts`` in an 80-column terminal: every line fits (the environment table in
+    its narrow form, the parts table in blocks of environments); ``--out`` writes the full tables."""
+    from upright.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    page = tmp_path / "speed.md"
+    assert main(["bench", "--steps", "1", "--parts", "--out", str(page)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert max(map(len, out)) <= 80, max(out, key=len)
+    heads = [line for line in out if line.startswith("µs per control step")]
+    assert len(heads) >= 2 and all(any(env in head for head in heads) for env in ("NaoGetUp lab", "WolfgangWalk turf"))
+    text = page.read_text()
+    assert max(map(len, text.splitlines())) > 80 and "upright/NaoGetUp-v0        lab" in text

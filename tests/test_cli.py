@@ -40,8 +40,8 @@ DATA = Path(__file__).parent / "data"
 EVAL = ["eval", "--episodes", "1", "--env", "upright/NaoGetUp-v0"]
 #: ``upright optimize`` of one trial, then ``--storage``.
 OPTIMIZE = ["optimize", "--controller", "spline", "--robot", "wolfgang", "--trials", "1", "--repetitions", "1"]
-#: ``upright train --sweep`` of one tiny trial.
-SWEEP = ["train", "--sweep", str(Path(__file__).parent / "data" / "sweep-tiny.yml"), "--trials", "1"]
+#: ``upright sweep`` of one tiny trial.
+SWEEP = ["sweep", str(Path(__file__).parent / "data" / "sweep-tiny.yml"), "--trials", "1"]
 
 
 @pytest.mark.parametrize(("args", "named"), [
@@ -75,11 +75,9 @@ SWEEP = ["train", "--sweep", str(Path(__file__).parent / "data" / "sweep-tiny.ym
                  id="storage-unreachable"),
     pytest.param([*OPTIMIZE, "--storage", "journal:"], ["'journal:'"], id="storage-journal-no-file"),
     pytest.param([*SWEEP, "--storage", "foo"], ["'foo'"], id="sweep-storage-no-url"),
+    pytest.param([*SWEEP, "--seed", "-1"], ["--seed", "got -1"], id="sweep-negative-seed"),
     pytest.param([*SWEEP, "--storage", "postgresql://u:p@127.0.0.1:1/db"], ["127.0.0.1:1", "refused"],
                  id="sweep-storage-unreachable"),
-    pytest.param([*SWEEP, "--steps", "10"], ["--steps", "space file"], id="sweep-train-option"),
-    pytest.param(["train", "--env", "upright/NaoWalk-v0", "--trials", "2"], ["--trials", "--sweep"],
-                 id="trials-without-sweep"),
     pytest.param([*EVAL, "--policy", "zero", "--seed", "-1"], ["seed", "got -1"], id="eval-negative-seed"),
     pytest.param(["experiment", "keyframe-ablation", "--episodes", "1", "--seed", "-1"], ["seed", "got -1"],
                  id="experiment-negative-seed"),
@@ -121,9 +119,8 @@ SWEEP = ["train", "--sweep", str(Path(__file__).parent / "data" / "sweep-tiny.ym
                  ["hyperparameter file", "malformed.yml", "not valid YAML"], id="hyperparams-malformed"),
     pytest.param(["train", "--env", "upright/NaoGetUp-v0", "--hyperparams", str(DATA / "list.yml")],
                  ["hyperparameter file", "list.yml", "mapping"], id="hyperparams-list"),
-    pytest.param(["train", "--sweep", str(DATA / "malformed.yml")], ["sweep space file", "not valid YAML"],
-                 id="sweep-malformed"),
-    pytest.param(["train", "--sweep", str(DATA / "list.yml")], ["sweep space file", "mapping"], id="sweep-list"),
+    pytest.param(["sweep", str(DATA / "malformed.yml")], ["sweep space file", "not valid YAML"], id="sweep-malformed"),
+    pytest.param(["sweep", str(DATA / "list.yml")], ["sweep space file", "mapping"], id="sweep-list"),
     pytest.param(["view", "nao", "--settle", "inf"], ["settle", "inf"], id="view-endless-settle"),
     pytest.param(["view", "nao", "--width", "0"], ["width", "0"], id="view-no-width"),
 ])
@@ -134,6 +131,31 @@ def test_bad_input_is_one_line_and_exit_2(args, named, capsys, tmp_path):
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert all(name in err for name in named) and "u:p@" not in err, err  # a URL's password is hidden
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    ([*SWEEP, "--steps", "10"], "--steps"),  # the space file holds every trial run's options
+    ([*SWEEP, "--env", "upright/NaoWalk-v0"], "--env"),
+    (["train", "--env", "upright/NaoWalk-v0", "--trials", "2"], "--trials"),  # a study's option, not a run's
+    (["train", "--sweep", str(DATA / "list.yml")], "--sweep"),
+])
+def test_an_option_of_the_other_command_is_refused_by_the_parser(args, named, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2
+    assert f"unrecognized arguments: {named}" in capsys.readouterr().err
+
+
+#: Packages that only some commands load (training, studies, exports).
+HEAVY = ("torch", "stable_baselines3", "optuna", "sqlalchemy", "onnx", "onnxruntime")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["info", "nao"], ["check-same", "--list"]], ids=lambda args: args[0])
+def test_the_light_commands_start_without_torch_sb3_or_optuna(args):
+    code = ("import sys; from upright.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+    assert out.stderr.strip().splitlines()[-1] == "[]", out.stderr
 
 
 def test_bench_refuses_no_steps(capsys):
@@ -189,11 +211,11 @@ def test_bench_measures_all_models():
 def test_eval_results_folder_is_one_component_whatever_the_policy_path():
     """`upright eval` writes results/eval/<env>-<policy>/: a run given by a path (absolute, or its
     model file) must not nest folders (or escape results/) through the path's separators."""
-    from upright.cli import _folder_name
+    from upright.commands.episodes import folder_name
 
-    assert _folder_name("keyframe") == "keyframe" and _folder_name("zoo:nao-walk") == "zoo:nao-walk"
-    assert _folder_name(str(Path.cwd() / "runs" / "a2c-demo")) == "a2c-demo"
-    assert _folder_name("runs/NaoGetUp-v0/demo/best_model.zip") == "demo-best_model"
+    assert folder_name("keyframe") == "keyframe" and folder_name("zoo:nao-walk") == "zoo:nao-walk"
+    assert folder_name(str(Path.cwd() / "runs" / "a2c-demo")) == "a2c-demo"
+    assert folder_name("runs/NaoGetUp-v0/demo/best_model.zip") == "demo-best_model"
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -17,7 +17,7 @@ import yaml
 
 from upright.cli import main
 from upright.policies.onnx_policy import GRAPH_FILE, SPEC_FILE, SUMS_FILE, sha256_bytes, sums_text
-from upright.policies.run import zoo_dir
+from upright.policies.run import zoo_entry
 
 ENTRY = "nao-getup-residual-keyframe"
 ENV = "upright/NaoGetUp-v0"
@@ -29,7 +29,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of a shipped entry (without its export) in a zoo of its own: a run folder with one
     model, loadable as a folder and as ``zoo:run``."""
     copy = tmp_path / "zoo" / "run"
-    shutil.copytree(zoo_dir() / ENTRY, copy, ignore=shutil.ignore_patterns("onnx"))
+    shutil.copytree(zoo_entry(ENTRY), copy, ignore=shutil.ignore_patterns("onnx"))
     config = yaml.safe_load((copy / "config.yml").read_text())
     (copy / "config.yml").write_text(yaml.safe_dump({**config, "init": None}))  # its start lies in the other zoo
     monkeypatch.setenv("UPRIGHT_ZOO", str(tmp_path / "zoo"))
@@ -127,7 +127,7 @@ def test_a_zoo_entry_being_shipped_by_another_process_is_refused_naming_it(run, 
 def export(tmp_path: Path) -> Path:
     """A copy of a shipped ONNX export."""
     copy = tmp_path / "export"
-    shutil.copytree(zoo_dir() / ENTRY / "onnx", copy)
+    shutil.copytree(zoo_entry(ENTRY) / "onnx", copy)
     return copy
 
 

@@ -12,6 +12,7 @@ from scipy import stats
 
 from conftest import hold
 from upright import PRESETS, Conditions, Impulse, Simulation, Wear
+from upright.envs.robots import ROBOT_NAMES, get_robot
 
 #: The thesis's protocol (its listing C.1): x and y each uniform in ±100 N, redrawn every 1 ms,
 #: on the 7.5 kg Wolfgang: the per-axis RMS impulse over one second is 100 N · √(0.001 s / 3).
@@ -37,7 +38,14 @@ def _record_forces(sim: Simulation, periods: int, monkeypatch) -> np.ndarray:
     return np.array(applied).reshape(periods, sim.n_substeps, 6)
 
 
-KNEE = {"nao": "LKneePitch", "wolfgang": "LKnee"}
+def _head_pitch(robot: str) -> tuple[str, str]:
+    """The joint that moves the body of the robot's head-top site, and that body (NAO: HeadPitch,
+    Head; Wolfgang: HeadTilt, head)."""
+    spec = get_robot(robot)
+    model = mujoco.MjModel.from_xml_path(str(spec.mjcf))
+    body = int(model.site_bodyid[model.site(spec.head_top_site).id])
+    (joint,) = [model.joint(j).name for j in range(model.njnt) if model.jnt_bodyid[j] == body]
+    return joint, model.body(body).name
 
 
 @pytest.mark.parametrize("play", [False, True], ids=["thesis", "thesis-with-play"])
@@ -48,8 +56,8 @@ def test_thesis_force_has_the_documented_statistics(play, monkeypatch):
     robot's mass (so both robots get the same acceleration). With servo play the periods run
     physics step by physics step (the push must survive that path)."""
     per_second = {}
-    for robot in ("nao", "wolfgang"):
-        wear = {KNEE[robot]: Wear(play=0.01)} if play else {}
+    for robot in ROBOT_NAMES:
+        wear = {_head_pitch(robot)[0]: Wear(play=0.01)} if play else {}
         sim = Simulation(robot, PRESETS["thesis"].with_(wear=wear))
         sim.reset(seed=3)
         assert sim.servos.has_play == play
@@ -74,8 +82,10 @@ def test_thesis_force_has_the_documented_statistics(play, monkeypatch):
         expected = THESIS_RMS_PER_SECOND * sim.total_mass / THESIS_MASS
         assert per_second[robot] == pytest.approx([expected, expected], rel=0.06), robot
     masses = {r: Simulation(r).total_mass for r in per_second}
-    ratio = per_second["nao"] / per_second["wolfgang"]
-    assert ratio == pytest.approx([masses["nao"] / masses["wolfgang"]] * 2, rel=0.06)
+    first, *others = per_second
+    for other in others:
+        ratio = per_second[first] / per_second[other]
+        assert ratio == pytest.approx([masses[first] / masses[other]] * 2, rel=0.06), other
 
 
 def test_push_strength_scales_the_random_push_from_the_same_draws():
@@ -122,7 +132,7 @@ def test_random_pushes_give_the_thesis_impulse_to_a_real_robot():
     """Momentum each second of thesis pushes gives a floating robot (real physics), over seeds and
     seconds: per axis zero mean and the protocol's RMS impulse per second for the robot's mass,
     so the same velocity change for both robots; nothing vertical."""
-    for robot in ("nao", "wolfgang"):
+    for robot in ROBOT_NAMES:
         changes = []
         for seed in range(3):
             sim = _floating(robot, PRESETS["thesis"], seed)
@@ -183,7 +193,6 @@ def _truth(sim: Simulation) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return joints, sim.angular_velocity(), accel
 
 
-@pytest.mark.parametrize("robot", ["nao", "wolfgang"])
 def test_sensor_noise_per_channel_against_simulator_truth(robot):
     """Under ``competition`` every channel's error has zero mean and the configured standard
     deviation (±20 %); joint velocities, orientation and foot pressure are exact; in ``lab``
@@ -213,13 +222,10 @@ def test_sensor_noise_per_channel_against_simulator_truth(robot):
             np.testing.assert_array_equal(measured, true)
 
 
-JOINTS = {"nao": ("HeadPitch", "Head"), "wolfgang": ("HeadTilt", "head")}
-
-
 def _loaded(robot: str, strength: float, torque: float) -> tuple[float, float, float]:
     """Steady state of the head pitch joint under an external pitch torque (N·m) on the head:
     (set-point − angle, actuator force, force limit)."""
-    joint, body = JOINTS[robot]
+    joint, body = _head_pitch(robot)
     sim = Simulation(robot, Conditions(wear={joint: Wear(strength=strength)}))
     sim.reset(seed=0)
     sim.data.xfrc_applied[sim.model.body(body).id, 3:] = [0.0, torque, 0.0]
@@ -230,12 +236,11 @@ def _loaded(robot: str, strength: float, torque: float) -> tuple[float, float, f
             float(sim.model.actuator_forcerange[act, 1]))
 
 
-@pytest.mark.parametrize("robot", ["nao", "wolfgang"])
 def test_strength_scales_the_position_gain_and_its_bias(robot):
     """``Wear.strength`` s scales the position gain: under the same load the steady-state error is
     1/s times as large; during an unsaturated step the force is s·kp·(set-point − angle) at every
     instant (gain and bias scaled alike, so no force at the set-point), within s × the limit."""
-    joint = JOINTS[robot][0]
+    joint = _head_pitch(robot)[0]
     new = Simulation(robot).model.actuator(joint)
     kp, new_limit = new.gainprm[0], new.forcerange[1]
     errors = {}

@@ -18,10 +18,13 @@ from gymnasium.utils.env_checker import check_env
 import upright  # noqa: F401  (registers the ids)
 from conftest import python_without
 from upright import Conditions, Impulse
-from upright.envs.robots import get_robot
+from upright.envs.registration import env_id
+from upright.envs.robots import ROBOT_NAMES, get_robot
+from upright.envs.tasks import TASKS
 
-IDS = ["upright/NaoGetUp-v0", "upright/WolfgangGetUp-v0", "upright/NaoWalk-v0", "upright/WolfgangWalk-v0"]
-GETUP_IDS = IDS[:2]
+#: Every robot's environment for every task, from the registry (``upright/NaoGetUp-v0``, …).
+IDS = [env_id(robot, task) for task in TASKS for robot in ROBOT_NAMES]
+GETUP_IDS = [env_id(robot, "getup") for robot in ROBOT_NAMES]
 
 
 def _hold(env) -> np.ndarray:
@@ -278,10 +281,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_registrations_carry_robot_and_task():
-    from upright.envs.registration import ENVIRONMENTS, env_id
-    from upright.envs.tasks import TASKS
+    from upright.envs.registration import ENVIRONMENTS
 
-    assert set(ENVIRONMENTS) == set(IDS)
+    assert set(ENVIRONMENTS) == set(IDS) and len(IDS) == len(ROBOT_NAMES) * len(TASKS)
+    assert {"upright/NaoGetUp-v0", "upright/WolfgangWalk-v0"} <= set(IDS)
     for name, entry in ENVIRONMENTS.items():
         env = gym.make(name).unwrapped
         assert (env.robot.name, env.task) == (entry.robot, entry.task) and entry.task in TASKS
@@ -297,7 +300,7 @@ def test_every_robot_has_its_model_file_and_every_model_file_a_robot():
     assert sorted(ROBOT_FILES) == sorted(ROBOT_NAMES)
     for name in ROBOT_NAMES:
         assert get_robot(name).name == name and model_path(name).name == f"{name}.xml"
-    with pytest.raises(ValueError, match="unknown robot 'atlas'; valid robots: nao, wolfgang"):
+    with pytest.raises(ValueError, match=f"unknown robot 'atlas'; valid robots: {', '.join(sorted(ROBOT_NAMES))}$"):
         model_path("atlas")
 
 

@@ -17,11 +17,11 @@ import gymnasium as gym
 import pytest
 
 from conftest import no_gl
-from upright import cli
+from upright.commands import episodes
 from upright.cli import main
 from upright.eval.comparison import prior_alone, prior_label
 from upright.eval.results import aggregate
-from upright.eval.runner import EvalRun, Observer, WorkerDied, run_episodes
+from upright.eval.runner import EvalRun, Observer, WorkerDied, overall_progress, run_episodes
 from upright.eval.settings import env_settings, parse_settings, parse_value, split_settings
 from upright.eval.tables import wilson_interval
 from upright.policies.builtin import ControllerPolicy, ZeroPolicy
@@ -93,7 +93,7 @@ def test_dotted_env_settings_nest_and_reach_the_reward():
     env_kwargs, _ = split_settings(parse_settings(["reward_scales.head_height=2", "reward_scales.still=3", "start=prone"]))
     assert env_kwargs == {"reward_scales": {"head_height": 2, "still": 3}, "start": "prone"}
     env = gym.make("upright/NaoGetUp-v0", **env_kwargs)
-    assert env.unwrapped.reward_scales.head_height == 2.0 and env.unwrapped.reward_scales.still == 3.0
+    assert env.unwrapped.config.reward_scales.head_height == 2.0 and env.unwrapped.config.reward_scales.still == 3.0
     env.close()
     with pytest.raises(ValueError, match="start"):
         split_settings({"start": "prone", "start.x": 1})
@@ -144,6 +144,21 @@ def test_parallel_and_serial_runs_are_identical():
                             progress=False)
     assert [r["seed"] for r in serial.records] == [5, 6, 7]
     assert serial.records == parallel.records and not parallel.interrupted
+
+
+def test_an_overall_bar_counts_the_episodes_of_many_runs_on_one_line(capsys):
+    """Inside ``overall_progress`` the runs (in this process and on workers) advance one bar with
+    an ETA and show none of their own."""
+    kwargs = {"max_episode_seconds": 0.12}
+    with overall_progress(5, "three runs") as bar:
+        run_episodes("upright/NaoGetUp-v0", "zero", 2, env_kwargs=kwargs)
+        run_episodes("upright/NaoGetUp-v0", "zero", 2, env_kwargs=kwargs, seed=2, workers=2)
+        run_episodes("upright/NaoGetUp-v0", "zero", 1, env_kwargs=kwargs, seed=4, progress=False)
+        assert bar.n == 5
+    err = capsys.readouterr().err
+    assert "three runs" in err and "5/5" in err and "· zero" not in err, err
+    run_episodes("upright/NaoGetUp-v0", "zero", 1, env_kwargs=kwargs)  # outside it, a run's own bar again
+    assert "upright/NaoGetUp-v0 · zero" in capsys.readouterr().err
 
 
 def test_ctrl_c_keeps_the_finished_episodes():
@@ -286,7 +301,8 @@ def test_sigterm_keeps_the_finished_episodes_as_ctrl_c_does(tmp_path):
     """A run stopped by SIGTERM (``kill``, a job scheduler) returns its finished episodes, and
     ``upright eval`` writes them (exit 130), instead of dying with nothing written."""
     code = ("import sys; sys.path.insert(0, %r); from interrupting import TerminatingPolicy; from upright import cli; "
-            "cli.resolve_policy = lambda name, params=None: TerminatingPolicy(2); "
+            "from upright.commands import episodes; "
+            "episodes.resolve_policy = lambda name, params=None: TerminatingPolicy(2); "
             "sys.exit(cli.main(['eval', '--env', 'upright/NaoGetUp-v0', '--policy', 'zero', '--episodes', '5', "
             "'--set', 'max_episode_seconds=0.12', '--out', %r]))") % (str(Path(__file__).parent), str(tmp_path / "out"))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -329,7 +345,7 @@ def test_the_report_says_in_one_line_how_many_pairs_it_skipped_and_starts_no_epi
 
 
 def test_eval_writes_the_finished_episodes_and_names_the_failed_one(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "resolve_policy", lambda name, params=None: FailingPolicy(3))  # what `upright eval` calls
+    monkeypatch.setattr(episodes, "resolve_policy", lambda name, params=None: FailingPolicy(3))  # what `upright eval` calls
     out = tmp_path / "failing"
     assert main(["eval", "--env", "upright/NaoGetUp-v0", "--policy", "zero", "--episodes", "3", "--seed", "2",
                  "--set", "max_episode_seconds=0.12", "--out", str(out)]) == 1

@@ -274,7 +274,7 @@ def test_observation_from_sensors_is_the_environments_observation(env_id, kwargs
     for _ in range(10):
         observation, *_, info = env.step(env.action_space.sample() * 0.1)
         sensors: Sensors = info["sensors"]
-        task_block = base._extra_observation()
+        task_block = base.residual.task_block(base._extra_observation())  # the task's, then the residual's
         np.testing.assert_array_equal(observation, observation_from_sensors(sensors, task_block, info["prior_targets"]))
         for row in layout:
             if match := re.fullmatch(r"Sensors\.(\w+)\[(\d+)\]", row["source"]):

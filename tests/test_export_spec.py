@@ -15,7 +15,7 @@ import yaml
 import upright
 from upright.baselines import make_controller
 from upright.envs.conditions import get_conditions
-from upright.envs.robots import RobotSpec
+from upright.envs.robots import ROBOT_NAMES, RobotSpec
 from upright.policies.builtin import RandomPolicy
 from upright.policies.controller_record import RecordingController, record_prior_episode
 from upright.policies.onnx_policy import SPEC_FILE
@@ -25,7 +25,6 @@ from upright.training.export_spec import (PRIOR_PYTHON_TOLERANCE, PRIOR_TOLERANC
                                           kinematics_check, observation_semantics, replay_prior_vectors,
                                           training_conditions)
 
-ROBOTS = ("nao", "wolfgang")
 #: The largest prior vectors file of a shipped policy (two 20 s episodes, float64, compressed).
 MAX_VECTORS_BYTES = 3 * 1024 * 1024
 #: The largest zoo entry (model, normalisation, run files and the export).
@@ -49,7 +48,7 @@ def _torso_frame_positions(robot: RobotSpec, pose: str, points: dict) -> dict[st
     return out
 
 
-@pytest.mark.parametrize("robot_name", ROBOTS)
+@pytest.mark.parametrize("robot_name", ROBOT_NAMES)
 def test_kinematic_check_values_are_the_models_forward_kinematics(robot_name):
     robot = upright.get_robot(robot_name)
     check = kinematics_check(robot)
@@ -71,7 +70,7 @@ def test_kinematic_check_values_are_the_models_forward_kinematics(robot_name):
     assert stand[robot.sole_sites[0]][2] < -0.3  # the soles far below the torso origin
 
 
-@pytest.mark.parametrize("robot_name", ROBOTS)
+@pytest.mark.parametrize("robot_name", ROBOT_NAMES)
 def test_every_joint_has_its_axis_sign_zero_and_limits(robot_name):
     robot = upright.get_robot(robot_name)
     spec = joints_spec(robot)
@@ -101,7 +100,7 @@ def test_every_joint_has_its_axis_sign_zero_and_limits(robot_name):
         for side in "LR":
             assert by_name[f"{side}KneePitch"]["positive"].endswith("moves backward (-x)")
             assert by_name[f"{side}ShoulderPitch"]["positive"].endswith("moves down (-z)")
-    else:  # mirrored axes: the left knee flexes positive, the right one negative
+    elif robot_name == "wolfgang":  # mirrored axes: the left knee flexes positive, the right one negative
         assert by_name["LKnee"]["sign"] == "+y" and by_name["RKnee"]["sign"] == "-y"
         assert by_name["LKnee"]["positive"] == "l_sole moves backward (-x)"
         assert by_name["RKnee"]["positive"] == "r_sole moves forward (+x)"

@@ -120,8 +120,9 @@ def test_an_out_that_cannot_be_written_is_refused_before_any_episode(args, out, 
     def never(*args, **kwargs):
         raise AssertionError("an episode ran")
 
-    for module in ("upright.eval.runner._Episodes.run", "upright.cli.run_episodes", "upright.cli.write_report",
-                   "upright.cli.soak", "upright.cli.run_experiment"):
+    for module in ("upright.eval.runner._Episodes.run", "upright.commands.episodes.run_episodes",
+                   "upright.commands.report.write_report", "upright.commands.soak.soak",
+                   "upright.commands.experiment.run_experiment"):
         monkeypatch.setattr(module, never)
     (tmp_path / "file").write_text("x")
     path = tmp_path / "file" if out == "file" else Path("/proc/upright-test")
@@ -137,7 +138,7 @@ def test_a_file_that_cannot_be_written_is_one_line_naming_it(tmp_path, capsys, m
     def full(result, out):
         raise OSError(28, "No space left on device", str(out / "results.json"))
 
-    monkeypatch.setattr("upright.cli.write_results", full)
+    monkeypatch.setattr("upright.commands.episodes.write_results", full)
     args = ["eval", "--env", "upright/NaoGetUp-v0", "--policy", "zero", "--episodes", "1", "--set",
             "max_episode_seconds=0.12", "--out", str(tmp_path / "out")]
     assert main(args) == 2

@@ -17,7 +17,7 @@ from upright.eval.comparison import prior_label
 from upright.envs.conditions import PRESETS, RandomWear
 from upright.eval.experiments.generalisation import DATA, _notes, perturbed, worse_than_prior
 from upright.eval.tables import interval, mean_interval
-from upright.policies.run import zoo_dir
+from upright.policies.run import zoo_entry
 
 WOLFGANG = "wolfgang-getup-residual-spline"
 
@@ -156,7 +156,7 @@ def test_generalisation_runs_every_cell_for_residual_and_prior_on_held_out_seeds
     result = json.loads((out / "results.json").read_text())
     (table,) = result["tables"]
     cells = [cell for cell in DATA["perturbations"] if cell != "wear-x1.5"]
-    manifest = yaml.safe_load((zoo_dir() / WOLFGANG / "manifest.yml").read_text())
+    manifest = yaml.safe_load((zoo_entry(WOLFGANG) / "manifest.yml").read_text())
     prior = prior_label(manifest["env_kwargs"])  # the shipped prior with its parameter overrides
     assert prior.startswith("prior (spline")
     assert [(r["cell"], r["runs"]) for r in table["rows"]] == [

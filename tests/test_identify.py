@@ -5,6 +5,7 @@ damping and delay must give them back."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -136,6 +137,8 @@ def test_bad_input_is_a_value_error_naming_it(make, named):
     (["identify", "--excite", "--robot", "asimo", "--seconds", "10", "--out", "x.csv"], "asimo"),
     (["identify", "--excite", "--robot", "wolfgang", "--out", "x.csv"], "--seconds"),
     (["identify", "--excite", "--robot", "wolfgang", "--seconds", "10", "--joints", "Tail", "--out", "x.csv"], "Tail"),
+    (["identify", "log.csv", "--robot", "wolfgang", "--map", "map.yml"], "model_map 'map.yml' needs model"),
+    (["identify", "log.mcap", "--robot", "wolfgang", "--model", "nope.xml"], "model 'nope.xml' does not exist"),
 ])
 def test_bad_command_line_is_one_line_and_exit_2(args, named, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -160,3 +163,130 @@ def test_excitation_stays_inside_the_limits_and_touches_nothing(tmp_path, capsys
     for target in schedule.target:
         sim.step(target)
         assert sim.data.ncon == 0, "the schedule drives one limb into another"
+
+
+# ---------------------------------------------------------------------- MCAP logs and a user's model
+#: ``sensor_msgs/msg/JointState`` with its dependencies, as a ROS 2 bag's ``ros2msg`` schema holds it.
+JOINT_STATE_MSGDEF = """std_msgs/Header header
+string[] name
+float64[] position
+float64[] velocity
+float64[] effort
+================================================================================
+MSG: std_msgs/Header
+builtin_interfaces/Time stamp
+string frame_id
+================================================================================
+MSG: builtin_interfaces/Time
+int32 sec
+uint32 nanosec
+"""
+#: The robot's clock at the first sample (ns): logs carry absolute times.
+CLOCK = 1_700_000_000 * 10**9
+
+
+def _joint_state(names: tuple[str, ...], angles: np.ndarray, ns: int) -> dict:
+    return {"header": {"stamp": {"sec": ns // 10**9, "nanosec": ns % 10**9}, "frame_id": ""}, "name": list(names),
+            "position": [float(a) for a in angles], "velocity": [], "effort": []}
+
+
+def write_ros2_log(recording: Recording, path, topics=("/joint_commands", "/joint_states")) -> None:
+    """``recording`` as a ROS 2 bag (CDR ``sensor_msgs/JointState`` on a command and a joint-state
+    topic, stamped on the robot's clock), written with the mcap writer."""
+    from mcap_ros2.writer import Writer
+
+    with open(path, "wb") as file:
+        writer = Writer(file)
+        schema = writer.register_msgdef("sensor_msgs/msg/JointState", JOINT_STATE_MSGDEF)
+        for k, time_ in enumerate(recording.time):
+            ns = CLOCK + round(time_ * 1e9)
+            for topic, angles in zip(topics, (recording.target[k], recording.measured[k])):
+                writer.write_message(topic, schema, _joint_state(recording.joints, angles, ns), log_time=ns + 10**5,
+                                     publish_time=ns)
+        writer.finish()
+
+
+def test_a_json_mcap_log_reads_as_the_recording(tmp_path):
+    """JSON messages (Foxglove's encoding): commands without a header (their log time), joint states
+    stamped 2 ms before each command and naming other joints too; the measured angles are the joint
+    states interpolated at the commands' times, and commands outside the states' span are left out."""
+    from mcap.writer import Writer
+
+    rng = np.random.default_rng(2)
+    recording = Recording(time=0.01 * np.arange(50), joints=("LHipPitch", "LKnee"), target=rng.normal(size=(50, 2)),
+                          measured=rng.normal(size=(50, 2)))
+    path = tmp_path / "log.mcap"
+    with open(path, "wb") as file:
+        writer = Writer(file)
+        writer.start()
+        schema = writer.register_schema("JointState", "jsonschema", b'{"type": "object"}')
+        commands = writer.register_channel("/servo/command", "json", schema)
+        states = writer.register_channel("/servo/state", "json", schema)
+        other = writer.register_channel("/camera", "json", schema)
+        read_time = recording.time - 0.002  # each state read 2 ms before the command
+        for k, time_ in enumerate(recording.time):
+            ns = CLOCK + round(read_time[k] * 1e9)
+            state = _joint_state(("HeadPan", *recording.joints), np.r_[0.0, recording.measured[k]], ns)
+            writer.add_message(states, log_time=ns, publish_time=ns, data=json.dumps(state).encode())
+            writer.add_message(other, log_time=ns, publish_time=ns, data=b"{}")
+            ns = CLOCK + round(time_ * 1e9)
+            command = {"joint_names": list(recording.joints), "positions": recording.target[k].tolist()}
+            writer.add_message(commands, log_time=ns, publish_time=ns, data=json.dumps(command).encode())
+        writer.finish()
+    back = read_recording(path, topics=("/servo/command", "/servo/state"))
+    assert back.joints == recording.joints and len(back.time) == len(recording.time) - 1  # the last: after the states
+    np.testing.assert_allclose(back.time, recording.time[:-1], atol=1e-9)  # counted from the first command
+    np.testing.assert_array_equal(back.target, recording.target[:-1])
+    expected = [np.interp(recording.time[:-1], read_time, recording.measured[:, j]) for j in range(2)]
+    np.testing.assert_allclose(back.measured, np.stack(expected, axis=1), atol=1e-6)
+    with pytest.raises(ValueError, match="no messages on the command topic '/joint_commands'; its topics: /camera, "
+                                         "/servo/command, /servo/state"):
+        read_recording(path)
+    with pytest.raises(ValueError, match="cannot decode the messages of /camera \\(protobuf\\)"):
+        with open(path, "wb") as file:
+            writer = Writer(file)
+            writer.start()
+            channel = writer.register_channel("/camera", "protobuf", writer.register_schema("x", "protobuf", b""))
+            writer.add_message(channel, log_time=1, publish_time=1, data=b"")
+            writer.finish()
+        read_recording(path, topics=("/camera", "/servo/state"))
+
+
+def test_identify_fits_a_users_model_from_a_ros2_log(tmp_path, capsys):
+    """The renamed Wolfgang (ROS-style names, the right hip pitch turned the other way, the left hip
+    pitch from another zero) with its map: a ROS 2 bag of its servos at 0.6 x the model's gain and
+    1.5 x its damping, in its names and angles, gives them back through ``upright identify
+    --model --map``."""
+    from upright.envs.robots import with_model
+    from upright.eval.model_variants import write_variants
+    from upright.tuning.identify import in_model_convention
+
+    model, model_map = write_variants(tmp_path / "variants", ("wolfgang",))["wolfgang", "renamed"]
+    robot = with_model(WOLFGANG, model, model_map)
+    joints = ("LHipPitch", "RHipPitch", "LHipRoll")  # mx106 servos
+    schedule = excitation(robot, 2.0, joints=joints)
+    ours = model_servo_parameters(robot)["LHipPitch"]
+    truth = Conditions(servo_parameters={"mx106": ServoParameters(gain=0.6 * ours["gain"], damping=1.5 * ours["damping"])})
+    noise = np.random.default_rng(0).normal(0.0, NOISE, schedule.target.shape)
+    played = Recording(schedule.time, joints, schedule.target, simulate(schedule, robot, truth) + noise)
+    theirs = in_model_convention(played, robot)
+    assert theirs.joints == ("l_hip_pitch", "r_hip_pitch", "l_hip_roll")
+    np.testing.assert_allclose(theirs.target[:, 1], -played.target[:, 1])  # turns the other way
+    np.testing.assert_allclose(theirs.target[:, 0], played.target[:, 0] - 0.1)  # its zero is at our -0.1 rad
+    write_ros2_log(theirs, tmp_path / "log.mcap")
+    out = tmp_path / "fit"
+    assert main(["identify", str(tmp_path / "log.mcap"), "--robot", "wolfgang", "--model", str(model), "--map",
+                 str(model_map), "--parameters", "gain,damping", "--trials", "40", "--max-delay", "0",
+                 "--out", str(out)]) == 0
+    assert "with the model" in capsys.readouterr().out
+    text = (out / "conditions.yaml").read_text()
+    assert text.startswith(f"# Servo parameters of wolfgang on the model {model} (map {model_map})")
+    fitted = yaml.safe_load(text)["servo_parameters"]["wolfgang/mx106"]
+    assert fitted["gain"] / ours["gain"] == pytest.approx(0.6, rel=0.1)
+    assert fitted["damping"] / ours["damping"] == pytest.approx(1.5, rel=0.1)
+    # A log in our names and angles is not the model's: its hip pitch is refused by name.
+    write_ros2_log(played, tmp_path / "ours.mcap")
+    assert main(["identify", str(tmp_path / "ours.mcap"), "--robot", "wolfgang", "--model", str(model), "--map",
+                 str(model_map), "--out", str(out)]) == 2
+    assert "joints ['LHipPitch', 'RHipPitch', 'LHipRoll'] of the recording are no actuated joints" in \
+        capsys.readouterr().err

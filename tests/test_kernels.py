@@ -55,12 +55,13 @@ def test_walk_effort_terms_equal_mujoco_site_velocities(robot):
         pressure = info["sensors"].foot_pressure
         loaded = 0.1 * sim.weight
         slip = 0.0
-        for site, load in zip(u._sole_sites, (pressure[:4].sum(), pressure[4:].sum())):
-            if load > loaded:
+        for site, foot in zip(u._sole_sites, u.robot.foot_pressure_slices):
+            if pressure[foot].sum() > loaded:
                 mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, int(site), velocity, 0)
                 slip += velocity[3] ** 2 + velocity[4] ** 2
         a = sim.actuation
-        energy, kernel_slip = walk_effort_terms(a.force, a.qvel, a.qvel_adr, pressure, loaded, u._sole_sites,
+        energy, kernel_slip = walk_effort_terms(a.force, a.qvel, a.qvel_adr, pressure, loaded,
+                                                np.array(u.robot.pressure_sensor_feet), u._sole_sites,
                                                 m.site_bodyid, m.body_rootid, d.site_xpos, d.cvel, d.subtree_com)
         assert energy == pytest.approx(float(np.abs(sim.actuator_power()).sum()), rel=1e-12)
         assert kernel_slip == pytest.approx(slip, rel=1e-9, abs=1e-15)

@@ -11,7 +11,7 @@ from scipy.spatial.transform import Rotation
 from upright import Simulation
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.forward import solve_spd
-from upright.envs.robots import get_robot
+from upright.envs.robots import ROBOT_NAMES, get_robot
 
 POSES_PER_LEG = 250
 POS_TOL = 1e-3  # m
@@ -23,7 +23,7 @@ def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
     return Rotation.from_rotvec(np.asarray(axis, dtype=float) * angle).as_matrix()
 
 
-@pytest.fixture(scope="module", params=["nao", "wolfgang"])
+@pytest.fixture(scope="module", params=ROBOT_NAMES)
 def kin(request) -> Kinematics:
     return Kinematics(get_robot(request.param))
 
@@ -232,7 +232,7 @@ def test_hand_and_shoulder_frames(kin):
         hand, _ = kin.hand_pose(side, q)
         if kin.robot.name == "nao":  # straight arm pointing forward at q = 0: 105 + 55.95 + 57.75 mm
             np.testing.assert_allclose(hand - pos, [0.105 + 0.05595 + 0.05775, sign * 0.015, -0.0123], atol=2e-4)
-        else:  # upper arm hangs down 144 mm, forearm points forward to the wrist frame
+        elif kin.robot.name == "wolfgang":  # upper arm hangs down 144 mm, forearm points forward to the wrist frame
             assert hand[0] - pos[0] > 0.2 and pos[2] - hand[2] > 0.14
 
 

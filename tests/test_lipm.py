@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from upright.baselines import baseline_entry
 from upright.baselines.walk import pendulum
 from upright.baselines.walk.com_observer import ComObserver
 from upright.baselines.walk.lipm_player import PendulumPlayer, PlayerParams
@@ -205,7 +206,7 @@ def test_observer_rejects_bad_noise():
 def test_params_load_for_both_robots():
     from upright.baselines.walk.lipm import LipmParams
 
-    for robot in ("nao", "wolfgang"):
+    for robot in baseline_entry("lipm").robots:
         params = LipmParams.load(robot)
         assert params.player.pendulum_height > 0 and params.com_height > 0
     with pytest.raises(ValueError, match="robotx"):
@@ -299,28 +300,40 @@ def test_connection_by_elimination_matches_the_linear_system():
                                    np.linalg.solve(a, b), atol=1e-12)
 
 
-@pytest.mark.parametrize("robot", ["nao", "wolfgang"])
-def test_first_leg_solution_is_the_first_candidate(robot):
-    """LegSolver.first / first_given_first (the walks' hot path) are the first candidates of the
-    generators, bit for bit, reachable goals and unreachable ones."""
+def test_solve_takes_the_first_reachable_candidate_inside_the_ranges(robot):
+    """LegIK.solve against its candidates written out: the first one that reaches the goal inside
+    the joint ranges, else one clipped into them and not reachable (or reachable up to LIMIT_TOL),
+    with joint 0 free and given, on reachable goals and on goals mostly out of reach."""
     from upright.baselines.kinematics import Kinematics
+    from upright.baselines.kinematics.forward import LIMIT_TOL
 
     kin = Kinematics(robot)
     rng = np.random.default_rng(5)
     base = kin.keyframe_joints()
+    taken = clipped = 0
     for side in ("left", "right"):
         leg = kin.legs[side]
         idx = kin.joint_index(leg.joint_names)
-        for i in range(300):
+        for i in range(150):
             q = base.copy()
             q[idx] = rng.uniform(leg.lower, leg.upper) if i % 2 else q[idx] + rng.normal(0.0, 0.3, 6)
             pos, rot = kin.foot_pose(side, q)
             if i % 3 == 0:
                 pos = pos + rng.normal(0.0, 0.2, 3)  # mostly out of reach
             pos, rot = pos.tolist(), rot.tolist()
-            assert leg.solver.first(pos, rot) == next(leg.solver.candidates(pos, rot))
             first = float(rng.uniform(-0.5, 0.5))
-            assert leg.solver.first_given_first(pos, rot, first) == next(leg.solver.candidates_given_first(pos, rot, first))
+            for given, candidates in ((None, leg.solver.candidates(pos, rot)),
+                                      (first, leg.solver.candidates_given_first(pos, rot, first))):
+                angles, reachable = kin.solve(side, pos, rot, first=given, polish=False)
+                inside = [c for c, ok in candidates if ok and np.all((leg.lower <= c) & (c <= leg.upper))]
+                if inside:
+                    assert reachable and angles == inside[0]
+                    taken += 1
+                else:
+                    assert np.all((leg.lower <= angles) & (angles <= leg.upper))
+                    assert not reachable or leg.limit_excess(angles) <= LIMIT_TOL
+                    clipped += 1
+    assert taken > 100 and clipped > 20
 
 
 def test_unchecked_newton_step_is_the_one_the_check_would_accept(monkeypatch):
@@ -337,14 +350,14 @@ def test_unchecked_newton_step_is_the_one_the_check_would_accept(monkeypatch):
         q = base.copy()
         q[kin.legs_joint_index] += rng.normal(0.0, 0.15, 12)
         goals.append([v.tolist() for side in ("left", "right") for v in kin.foot_pose(side, q)])
-    fast = [kin.legs_ik_values(*g)[0] for g in goals]
+    fast = [kin.legs_ik(*g)[0] for g in goals]
     monkeypatch.setattr(leg_ik, "TINY_STEP", 0.0)
-    checked = [kin.legs_ik_values(*g)[0] for g in goals]
+    checked = [kin.legs_ik(*g)[0] for g in goals]
     assert fast == checked
 
 
 def test_wolfgang_without_polish_misses_its_sole_goals_by_under_a_micrometre():
-    """legs_ik_values(polish=False), as the walks call it: the closed form alone on Wolfgang's
+    """walk_legs, the walks' call: the closed form alone (no polish) on Wolfgang's
     model (whose ankle axes miss by 0.36 µm) reaches walking foot goals within 1 µm."""
     from upright.baselines.kinematics import Kinematics
 
@@ -356,7 +369,7 @@ def test_wolfgang_without_polish_misses_its_sole_goals_by_under_a_micrometre():
         q = base.copy()
         q[kin.legs_joint_index] += rng.normal(0.0, 0.1, 12)
         goal = [kin.foot_pose(side, q) for side in ("left", "right")]
-        angles, reachable = kin.legs_ik_values(*(v.tolist() for g in goal for v in g), polish=False)
+        angles, reachable = kin.walk_legs(*(v.tolist() for g in goal for v in g))
         assert reachable
         solved = base.copy()
         solved[kin.legs_joint_index] = angles
@@ -406,7 +419,7 @@ def test_sampled_joints_continue_a_single_joint_as_a_float():
 
 
 def test_legs_solved_for_a_given_shared_hip_reach_their_positions_and_sole_normals():
-    """legs_ik_values(shared_first=...) on NAO: both legs take the given HipYawPitch and still put
+    """walk_legs(shared_first=...) on NAO: both legs take the given HipYawPitch and still put
     their soles at the goal positions with the goal's sole normal (only the yaw about it follows);
     without it the shared joint is the free legs' mean, as before."""
     from upright.baselines.kinematics import Kinematics
@@ -419,9 +432,9 @@ def test_legs_solved_for_a_given_shared_hip_reach_their_positions_and_sole_norma
         q[kin.legs_joint_index] += rng.normal(0.0, 0.05, 12)
         goal = [kin.foot_pose(side, q) for side in ("left", "right")]
         flat = [v.tolist() for g in goal for v in g]
-        free, _ = kin.legs_ik_values(*flat, polish=False, quick_mean=True)
+        free, _ = kin.walk_legs(*flat)
         hip = free[0] + float(rng.normal(0.0, 0.01))
-        angles, reachable = kin.legs_ik_values(*flat, polish=False, quick_mean=True, shared_first=hip)
+        angles, reachable = kin.walk_legs(*flat, shared_first=hip)
         assert reachable and angles[0] == hip and angles[6] == hip
         solved = base.copy()
         solved[kin.legs_joint_index] = angles
@@ -429,7 +442,7 @@ def test_legs_solved_for_a_given_shared_hip_reach_their_positions_and_sole_norma
             p, r = kin.foot_pose(side, solved)
             np.testing.assert_allclose(p, pos, atol=1e-9)
             np.testing.assert_allclose(r[:, 2], rot[:, 2], atol=1e-9)  # the sole normal
-    assert kin.legs_ik_values(*flat, polish=False, quick_mean=True)[0] == free
+    assert kin.walk_legs(*flat)[0] == free
 
 
 def test_the_request_limit_scales_a_command_onto_its_ellipsoid_keeping_its_direction():

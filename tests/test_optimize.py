@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 
 from upright.baselines import default_params
 from upright.cli import command_line, main
-from upright.envs.base import load_params_file
+from upright.envs.residual import load_params_file
 from upright.tuning import OptimizeConfig, load_space, optimize
 from upright.tuning.objectives import getup_components, parse_objective, walk_components
 from upright.tuning.storage import check_storage, default_storage, retried_trial, shown_storage
@@ -72,7 +72,7 @@ def test_bad_space_and_objective_are_named(tmp_path):
         load_space("spline", "mars")
     bad = tmp_path / "s.yaml"
     bad.write_text(yaml.safe_dump({"params": [{"name": "x", "low": 0, "high": 1, "unit": "furlong"}]}))
-    with pytest.raises(ValueError, match="unknown unit 'furlong'"):
+    with pytest.raises(ValueError, match="params.0.unit: input should be 's', 'm', .* got 'furlong'"):
         load_space("spline", "wolfgang", bad)
     with pytest.raises(ValueError, match="distinct letters"):
         parse_objective("SX", "getup")
@@ -255,7 +255,7 @@ def test_a_database_password_reaches_no_output(postgres_url, tmp_path, capsys):
              "--objective", "STH", "--trials", "1", "--storage", url, "--set", "max_episode_seconds=1"]
     assert main([*study, "--repetitions", "1", "--out", str(tmp_path / "first")]) == 0
     assert main([*study, "--repetitions", "2", "--out", str(tmp_path / "other")]) == 2
-    assert main(["train", "--sweep", str(Path(__file__).parent / "data" / "sweep-tiny.yml"), "--resume",
+    assert main(["sweep", str(Path(__file__).parent / "data" / "sweep-tiny.yml"), "--resume",
                  "--storage", url, "--out", str(tmp_path / "sweep")]) == 2
     printed = capsys.readouterr()
     assert "was made for" in printed.err and "no study" in printed.err and "postgres:***@" in printed.err

@@ -22,7 +22,7 @@ from scipy.stats import binom
 
 from upright.eval.comparison import prior_alone
 from upright.eval.runner import run_episodes
-from upright.policies.run import run_env_kwargs, zoo_dir, zoo_names
+from upright.policies.run import run_env_kwargs, zoo_entry, zoo_names
 
 #: Episodes per policy: the first of the published held-out seeds.
 EPISODES = 8
@@ -44,7 +44,7 @@ def outcome(records: list[dict[str, Any]], task: str) -> int:
 def published(name: str, runs: str) -> tuple[str, int, int, str, int]:
     """Of the shipped policy ``name``'s held-out evaluation of ``runs`` (``residual`` or ``prior``):
     environment id, count, episodes, task and first seed."""
-    manifest = yaml.safe_load((zoo_dir() / name / "manifest.yml").read_text())
+    manifest = yaml.safe_load((zoo_entry(name) / "manifest.yml").read_text())
     evaluation = manifest["evaluation"]
     result, episodes = evaluation[runs], int(evaluation["episodes"])
     count = (int(result["stood_up"][0]) if result["task"] == "getup"

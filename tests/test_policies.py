@@ -9,6 +9,7 @@ import pytest
 import upright  # noqa: F401  (registers the ids)
 import upright.baselines
 from upright.baselines import Params
+from upright.envs.robots import ROBOT_NAMES
 from upright.policies.algorithms import ALGORITHMS as ALGORITHM_ROWS
 from upright.policies.algorithms import algo_class
 from upright.policies.builtin import ControllerPolicy
@@ -81,7 +82,7 @@ def test_a_registered_baseline_is_a_policy_by_its_name(env, monkeypatch):
     controllers = []
     factory = lambda robot, params: controllers.append(_FixedController(targets)) or controllers[-1]  # noqa: E731
     monkeypatch.setitem(upright.baselines._ENTRIES, "test_fixed",
-                        upright.baselines.BaselineEntry(factory, Params.load, ("nao", "wolfgang"), "getup"))
+                        upright.baselines.BaselineEntry(factory, Params.load, ROBOT_NAMES, "getup"))
     assert "test_fixed" in policy_names()
     policy = load_policy("test_fixed")
     assert isinstance(policy, ControllerPolicy) and policy.name == "test_fixed"
@@ -222,7 +223,7 @@ def test_hand_designed_residual_adds_offsets_and_pitch_feedback(tmp_path):
     assert finished[ankle_l] == pytest.approx(-0.1125 + push) and finished[ankle_r] == pytest.approx(0.1125 - push)
     assert finished[knee] == 0.225
     far = replace(sensors, fused=np.array([3.0, 0.0, 0.0, 1.0]))
-    limits = env.unwrapped.residual_limits
+    limits = env.unwrapped.residual.limits
     assert policy.residual({"sensors": far, "prior_status": "finished"})[ankle_l] > limits[ankle_l]
     assert policy.act(observation, {"sensors": far, "prior_status": "finished"})[ankle_l] == 1.0  # clipped
 
@@ -247,10 +248,10 @@ def test_hand_designed_residual_adds_offsets_and_pitch_feedback(tmp_path):
     with pytest.raises(ValueError, match="unknown hand-designed residual 'feedback:nope'"):
         load_policy("feedback:nope")
     custom.write_text("env_id: upright/NaoGetUp-v0\nprior: keyframe\nfeedback: [{angle: yaw, reference: 0, p: 1, d: 0, actuators: {}}]\n")
-    with pytest.raises(ValueError, match="feedback angle 'yaw' is not one of pitch, roll"):
+    with pytest.raises(ValueError, match="feedback.0.angle: input should be 'pitch' or 'roll', got 'yaw'"):
         load_feedback_spec(str(custom))
     custom.write_text("env_id: upright/NaoGetUp-v0\nfeedback: []\n")
-    with pytest.raises(ValueError, match="malformed hand-designed residual"):
+    with pytest.raises(ValueError, match="mine.yml': missing key 'prior'$"):
         load_feedback_spec(str(custom))
 
 

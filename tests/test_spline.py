@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from upright.baselines import make_controller
+from upright.baselines import baseline_entry, make_controller
 from upright.baselines.spline.controller import SplineStandUp, lying_direction
 from upright.baselines.spline.motion import (DIRECTIONS, EFFECTORS, MIN_SEGMENT, PoseSpline, plan_motion, pose_matrix,
                                              pose_vector)
@@ -62,7 +62,7 @@ def test_zero_duration_phase_jumps_and_angles_unwrap() -> None:
         PoseSpline([1.0, 0.5], [a, b])
 
 
-@pytest.mark.parametrize("robot", ["wolfgang", "nao"])
+@pytest.mark.parametrize("robot", baseline_entry("spline").robots)
 @pytest.mark.parametrize("direction", DIRECTIONS)
 def test_plan_starts_at_measured_poses_and_ends_in_walkready(robot: str, direction: str) -> None:
     p = SplineParams.load(robot)
@@ -88,7 +88,7 @@ def test_plan_starts_at_measured_poses_and_ends_in_walkready(robot: str, directi
 def test_params_are_validated() -> None:
     with pytest.raises(ValueError, match="no SplineParams for robot 'asimo'"):
         SplineParams.load("asimo")
-    with pytest.raises(ValueError, match="unknown parameter 'stabilising'.*stabilizing"):
+    with pytest.raises(ValueError, match="unknown key 'stabilising'; valid keys: .*stabilizing"):
         SplineParams.load("wolfgang").with_overrides({"stabilising": False})
     nao = SplineParams.load("nao")
     assert nao.max_leg_angle == pytest.approx(np.deg2rad(51.6))  # degrees in the file, rad in code

@@ -9,6 +9,7 @@ import functools
 
 import numpy as np
 import pytest
+from upright.baselines import baseline_entry
 from upright.baselines.walk.pendulum import GRAVITY
 from upright.baselines.walk.foot_placement import adjust_step, predict_com, tolerance_range
 from upright.baselines.walk.step_adjust import StepAdjustParams
@@ -125,7 +126,7 @@ def test_leveling_follows_the_support_sole_error_when_leaning_forward():
 def test_parameter_files_load_and_configurations_switch_the_stabilisations():
     from upright.baselines.walk.step_adjust import CONFIGURATIONS
 
-    for robot in ("nao", "wolfgang"):
+    for robot in baseline_entry("step_adjust").robots:
         params = StepAdjustParams.load(robot)
         assert params.support_back < 0.0 < params.support_front
         assert params.leveling.min_torso_rotation == pytest.approx(np.deg2rad(5.0))
@@ -137,12 +138,14 @@ def test_parameter_files_load_and_configurations_switch_the_stabilisations():
 
 
 def test_parameter_file_missing_a_value_is_refused_by_name():
-    from upright.baselines.common.params import from_mapping
+    from upright.baselines.common.data import read_yaml, si_units
     from upright.baselines.walk.step_adjust import StepAdjustParams
+    from upright.envs.schema import validate
 
-    raw = {f: 0.0 for f in StepAdjustParams.__dataclass_fields__ if f not in ("leveling", "gyro_side_balance")}
-    with pytest.raises(ValueError, match="gyro_side_balance"):
-        from_mapping(StepAdjustParams, raw, where="test")
+    raw = si_units(read_yaml("step_adjust_nao.yaml"))
+    del raw["gyro_side_balance"]
+    with pytest.raises(ValueError, match="^test: missing key 'gyro_side_balance'$"):
+        validate(StepAdjustParams, raw, "test")
 
 
 def test_nao_walks_forward_for_3_seconds_without_falling():
@@ -241,7 +244,7 @@ def _feet_x(robot: str, configuration: str, sensors: list) -> np.ndarray:
     return np.array(feet)
 
 
-@pytest.mark.parametrize("robot", ["nao", "wolfgang"])
+@pytest.mark.parametrize("robot", baseline_entry("step_adjust").robots)
 @pytest.mark.parametrize("pitch", [0.2, -0.2], ids=["forward", "backward"])
 def test_step_adjustment_moves_the_swing_foot_the_way_the_torso_pitches(robot, pitch):
     """Reichenberg & Röfer, section 3: when the CoM leaves the tolerance range the swing foot is
@@ -371,7 +374,7 @@ def test_feedback_integrates_the_shortfall_after_the_warmup_within_its_limit():
     assert feedback._steps == 0 and feedback.correction[0] == pytest.approx(0.03)
 
 
-@pytest.mark.parametrize("robot", ["nao", "wolfgang"])
+@pytest.mark.parametrize("robot", baseline_entry("step_adjust").robots)
 def test_step_adjust_tracks_its_command_with_the_feedback_and_not_without(robot):
     """Real physics, lab, 12 s at 0.25 m/s forward (both robots) and a slow in-place turn: with
     the speed feedback the measured mean velocity (second half) is within 10 % of the command; the

@@ -43,8 +43,8 @@ def _walk(residual_on: str, action: np.ndarray, seconds: float, seed: int = 3) -
 def test_a_zero_step_residual_is_the_prior_to_the_bit():
     env = gym.make(ENV, prior="step_adjust", residual_on="steps").unwrapped
     assert env.action_space.shape == (3,)
-    assert env.residual_names == ("swing_x", "swing_y", "swing_yaw")
-    np.testing.assert_array_equal(env.residual_limits, [0.03, 0.03, 0.15])
+    assert env.residual.names == ("swing_x", "swing_y", "swing_yaw")
+    np.testing.assert_array_equal(env.residual.limits, [0.03, 0.03, 0.15])
     check_env(env, skip_render_check=True)
     sb3_check_env(env, warn=False)
     steps, xy = _walk("steps", np.zeros(3, dtype=np.float32), 2.0)

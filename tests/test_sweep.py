@@ -1,4 +1,4 @@
-"""``upright train --sweep``: a study of real (tiny) PPO runs on Optuna — run folders, the
+"""``upright sweep``: a study of real (tiny) PPO runs on Optuna — run folders, the
 selection-seed objective, the summary, bad input, and two workers on a throwaway PostgreSQL
 cluster with one killed mid-trial."""
 
@@ -32,7 +32,7 @@ def _study(out: Path, name: str = "sweep-tiny") -> optuna.Study:
 
 def test_sweep_runs_each_trial_as_a_run_then_summarises_and_resumes(tmp_path, capsys, monkeypatch):
     out = tmp_path / "sweep"
-    assert main(["train", "--sweep", str(TINY), "--trials", "2", "--out", str(out), "--seed", "1"]) == 0
+    assert main(["sweep", str(TINY), "--trials", "2", "--out", str(out), "--seed", "1"]) == 0
     study = _study(out)
     trials = study.get_trials()
     assert [t.state for t in trials] == [TrialState.COMPLETE] * 2
@@ -57,7 +57,7 @@ def test_sweep_runs_each_trial_as_a_run_then_summarises_and_resumes(tmp_path, ca
     for name in ("summary.md", "history.png", "importance.png"):
         (out / name).unlink()
     capsys.readouterr()
-    assert main(["train", "--sweep", str(TINY), "--summary", "--out", str(out)]) == 0
+    assert main(["sweep", str(TINY), "--summary", "--out", str(out)]) == 0
     assert len(_study(out).get_trials()) == 2
     best = _study(out).best_trial
     page = (out / "summary.md").read_text()
@@ -68,14 +68,14 @@ def test_sweep_runs_each_trial_as_a_run_then_summarises_and_resumes(tmp_path, ca
     assert len((out / "trials.csv").read_text().splitlines()) == 3
     # --docs: the same page under docs/results with its command, and the plots beside it
     monkeypatch.chdir(tmp_path)
-    assert main(["train", "--sweep", str(TINY), "--summary", "--out", str(out), "--docs"]) == 0
+    assert main(["sweep", str(TINY), "--summary", "--out", str(out), "--docs"]) == 0
     docs = tmp_path / "docs" / "results"
     page = (docs / "sweep-sweep-tiny.md").read_text()
     assert ship in page and "--summary" in page and page.count("Machine:") == 1
     for name in ("history.png", "importance.png"):
         assert (docs / "sweeps" / f"sweep-tiny-{name}").stat().st_size > 0 and f"sweeps/sweep-tiny-{name}" in page
     # --resume continues the study: one more trial for --trials 3
-    assert main(["train", "--sweep", str(TINY), "--trials", "3", "--resume", "--out", str(out)]) == 0
+    assert main(["sweep", str(TINY), "--trials", "3", "--resume", "--out", str(out)]) == 0
     trials = _study(out).get_trials()
     assert [t.state for t in trials] == [TrialState.COMPLETE] * 3
     # the continued sampler draws new values, not its first run's first ones again
@@ -87,7 +87,7 @@ def test_pruning_reports_every_evaluation(tmp_path):
     space["prune"] = {"startup_trials": 1, "warmup_steps": 0}
     path = tmp_path / "pruned.yml"
     path.write_text(yaml.safe_dump(space))
-    assert main(["train", "--sweep", str(path), "--trials", "2", "--out", str(tmp_path / "out")]) == 0
+    assert main(["sweep", str(path), "--trials", "2", "--out", str(tmp_path / "out")]) == 0
     study = _study(tmp_path / "out", "pruned")
     for trial in study.get_trials():
         rows = read_learning_curve(Path(trial.user_attrs["run_dir"]) / "learning_curve.csv")
@@ -107,7 +107,7 @@ def test_a_sampled_combination_train_refuses_fails_its_trial_not_the_worker(tmp_
     plan = resolve(SweepConfig(space=str(path), trials=1, out=out))
     study = open_sweep(plan)
     study.enqueue_trial({"hp.learning_rate": 1e-4, "reward_scales.upright": 1.0, "residual_scale": 0.1})
-    assert main(["train", "--sweep", str(path), "--trials", "1", "--out", str(out)]) == 0
+    assert main(["sweep", str(path), "--trials", "1", "--out", str(out)]) == 0
     trials = _study(out, "initial").get_trials()
     assert [t.state for t in trials] == [TrialState.FAIL, TrialState.COMPLETE]
     assert "beyond the residual range" in trials[0].user_attrs["error"]
@@ -116,8 +116,9 @@ def test_a_sampled_combination_train_refuses_fails_its_trial_not_the_worker(tmp_
 
 @pytest.mark.parametrize(("change", "named"), [
     pytest.param({"objectve": "fall_rate"}, ["'objectve'"], id="unknown-key"),
-    pytest.param({"train": {"env_id": "upright/NaoWalk-v0", "stpes": 10}}, ["'stpes'"], id="unknown-train-key"),
-    pytest.param({"params": [{"name": "hp.learning_rat", "low": 0.1, "high": 0.2}]}, ["'learning_rat'"],
+    pytest.param({"train": {"env_id": "upright/NaoWalk-v0", "stpes": 10}},
+                 ["unknown key 'train.stpes'; valid keys of train: env_id, prior"], id="unknown-train-key"),
+    pytest.param({"params": [{"name": "hp.learning_rat", "low": 0.1, "high": 0.2}]}, ["unknown key 'hp.learning_rat'"],
                  id="unknown-hyperparameter"),
     pytest.param({"params": [{"name": "reward_scales.uprite", "low": 0.1, "high": 0.2}]}, ["uprite"],
                  id="unknown-reward-term"),
@@ -129,7 +130,7 @@ def test_bad_space_is_one_line_and_exit_2(tmp_path, capsys, change, named):
     space = {**yaml.safe_load(TINY.read_text()), **change}
     path = tmp_path / "bad.yml"
     path.write_text(yaml.safe_dump(space))
-    assert main(["train", "--sweep", str(path), "--trials", "1", "--out", str(tmp_path / "out")]) == 2
+    assert main(["sweep", str(path), "--trials", "1", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert all(name in err for name in named), err
@@ -154,7 +155,7 @@ def test_shipped_space_makes_runs_that_upright_train_accepts(tmp_path, monkeypat
 
 
 def test_resume_of_a_study_that_does_not_exist_is_refused(tmp_path, capsys):
-    assert main(["train", "--sweep", str(TINY), "--resume", "--out", str(tmp_path)]) == 2
+    assert main(["sweep", str(TINY), "--resume", "--out", str(tmp_path)]) == 2
     assert "no study 'sweep-tiny'" in capsys.readouterr().err
 
 
@@ -189,7 +190,7 @@ def test_two_workers_on_postgresql_one_killed_mid_trial(postgres_url, tmp_path):
     output = second.communicate(timeout=300)[0]
     assert second.returncode == 0, output
     # the study continues from the command line (the retry of the killed trial, if still waiting, first)
-    assert main(["train", "--sweep", str(TINY), "--trials", "4", "--resume", "--storage", postgres_url,
+    assert main(["sweep", str(TINY), "--trials", "4", "--resume", "--storage", postgres_url,
                  "--out", str(tmp_path / "c")]) == 0
     trials = study.get_trials()
     assert [t.number for t in trials] == list(range(len(trials)))  # every trial recorded once

@@ -103,8 +103,8 @@ def test_the_tempo_entry_names_and_limits_and_its_bad_values():
     env = gym.make(ENV, prior="keyframe", tempo_range=1.5).unwrapped
     nu = env.sim.model.nu
     assert env.action_space.shape == (nu + 1,)
-    assert env.residual_names[-1] == "tempo" and env.residual_names[:-1] == tuple(env.robot.actuator_names)
-    assert env.residual_limits[-1] == pytest.approx(math.log(1.5))
+    assert env.residual.names[-1] == "tempo" and env.residual.names[:-1] == tuple(env.robot.actuator_names)
+    assert env.residual.limits[-1] == pytest.approx(math.log(1.5))
     action = env.residual_action({"tempo": math.log(1.2), "LKneePitch": 0.0})
     assert action[-1] == pytest.approx(math.log(1.2) / math.log(1.5)) and not action[:-1].any()
     with pytest.raises(ValueError, match="beyond the residual range"):
@@ -132,9 +132,9 @@ def test_the_prior_alone_drops_the_tempo_entry_and_a_hand_designed_residual_refu
     assert alone.records[0]["episode_seconds"] == pytest.approx(0.5, abs=0.012)  # whole control periods
     env = gym.make(ENV, **kwargs)
     env.reset(seed=0)
-    spec = FeedbackSpec(name="none", env_id=ENV, prior="keyframe", offsets={}, terms=())
+    spec = FeedbackSpec(env_id=ENV, prior="keyframe")
     with pytest.raises(ValueError, match="action has a tempo entry"):
-        FeedbackResidualPolicy(spec).reset(env.unwrapped, None)
+        FeedbackResidualPolicy(spec, "none").reset(env.unwrapped, None)
     env.close()
 
 

@@ -157,18 +157,18 @@ def test_imitation_fits_the_actor_to_a_hand_designed_residual(tmp_path):
     """``hp.imitate``: the teacher's rollouts count in the run's steps, the regression's error falls,
     and afterwards the deterministic policy acts as the teacher does, on observations of its own
     episodes, far closer than the fresh (zero) policy; bad uses are refused by resolve."""
-    from upright.policies.feedback import FeedbackResidualPolicy, load_feedback_spec
+    from upright.policies.feedback import feedback_policy
     from upright.training.imitation import imitate
 
     teacher_name = "feedback:wolfgang-getup-bend-ankle"
     hp = {**TINY_PPO, "imitate": teacher_name, "imitate_steps": 600, "imitate_epochs": 30,
           "imitate_batch_size": 64, "policy_kwargs.net_arch": (64, 64)}
     config = resolve(_config(tmp_path, hp_overrides=hp))
-    assert config.hyperparams["imitate_learning_rate"] == 1e-3  # the defaults fill what is not set
+    assert config.extras.imitate_learning_rate == 1e-3  # the defaults fill what is not set
     venv = make_train_env(ENV, config.env_kwargs_with_prior, 2, 0, normalize=True, on_policy=True,
                           keep_info=TEACHER_INFO)
     model = new_model(config, venv, tmp_path / "tb")
-    teacher = FeedbackResidualPolicy(load_feedback_spec(teacher_name))
+    teacher = feedback_policy(teacher_name)
     slim = make_train_env(ENV, config.env_kwargs_with_prior, 1, 0, normalize=False, on_policy=True)
     with pytest.raises(ValueError, match="keep_info=TEACHER_INFO"):  # a teacher blind to the sensors
         imitate(model, slim, teacher, steps=10, epochs=1, batch_size=8, learning_rate=1e-3, seed=0,
@@ -207,7 +207,7 @@ def test_an_imitating_run_starts_its_curve_at_the_teacher_steps(tmp_path):
     rows = list(csv.DictReader((run_dir / "learning_curve.csv").open()))
     assert [int(r["steps"]) for r in rows][:1] == [200]  # the imitated policy, evaluated before PPO
     assert int(rows[-1]["steps"]) >= 384 and float(rows[0]["wall_seconds"]) > 0
-    assert yaml.safe_load((run_dir / "config.yml").read_text())["hyperparams"]["imitate_steps"] == 200
+    assert yaml.safe_load((run_dir / "config.yml").read_text())["extras"]["imitate_steps"] == 200
     assert {"model_200_steps.zip", "model_vecnormalize_200_steps.pkl"} <= {p.name for p in (run_dir / "checkpoints").iterdir()}
 
 
@@ -259,6 +259,28 @@ def test_resume_continues_steps_curve_and_tensorboard(run_dir):
     scores = [(float(r["success_rate"]), float(r["mean_return"])) for r in rows]
     best = int(rows[scores.index(max(scores))]["steps"])  # the first evaluation with the best score, resume or not
     assert PPO.load(run_dir / "best_model.zip", device="cpu").num_timesteps == best
+
+
+def test_tensorboard_has_the_training_episodes_metrics_and_the_hyperparameters(run_dir):
+    """The event file holds the training episodes' get-up metrics (``episode/*``: the means of
+    ``info["episode_metrics"]`` over the episodes of each log, booleans as rates) and the run's
+    settings and hyperparameters as TensorBoard's HParams."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+
+    events = EventAccumulator(str(run_dir / "tb" / "run_1"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"episode/success", "episode/stood_up", "episode/falls", "episode/tries", "episode/episode_seconds"} <= tags
+    assert all(0.0 <= e.value <= 1.0 for e in events.Scalars("episode/stood_up"))
+    assert {e.value for e in events.Scalars("episode/episode_seconds")} == {SHORT["max_episode_seconds"]}
+    (start,) = [data.session_start_info for data in map(HParamsPluginData.FromString,
+                                                        events.PluginTagToContent("hparams").values())
+                if data.HasField("session_start_info")]  # one tag for the run and its resumption
+    values = {key: getattr(value, value.WhichOneof("kind")) for key, value in start.hparams.items()}
+    assert values["algo"] == "ppo" and values["prior"] == "spline" and values["env.max_episode_seconds"] == 1.5
+    assert values["n_steps"] == 64 and values["policy_kwargs.net_arch"] == "[16, 16]" and values["steps"] in (256, 640)
+    assert "None" not in values.values()
 
 
 def test_run_folder_evaluates_through_upright_eval(run_dir, tmp_path):
@@ -358,13 +380,14 @@ def test_eval_env_kwargs_evaluate_and_load_the_task_the_run_is_for(tmp_path):
     (["--eval-set", "start=sitting"], "'sitting'"),
     (["--eval-set", "hp.gamma=0.9"], "hp.gamma"),
     (["--algo", "dqn"], "'dqn'"),
-    (["--set", "hp.learning_rat=1e-3"], "'learning_rat'"),
+    (["--set", "hp.learning_rat=1e-3"], "--set: unknown key 'hp.learning_rat'; valid keys of hp: normalize, "),
     (["--set", "hp.policy_kwargs.net=8"], "policy_kwargs.net"),
     (["--prior", "lipm"], "'lipm'"),
     (["--set", "gravity=1"], "'gravity'"),
     (["--resume", "."], "not a run folder"),
-    (["--set", "hp.policy_kwargs.net_arch=64"], "hp.policy_kwargs.net_arch must be a list of layer sizes"),
-    (["--set", "hp.policy_kwargs.net_arch=64.5,64"], "got (64.5, 64.0)"),
+    (["--set", "hp.policy_kwargs.net_arch=64"], "hp.policy_kwargs.net_arch: input should be a valid list or input "
+                                                "should be a valid dictionary, got 64"),
+    (["--set", "hp.policy_kwargs.net_arch=64.5,64"], "hp.policy_kwargs.net_arch.0: input should be a valid integer"),
     (["--checkpoint-every", "0"], "checkpoint_every must be an integer >= 1, got 0"),
     (["--eval-episodes", "0"], "eval_episodes must be an integer >= 1, got 0"),
     (["--eval-every", "-1"], "eval_every must be an integer >= 0, got -1"),
@@ -372,19 +395,22 @@ def test_eval_env_kwargs_evaluate_and_load_the_task_the_run_is_for(tmp_path):
     (["--n-envs", "0"], "n_envs must be an integer >= 1, got 0"),
     (["--vec-env", "fast"], "vec_env must be one of auto, dummy, subproc, batched, got 'fast'"),
     (["--seed", "-1"], "seed must be an integer >= 0, got -1"),
-    (["--set", "hp.learning_rate=-1e-3"], "hp.learning_rate must be a number > 0, got -0.001"),
-    (["--set", "hp.gamma=1.5"], "hp.gamma must be a number > 0 and <= 1, got 1.5"),
-    (["--set", "hp.n_steps=0"], "hp.n_steps must be an integer >= 1, got 0"),
-    (["--set", "hp.batch_size=1"], "hp.batch_size must be >= 2 for ppo"),
-    (["--set", "hp.normalize=maybe"], "hp.normalize must be true or false, got 'maybe'"),
-    (["--set", "hp.warmup_steps=-5"], "hp.warmup_steps must be an integer >= 0, got -5"),
-    (["--set", "hp.push_curriculum_start=0.5"], "hp.push_curriculum_start and hp.push_curriculum_steps go together"),
-    (["--set", "hp.model_curriculum_steps=10"], "hp.model_curriculum_start and hp.model_curriculum_steps go together"),
+    (["--set", "hp.learning_rate=-1e-3"], "hp.learning_rate: input should be greater than 0, got -0.001"),
+    (["--set", "hp.gamma=1.5"], "hp.gamma: input should be less than or equal to 1, got 1.5"),
+    (["--set", "hp.n_steps=0"], "hp.n_steps: input should be greater than or equal to 1, got 0"),
+    (["--set", "hp.batch_size=1"], "hp.batch_size: input should be greater than or equal to 2, got 1"),
+    (["--set", "hp.normalize=maybe"], "hp.normalize: input should be a valid boolean, unable to interpret input, "
+                                      "got 'maybe'"),
+    (["--set", "hp.warmup_steps=-5"], "hp.warmup_steps: input should be greater than or equal to 0, got -5"),
+    (["--set", "hp.push_curriculum_start=0.5"], "push_curriculum_start and push_curriculum_steps go together; "
+                                                "push_curriculum_steps is missing"),
+    (["--set", "hp.model_curriculum_steps=10"], "model_curriculum_start and model_curriculum_steps go together"),
     (["--set", "hp.push_curriculum_start=1.5", "hp.push_curriculum_steps=10"],
-     "hp.push_curriculum_start must be a number >= 0 and <= 1, got 1.5"),
-    (["--set", "hp.policy_kwargs.ortho_init=3"], "hp.policy_kwargs.ortho_init must be true or false, got 3"),
-    (["--algo", "sac", "--set", "hp.train_freq=0"], "hp.train_freq must be an integer >= 1"),
-    (["--algo", "sac", "--set", "hp.ent_coef=often"], "hp.ent_coef must be a number >= 0 or auto"),
+     "hp.push_curriculum_start: input should be less than or equal to 1, got 1.5"),
+    (["--set", "hp.policy_kwargs.ortho_init=3"], "hp.policy_kwargs.ortho_init: input should be a valid boolean"),
+    (["--algo", "sac", "--set", "hp.train_freq=0"], "hp.train_freq: input should be greater than or equal to 1"),
+    (["--algo", "sac", "--set", "hp.ent_coef=often"], "hp.ent_coef: input should be a valid number, unable to parse "
+                                                      "string as a number or string should match pattern"),
     (["--set", "hp.policy_kwargs.squash_output=true"], "do not make a ppo model: squash_output=True is only"),
 ])
 def test_bad_configurations_name_the_bad_value(args, message, tmp_path, capsys):
@@ -900,6 +926,11 @@ def test_training_bench_rows():
     # the scaling table has the parts too, per vector environment and number of copies
     scaling = format_scaling_bench([ppo]).splitlines()
     assert scaling[-2].split()[:5] == ["ppo", ENV, "spline", "dummy", "4"] and "Where the training time goes" in scaling[-1]
+    # an 80-column terminal: every line fits, each block of columns under the columns that name the rows
+    for narrow in (format_training_bench(rows, width=80), format_scaling_bench([ppo], width=80)):
+        lines = narrow.splitlines()
+        assert max(map(len, lines)) <= 80
+        assert sum(line.split()[:3] == ["algo", "environment", "prior"] for line in lines) >= 3
 
 
 @pytest.mark.parametrize("warmup, frozen", [(10**6, True), (0, False)])
@@ -1268,14 +1299,14 @@ def test_training_bench_runs_the_shipped_training_configurations():
     without what runs before steady-state training; a row says which one it ran."""
     from dataclasses import replace
 
-    from upright.policies.run import zoo_dir, zoo_names
+    from upright.policies.run import zoo_entry, zoo_names
     from upright.policies.run_folder import load_run_config
     from upright.training.bench import BEFORE_TRAINING, format_training_bench, measure_config, shipped_configs
 
     configs = dict(shipped_configs(64))
-    assert set(configs) == {name for name in zoo_names() if load_run_config(zoo_dir() / name).algo == "ppo"}
+    assert set(configs) == {name for name in zoo_names() if load_run_config(zoo_entry(name)).algo == "ppo"}
     for name, config in configs.items():
-        own = load_run_config(zoo_dir() / name)
+        own = load_run_config(zoo_entry(name))
         assert (config.env_id, config.n_envs, config.env_kwargs, config.steps, config.vec_env, config.init) == (
             own.env_id, own.n_envs, own.env_kwargs, 64, "dummy", None)
         assert config.hp_overrides == {k: v for k, v in own.hp_overrides.items() if k not in BEFORE_TRAINING}

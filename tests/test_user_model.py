@@ -1,6 +1,8 @@
-"""A user's MJCF of one of our robots through a model map (``model=``, ``model_map=``) and
-``upright check-model``, on the variant models :mod:`upright.eval.model_variants` writes from ours:
-a legs-only Wolfgang, knees with a 0.15 rad ``ref``, softer servos, and renamed joints with a map."""
+"""A user's MJCF of one of our robots through a model map (``model=``, ``model_map=``),
+``upright check-model`` and every command on such a model (eval, train, export, optimize, report,
+the model-variants experiment), on the variant models :mod:`upright.eval.model_variants` writes
+from ours: a legs-only robot, knees with a 0.15 rad ``ref``, softer servos, and renamed joints with
+a map, of the Wolfgang and of the NAO."""
 
 from __future__ import annotations
 
@@ -17,21 +19,36 @@ import upright  # noqa: F401  (registers the environments)
 from upright.baselines import make_controller
 from upright.cli import main
 from upright.envs.robots import get_robot, with_model
-from upright.envs.robots.user_model import MAP_KEYS, read_model_map
+from upright.envs.robots.user_model import MapFile, read_model_map
 from upright.envs.simulation import Simulation
 from upright.eval.check_model import WIDTH, check_model
-from upright.eval.model_variants import (FLIPPED, KNEE_REF, OFFSET_JOINT, OFFSET_ZERO, SOFT_GAIN, SOFT_TIMESTEP,
-                                         write_variants)
+from upright.eval.model_variants import KNEE_REF, OFFSET_ZERO, SOFT_GAIN, SOFT_SUBSTEPS, VARIANT_DATA, write_variants
 
-WOLFGANG = get_robot("wolfgang")
+WOLFGANG, NAO = get_robot("wolfgang"), get_robot("nao")
+FLIPPED, OFFSET_JOINT = VARIANT_DATA["wolfgang"].flipped, VARIANT_DATA["wolfgang"].offset_joint
+SOFT_TIMESTEP = WOLFGANG.control_period / SOFT_SUBSTEPS
 
 
 @pytest.fixture(scope="module")
-def variants(tmp_path_factory) -> dict[str, dict[str, str]]:
-    """The variant models: name → the environment arguments that load it."""
+def all_variants(tmp_path_factory) -> dict[str, dict[str, dict[str, str]]]:
+    """The variant models: robot → name → the environment arguments that load it."""
     written = write_variants(tmp_path_factory.mktemp("variants"))
-    return {name: {"model": str(model), **({"model_map": str(map_path)} if map_path else {})}
-            for name, (model, map_path) in written.items()}
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for (robot, name), (model, map_path) in written.items():
+        out.setdefault(robot, {})[name] = {"model": str(model), **({"model_map": str(map_path)} if map_path else {})}
+    return out
+
+
+@pytest.fixture(scope="module")
+def variants(all_variants) -> dict[str, dict[str, str]]:
+    """The Wolfgang variants: name → the environment arguments that load it."""
+    return all_variants["wolfgang"]
+
+
+@pytest.fixture(scope="module")
+def nao_variants(all_variants) -> dict[str, dict[str, str]]:
+    """The NAO variants: name → the environment arguments that load it."""
+    return all_variants["nao"]
 
 
 def _held(sim: Simulation, targets: np.ndarray, seconds: float) -> np.ndarray:
@@ -49,15 +66,15 @@ def _write_map(tmp_path: Path, data: object) -> Path:
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"feets": {}}, "unknown key 'feets'; valid keys: " + ", ".join(MAP_KEYS)),
+    ({"feets": {}}, "unknown key 'feets'; valid keys: " + ", ".join(MapFile.model_fields)),
     ({"joints": {"LKneee": "l_knee"}}, "unknown key 'joints.LKneee'; valid keys of joints: HeadPan"),
     ({"joints": {"LKnee": {"joint": "l_knee", "sgn": -1}}}, "unknown key 'joints.LKnee.sgn'; valid keys of "
                                                             "joints.LKnee: joint, zero, sign"),
-    ({"joints": {"LKnee": {"joint": "l_knee", "sign": 2}}}, "joints.LKnee.sign must be 1 or -1, got 2"),
-    ({"joints": {"LKnee": {"joint": "l_knee", "zero": "a"}}}, "joints.LKnee.zero must be a finite angle"),
-    ({"imu": {"site": "a", "gyro": "b"}}, "imu needs either site, or gyro, accel and quat"),
-    ({"feet": {"pressure": ["a", "b"]}}, "feet.pressure needs 8 sensors"),
-    ({"robot": "nao"}, "robot is 'nao', but the model is used as 'wolfgang'"),
+    ({"joints": {"LKnee": {"joint": "l_knee", "sign": 2}}}, "joints.LKnee.sign: input should be 1 or -1, got 2"),
+    ({"joints": {"LKnee": {"joint": "l_knee", "zero": "a"}}}, "joints.LKnee.zero: input should be a valid number"),
+    ({"imu": {"site": "a", "gyro": "b"}}, "imu: needs either site, or gyro, accel and quat"),
+    ({"feet": {"pressure": ["a", "b"]}}, "feet.pressure: value should have at least 8 items"),
+    ({"robot": "nao"}, "robot: input should be 'wolfgang', got 'nao'"),
 ])
 def test_map_is_validated_strictly(tmp_path, data, message):
     path = _write_map(tmp_path, data)
@@ -117,6 +134,40 @@ def test_renamed_model_with_its_map_is_our_robot(variants):
     # Standing, the quarter-sole sensors of the foot geoms read what our cleat sensors read.
     np.testing.assert_allclose(theirs.sensors().foot_pressure, ours.sensors().foot_pressure, rtol=0.02, atol=0.2)
     assert theirs.sensors().foot_pressure.sum() == pytest.approx(ours.weight, rel=0.02)
+
+
+def test_renamed_nao_with_its_map_is_our_robot(nao_variants):
+    """A NAO under other names, signs and a zero, its pressure sensors, sole sites and head top
+    named by the map: the same robot, its hip yaw-pitch coupling included."""
+    ours, theirs = Simulation(NAO), Simulation(with_model(NAO, **nao_variants["renamed"]))
+    targets = ours.model.key("stand").ctrl.copy()
+    for sim in (ours, theirs):
+        sim.reset("stand", seed=0)
+    np.testing.assert_allclose(_held(theirs, targets, 1.0), _held(ours, targets, 1.0), atol=1e-4)
+    np.testing.assert_allclose(theirs.sensors().foot_pressure, ours.sensors().foot_pressure, rtol=1e-3, atol=0.05)
+    # The hip yaw-pitch turned (the right joint follows through the coupling): the feet slide a
+    # little, within millimetres of ours.
+    targets[NAO.actuator_names.index("LHipYawPitch")] = -0.3
+    np.testing.assert_allclose(_held(theirs, targets, 1.0), _held(ours, targets, 1.0), atol=5e-3)
+    assert theirs.sensors().joint_pos[NAO.joint_names.index("RHipYawPitch")] == pytest.approx(-0.3, abs=0.05)
+    report = check_model(nao_variants["renamed"]["model"], "nao", nao_variants["renamed"]["model_map"])
+    assert "RKneePitch      <- r_knee_pitch       sign -1 (turns the other way)" in report
+    assert "every sole and hand within 0.1 mm of ours" in report
+
+
+def test_soft_and_legs_only_nao(nao_variants):
+    """The softer NAO keeps its servos and its 3 ms timestep; the legs-only NAO refuses the get-ups
+    and builds the walks."""
+    sim = Simulation(with_model(NAO, **nao_variants["soft"]))
+    assert sim.n_substeps == SOFT_SUBSTEPS and sim.model.opt.timestep == pytest.approx(0.003)
+    ours = Simulation(NAO).model.actuator_gainprm[:, 0]
+    np.testing.assert_allclose(sim.model.actuator_gainprm[:, 0], SOFT_GAIN * ours)
+    legs = with_model(NAO, nao_variants["legs_only"]["model"])
+    assert len(legs.missing_joints) == 12 and "LWristYaw" in legs.missing_joints
+    with pytest.raises(ValueError, match="baseline 'keyframe' \\(getup\\) needs the arms"):
+        make_controller("keyframe", legs, "getup")
+    for name in ("step_adjust", "lipm"):
+        make_controller(name, legs, "walk")
 
 
 def test_soft_model_keeps_its_servos_and_timestep(variants):
@@ -259,3 +310,120 @@ def test_walk_baseline_walks_on_the_legs_only_model(variants):
         done = terminated or truncated
     position = env.unwrapped.sim.torso_pose()[0]
     assert not terminated and position[2] > 0.3 and position[0] - start[0] > 0.2
+
+
+# ---------------------------------------------------------------------- a user's model in every command
+def _model_settings(kwargs: dict[str, str]) -> list[str]:
+    """The ``--set`` items that load a variant."""
+    return [f"{key}={value}" for key, value in kwargs.items()]
+
+
+def test_eval_runs_on_a_users_model_and_refuses_what_it_lacks(tmp_path, variants, capsys):
+    out = tmp_path / "eval"
+    assert main(["eval", "--env", "upright/WolfgangWalk-v0", "--policy", "step_adjust", "--episodes", "1", "--out",
+                 str(out), "--set", *_model_settings(variants["renamed"]), "max_episode_seconds=1"]) == 0
+    result = yaml.safe_load((out / "results.json").read_text())
+    assert result["env_kwargs"]["model_map"] == variants["renamed"]["model_map"] and result["episodes"] == 1
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the missing joints' warning
+        assert main(["eval", "--env", "upright/WolfgangGetUp-v0", "--policy", "spline", "--episodes", "1", "--out",
+                     str(tmp_path / "refused"), "--set", *_model_settings(variants["legs_only"])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "baseline 'spline' (getup) needs the arms" in err
+
+
+@pytest.fixture(scope="module")
+def model_run(tmp_path_factory, variants) -> Path:
+    """A tiny residual run (64 PPO steps on the spline prior) trained on the renamed Wolfgang with its map."""
+    out = tmp_path_factory.mktemp("runs")
+    assert main(["train", "--env", "upright/WolfgangGetUp-v0", "--prior", "spline", "--steps", "64", "--n-envs", "1",
+                 "--vec-env", "dummy", "--no-progress", "--eval-every", "0", "--checkpoint-every", "64", "--out",
+                 str(out), "--name", "renamed", "--set", *_model_settings(variants["renamed"]),
+                 "max_episode_seconds=0.5", "hp.n_steps=64", "hp.batch_size=64", "hp.n_epochs=1",
+                 "hp.policy_kwargs.net_arch=16,16"]) == 0
+    return out / "WolfgangGetUp-v0" / "renamed"
+
+
+def test_train_keeps_the_model_in_its_run(model_run, variants):
+    """The run's config records the model, and loading the run rebuilds its environment on it."""
+    from upright.policies.run import run_env_kwargs
+
+    config = yaml.safe_load((model_run / "config.yml").read_text())
+    assert config["env_kwargs"]["model"] == variants["renamed"]["model"]
+    kwargs = run_env_kwargs(str(model_run))
+    assert kwargs["model_map"] == variants["renamed"]["model_map"]
+    env = gym.make("upright/WolfgangGetUp-v0", **kwargs)
+    assert env.unwrapped.robot.model == Path(variants["renamed"]["model"])
+
+
+def test_export_carries_the_model(model_run, variants, tmp_path):
+    """The export's spec names the model the policy was trained on, and its checks (the graph
+    against the policy, the prior's test vectors) ran on it."""
+    out = tmp_path / "export"
+    assert main(["export", str(model_run), "--out", str(out)]) == 0
+    spec = yaml.safe_load((out / "policy.yml").read_text())
+    assert spec["environment"]["kwargs"]["model"] == variants["renamed"]["model"]
+    assert spec["training"]["env_kwargs"]["model_map"] == variants["renamed"]["model_map"]
+    assert (out / "prior_vectors.npz").stat().st_size > 0
+
+
+def test_optimize_runs_its_trials_on_a_users_model(tmp_path, variants, capsys):
+    settings = _model_settings(variants["legs_only"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the missing joints' warning
+        assert main(["optimize", "--controller", "step_adjust", "--robot", "wolfgang", "--sampler", "random",
+                     "--trials", "1", "--repetitions", "1", "--out", str(tmp_path / "walk"), "--set", *settings,
+                     "max_episode_seconds=0.5"]) == 0
+        assert f"model={variants['legs_only']['model']}" in (tmp_path / "walk" / "best_params.yaml").read_text()
+        capsys.readouterr()
+        assert main(["optimize", "--controller", "spline", "--robot", "wolfgang", "--trials", "1", "--out",
+                     str(tmp_path / "getup"), "--set", *settings]) == 2
+    assert "baseline 'spline' (getup) needs the arms" in capsys.readouterr().err
+
+
+def test_report_evaluates_on_a_users_model(tmp_path, variants, capsys):
+    """The report's evaluation on the legs-only model: the walks run on it, the get-up baselines and
+    residuals that need the arms are skipped in one line; a model needs one robot."""
+    from upright.eval.report import evaluate_all
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the missing joints' warning
+        results = evaluate_all(tmp_path, episodes=1, workers=1, episode_seconds=0.2, robots=("wolfgang",),
+                               settings=variants["legs_only"])
+    assert {r["env"] for r in results} == {"upright/WolfgangGetUp-v0", "upright/WolfgangWalk-v0"}
+    assert all(r["env_kwargs"]["model"] == variants["legs_only"]["model"] for r in results)
+    policies = {r["policy"] for r in results}
+    assert {"step_adjust", "lipm", "zero"} <= policies and not {"spline", "keyframe"} & policies
+    assert "cells whose baseline or prior needs joints the model lacks" in capsys.readouterr().out
+    assert main(["report", "--set", f"model={variants['soft']['model']}", "--out", str(tmp_path / "both")]) == 2
+    assert "is a model of one robot: report on that robot alone (--robot" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_whole_report_on_a_users_model(tmp_path, variants):
+    """``upright report --robot wolfgang --set model=...``: its page opens with the model, and the
+    robot's section with check-model's comparison."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the missing joints' warning
+        assert main(["report", "--robot", "wolfgang", "--set", *_model_settings(variants["legs_only"]), "--out",
+                     str(tmp_path), "--episodes", "1", "--episode-seconds", "0.3", "--bench-steps", "5"]) == 0
+    page = (tmp_path / "report.md").read_text()
+    assert f"Every evaluation, check and picture of wolfgang on the model {variants['legs_only']['model']}" in page
+    assert "joints: 12 of 20 present" in page and "## nao" not in page
+
+
+def test_the_model_variants_experiment_runs_each_row_on_each_variant(tmp_path, capsys):
+    """``upright experiment model-variants`` (one short episode per cell): the walks run on the
+    legs-only NAO, the get-ups and the shipped get-up are not run there, saying why."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the missing joints' warning
+        assert main(["experiment", "model-variants", "--episodes", "1", "--out", str(tmp_path), "--set", "robots=nao",
+                     "variants=legs_only", "max_episode_seconds=0.3"]) == 0
+    page = (tmp_path / "results.md").read_text()
+    assert "| NaoGetUp keyframe | not run: needs the arms |" in page
+    assert "| NaoGetUp nao-getup-residual-keyframe | not run: its prior keyframe needs the arms |" in page
+    walks = [line for line in page.splitlines() if line.startswith("| NaoWalk ") and line.count("|") == 3]
+    assert len(walks) == 2 and all(" | 1/1, " in line for line in walks)
+    models = yaml.safe_load((tmp_path / "results.json").read_text())["data"]["models"]
+    assert models["nao"]["legs_only"]["model"] == str(tmp_path / "models" / "nao" / "legs_only.xml")

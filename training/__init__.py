@@ -1,3 +1,3 @@
 """Training (stable-baselines3: :func:`~upright.training.train.train`, ``upright train``) and its
-sweeps (:mod:`~upright.training.sweep`, ``upright train --sweep``: studies of training runs on the
+sweeps (:mod:`~upright.training.sweep`, ``upright sweep``: studies of training runs on the
 machinery of :mod:`upright.tuning`)."""

@@ -53,12 +53,14 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import CallbackList
 
+from upright.eval.bench.columns import Column, text_table
 from upright.policies.algorithms import ALGORITHMS, algorithm
-from upright.policies.run import zoo_dir, zoo_names
-from upright.policies.run_folder import TrainConfig, load_run_config
-from upright.training.config import IMITATE_DEFAULTS, choose_vec_env, usable_cores
+from upright.policies.run import zoo_entry, zoo_names
+from upright.policies.run_folder import TrainConfig, TrainingExtras, load_run_config
+from upright.training.config import choose_vec_env, usable_cores
 from upright.training.callbacks import RewardTerms, UpdateThreads
 from upright.training.train import new_model, resolve, train_env, unchecked_distributions
+from upright.training.vec_env import START_METHOD, make_train_env, worker_environment
 
 #: (environment id, prior) of the residual configurations in training/hyperparams/*.yml.
 CONFIGS = (("upright/NaoGetUp-v0", "keyframe"), ("upright/WolfgangGetUp-v0", "spline"),
@@ -67,7 +69,7 @@ CONFIGS = (("upright/NaoGetUp-v0", "keyframe"), ("upright/WolfgangGetUp-v0", "sp
 HYPERPARAMS_SOURCE = "hyperparams"
 #: Hyperparameters of a shipped run that act before steady-state training (the imitation, the
 #: frozen-actor warm-up), left out of its training-speed row.
-BEFORE_TRAINING = ("imitate", *IMITATE_DEFAULTS, "warmup_steps")
+BEFORE_TRAINING = (*(key for key in TrainingExtras.model_fields if key.startswith("imitate")), "warmup_steps")
 #: The algorithms benchmarked (their ``benched`` rows).
 ALGOS = tuple(name for name, a in ALGORITHMS.items() if a.benched)
 #: Targets: training / environment alone, and training steps per second.
@@ -218,7 +220,7 @@ def measure_config(config: TrainConfig, *, clock: str | None = None, source: str
             actions: list[np.ndarray] = []
             spent = _instrument(model, now, actions)
             start = now()
-            update_threads = int(config.hyperparams.get("update_threads", 1))
+            update_threads = config.extras.update_threads
             callbacks = [RewardTerms(), UpdateThreads(update_threads)]
             with unchecked_distributions():
                 model.learn(steps, callback=CallbackList(callbacks))
@@ -250,7 +252,7 @@ def shipped_configs(steps: int) -> list[tuple[str, TrainConfig]]:
     imitation and the frozen-actor warm-up)."""
     configs = []
     for name in zoo_names():
-        config = load_run_config(zoo_dir() / name)
+        config = load_run_config(zoo_entry(name))
         if not algorithm(config.algo).on_policy:
             continue
         overrides = {key: value for key, value in config.hp_overrides.items()
@@ -321,8 +323,6 @@ def _ceiling_worker(env_id: str, env_kwargs: dict[str, Any], seed: int, steps: i
     """One process of :func:`run_machine_ceiling`: ``steps`` steps of one training copy (DummyVecEnv,
     no normalisation) with :data:`CEILING_ACTION_STD` Gaussian actions, timed after all processes
     passed ``barrier``; returns steps per wall-clock second."""
-    from upright.training.vec_env import make_train_env
-
     venv = make_train_env(env_id, env_kwargs, 1, seed, normalize=False, on_policy=True)
     rng = np.random.default_rng(seed)
     shape = (steps, 1, *venv.action_space.shape)
@@ -345,8 +345,6 @@ def run_machine_ceiling(steps: int = 4096, n_envs: Sequence[int] = (1, 2, 4),
     the row's rate is the sum of theirs. ``report`` is called with each row as soon as it is measured."""
     import multiprocessing
 
-    from upright.training.vec_env import START_METHOD, worker_environment
-
     context = multiprocessing.get_context(START_METHOD)
     rows = []
     for env_id, prior in configs:
@@ -361,18 +359,21 @@ def run_machine_ceiling(steps: int = 4096, n_envs: Sequence[int] = (1, 2, 4),
     return rows
 
 
-def format_machine_ceiling(rows: list[CeilingRow]) -> str:
-    """A plain-text table of :func:`run_machine_ceiling`'s rows with their efficiency over linear."""
-    lines = [f"{'environment':<26} {'prior':<12} {'processes':>9} {'env steps/s':>11} {'x linear':>8}"]
+def format_machine_ceiling(rows: list[CeilingRow], width: int | None = None) -> str:
+    """A plain-text table of :func:`run_machine_ceiling`'s rows with their efficiency over linear
+    (fitted to a terminal's ``width`` when given, :func:`~upright.eval.bench.columns.text_table`)."""
+    columns = [Column("environment", 26, left=True), Column("prior", 12, left=True), Column("processes", 9),
+               Column("env steps/s", 11), Column("x linear", 8)]
+    table = []
     for r in rows:
         base = next(b for b in rows if (b.env_id, b.prior, b.n_envs) == (r.env_id, r.prior, 1))
-        lines.append(f"{r.env_id:<26} {r.prior:<12} {r.n_envs:>9} {r.env_steps_per_s:>11.0f} "
-                     f"{r.env_steps_per_s / (r.n_envs * base.env_steps_per_s):>8.2f}")
-    lines.append("The machine's own scaling: processes each stepping one copy alone (Gaussian actions of std "
-                 f"{CEILING_ACTION_STD}, default arguments, no pipes, no policy), started together; env steps/s = their summed rates per wall-clock "
-                 "second; x linear = over processes times one process's rate. No vector environment can scale better "
-                 "than this on the same machine.")
-    return "\n".join(lines)
+        table.append([r.env_id, r.prior, str(r.n_envs), f"{r.env_steps_per_s:.0f}",
+                      f"{r.env_steps_per_s / (r.n_envs * base.env_steps_per_s):.2f}"])
+    note = ("The machine's own scaling: processes each stepping one copy alone (Gaussian actions of std "
+            f"{CEILING_ACTION_STD}, default arguments, no pipes, no policy), started together; env steps/s = their summed rates per wall-clock "
+            "second; x linear = over processes times one process's rate. No vector environment can scale better "
+            "than this on the same machine.")
+    return "\n".join(text_table(columns, table, [note], keys=2, width=width))
 
 
 def _base(rows: list[TrainingBenchRow], row: TrainingBenchRow) -> TrainingBenchRow | None:
@@ -381,78 +382,87 @@ def _base(rows: list[TrainingBenchRow], row: TrainingBenchRow) -> TrainingBenchR
                  == (row.env_id, row.prior, row.algo, row.clock, "dummy", 1, 1)), None)
 
 
+#: The columns that name a training bench's row (its key columns when fitted to a terminal).
+_ROW_NAME = (Column("algo", 5, left=True), Column("environment", 26, left=True), Column("prior", 12, left=True))
+
+
 def format_scaling_bench(rows: list[TrainingBenchRow], *, cores: int | None = None,
-                         load: float | None = None) -> str:
+                         load: float | None = None, width: int | None = None) -> str:
     """A plain-text table of :func:`run_scaling_bench`'s rows: rates, their efficiency over linear
     and training over the environment alone; the footer says the clock, the usable ``cores`` and
-    the one-minute ``load`` average when the bench started (default: now)."""
+    the one-minute ``load`` average when the bench started (default: now). Fitted to a terminal's
+    ``width`` when given (:func:`~upright.eval.bench.columns.text_table`)."""
     cores = usable_cores() if cores is None else cores
     load = os.getloadavg()[0] if load is None and hasattr(os, "getloadavg") else load
-    lines = [f"{'algo':<5} {'environment':<26} {'prior':<12} {'vec env':<8} {'envs':>4} {'update thr':>10} "
-             f"{'env steps/s':>11} {'x linear':>8} {'train steps/s':>13} {'x linear':>8} {'/ env':>6}"]
+    columns = [*_ROW_NAME, Column("vec env", 8, left=True), Column("envs", 4), Column("update thr", 10),
+               Column("env steps/s", 11), Column("x linear", 8), Column("train steps/s", 13), Column("x linear", 8),
+               Column("/ env", 6)]
+    table = []
     for r in rows:
         base = _base(rows, r)
-        env_eff = f"{r.env_steps_per_s / (r.n_envs * base.env_steps_per_s):>8.2f}" if base else f"{'-':>8}"
-        train_eff = f"{r.train_steps_per_s / (r.n_envs * base.train_steps_per_s):>8.2f}" if base else f"{'-':>8}"
-        lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} {r.vec_env:<8} {r.n_envs:>4} {r.update_threads:>10} "
-                     f"{r.env_steps_per_s:>11.0f} {env_eff} {r.train_steps_per_s:>13.0f} {train_eff} {r.ratio:>6.2f}")
+        env_eff = f"{r.env_steps_per_s / (r.n_envs * base.env_steps_per_s):.2f}" if base else "-"
+        train_eff = f"{r.train_steps_per_s / (r.n_envs * base.train_steps_per_s):.2f}" if base else "-"
+        table.append([r.algo, r.env_id, r.prior, r.vec_env, str(r.n_envs), str(r.update_threads),
+                      f"{r.env_steps_per_s:.0f}", env_eff, f"{r.train_steps_per_s:.0f}", train_eff, f"{r.ratio:.2f}"])
     clocks = {r.clock for r in rows}
     per = "wall-clock second" if clocks == {"wall"} else "second of " + "/".join(sorted(clocks))
-    lines.append(f"steps/s = environment steps per {per} (SubprocVecEnv's workers are other processes: this "
-                 "process's CPU time does not count them, so every row is timed by the wall clock and the machine "
-                 f"must be idle; {cores} usable cores, load average {'-' if load is None else f'{load:.2f}'} at the "
-                 "start). x linear = the rate over envs times the same configuration's 1-environment DummyVecEnv "
-                 f"rate (target for training: >= {TARGET_EFFICIENCY}); / env = training over the environment alone "
-                 f"(target: >= {TARGET_RATIO}). One torch thread in the parent while it collects (update thr during the "
-                 "updates, hp.update_threads), one BLAS/torch thread per worker.")
-    return "\n".join(lines + _format_parts(rows))
+    note = (f"steps/s = environment steps per {per} (SubprocVecEnv's workers are other processes: this "
+            "process's CPU time does not count them, so every row is timed by the wall clock and the machine "
+            f"must be idle; {cores} usable cores, load average {'-' if load is None else f'{load:.2f}'} at the "
+            "start). x linear = the rate over envs times the same configuration's 1-environment DummyVecEnv "
+            f"rate (target for training: >= {TARGET_EFFICIENCY}); / env = training over the environment alone "
+            f"(target: >= {TARGET_RATIO}). One torch thread in the parent while it collects (update thr during the "
+            "updates, hp.update_threads), one BLAS/torch thread per worker.")
+    return "\n".join(text_table(columns, table, [note], keys=len(_ROW_NAME), width=width) + _format_parts(rows, width))
 
 
-def format_training_bench(rows: list[TrainingBenchRow]) -> str:
-    """A plain-text table of the rows with the targets, then where the on-policy rows' time goes."""
-    def optional(value: float | None, spec: str, width: int) -> str:
-        return f"{value:>{width}{spec}}" if value is not None else f"{'-':>{width}}"
+def format_training_bench(rows: list[TrainingBenchRow], width: int | None = None) -> str:
+    """A plain-text table of the rows with the targets, then where the on-policy rows' time goes;
+    fitted to a terminal's ``width`` when given (:func:`~upright.eval.bench.columns.text_table`)."""
+    def optional(value: float | None, spec: str) -> str:
+        return f"{value:{spec}}" if value is not None else "-"
 
-    lines = [f"{'algo':<5} {'environment':<26} {'prior':<12} {'envs':>4} {'env steps/s':>11} "
-             f"{'train steps/s':>13} {'/ env':>7} {'steps/update':>12} {'update ms':>9} {'needed':>7}  configuration"]
+    columns = [*_ROW_NAME, Column("envs", 4), Column("env steps/s", 11), Column("train steps/s", 13),
+               Column("/ env", 7), Column("steps/update", 12), Column("update ms", 9), Column("needed", 7),
+               Column("configuration", 0, left=True, gap=2)]
+    table = []
     for r in rows:
         update_ms = r.update_s * 1e3 if r.update_s is not None else None
-        lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} {r.n_envs:>4} {r.env_steps_per_s:>11.0f} "
-                     f"{r.train_steps_per_s:>13.0f} {r.ratio:>7.2f} {optional(r.steps_per_update, '.1f', 12)} "
-                     f"{optional(update_ms, '.2f', 9)} {optional(r.steps_per_update_for_target, '.0f', 7)}  {r.source}")
+        table.append([r.algo, r.env_id, r.prior, str(r.n_envs), f"{r.env_steps_per_s:.0f}",
+                      f"{r.train_steps_per_s:.0f}", f"{r.ratio:.2f}", optional(r.steps_per_update, ".1f"),
+                      optional(update_ms, ".2f"), optional(r.steps_per_update_for_target, ".0f"), r.source])
     clocks = {r.clock for r in rows}
     per = "CPU second of this process" if clocks == {"cpu"} else "second (" + "/".join(sorted(clocks)) + " clock)"
     classes = "/".join(sorted({"DummyVecEnv" if r.vec_env == "dummy" else "SubprocVecEnv" for r in rows}))
-    lines.append(f"steps/s = environment steps per {per} ({classes}, one torch thread); env = the same vector env "
-                 "replaying the training's actions from its seeds (the same transitions); SAC with learning_starts=0. "
-                 f"configuration = {HYPERPARAMS_SOURCE} (training/hyperparams/*.yml for the environment and prior, "
-                 f"{TrainConfig.n_envs} copies, default environment arguments) or the shipped residual whose "
-                 "training configuration the row runs (its copies, environment arguments and hyperparameters, "
-                 "without the imitation and warm-up before training; PPO rounded up to whole rollouts). "
-                 f"Targets: / env >= {TARGET_RATIO}, train >= {TARGET_RATE:.0f} steps/s. Off-policy: steps/update = "
-                 "environment steps per gradient step in the run, update ms = one gradient step alone, needed = "
-                 f"the fewest environment steps per gradient step that could reach / env >= {TARGET_RATIO} at that cost.")
-    return "\n".join(lines + _format_parts(rows))
+    note = (f"steps/s = environment steps per {per} ({classes}, one torch thread); env = the same vector env "
+            "replaying the training's actions from its seeds (the same transitions); SAC with learning_starts=0. "
+            f"configuration = {HYPERPARAMS_SOURCE} (training/hyperparams/*.yml for the environment and prior, "
+            f"{TrainConfig.n_envs} copies, default environment arguments) or the shipped residual whose "
+            "training configuration the row runs (its copies, environment arguments and hyperparameters, "
+            "without the imitation and warm-up before training; PPO rounded up to whole rollouts). "
+            f"Targets: / env >= {TARGET_RATIO}, train >= {TARGET_RATE:.0f} steps/s. Off-policy: steps/update = "
+            "environment steps per gradient step in the run, update ms = one gradient step alone, needed = "
+            f"the fewest environment steps per gradient step that could reach / env >= {TARGET_RATIO} at that cost.")
+    return "\n".join(text_table(columns, table, [note], keys=len(_ROW_NAME), width=width) + _format_parts(rows, width))
 
 
-def _format_parts(rows: list[TrainingBenchRow]) -> list[str]:
+def _format_parts(rows: list[TrainingBenchRow], width: int | None = None) -> list[str]:
     """Where the on-policy rows' training time goes (:data:`PARTS`, µs per environment step of
-    ``learn``, by each row's clock), one line per row; no lines when no row was timed by parts."""
+    ``learn``, by each row's clock), one line per row (fitted to ``width`` when given); no lines
+    when no row was timed by parts."""
     timed = [r for r in rows if r.parts]
     if not timed:
         return []
-    lines = ["", f"{'algo':<5} {'environment':<26} {'prior':<12} {'vec env':<8} {'envs':>4} "
-             + " ".join(f"{part:>11}" for part in PARTS) + f" {'total':>7}  configuration"]
-    for r in timed:
-        lines.append(f"{r.algo:<5} {r.env_id:<26} {r.prior:<12} {r.vec_env:<8} {r.n_envs:>4} "
-                     + " ".join(f"{r.parts[part] * 1e6:>11.1f}" for part in PARTS)
-                     + f" {sum(r.parts.values()) * 1e6:>7.1f}  {r.source}")
-    lines.append("Where the training time goes, µs per environment step of learn: environment = the vector "
-                 "env's step (VecNormalize included; with SubprocVecEnv the wait for the workers), policy = the "
-                 "forward pass while collecting, buffer = the rollout buffer's adds and advantages, update = the "
-                 "epochs of gradient steps, rest = the remainder (tensor conversion, clipping, SB3's episode "
-                 "bookkeeping, logging).")
-    return lines
+    columns = [*_ROW_NAME, Column("vec env", 8, left=True), Column("envs", 4), *(Column(part, 11) for part in PARTS),
+               Column("total", 7), Column("configuration", 0, left=True, gap=2)]
+    table = [[r.algo, r.env_id, r.prior, r.vec_env, str(r.n_envs), *(f"{r.parts[part] * 1e6:.1f}" for part in PARTS),
+              f"{sum(r.parts.values()) * 1e6:.1f}", r.source] for r in timed]
+    note = ("Where the training time goes, µs per environment step of learn: environment = the vector "
+            "env's step (VecNormalize included; with SubprocVecEnv the wait for the workers), policy = the "
+            "forward pass while collecting, buffer = the rollout buffer's adds and advantages, update = the "
+            "epochs of gradient steps, rest = the remainder (tensor conversion, clipping, SB3's episode "
+            "bookkeeping, logging).")
+    return ["", *text_table(columns, table, [note], keys=len(_ROW_NAME), width=width)]
 
 
 __all__ = ["ALGOS", "BEFORE_TRAINING", "CLOCKS", "CONFIGS", "HYPERPARAMS_SOURCE", "PARTS", "TARGET_EFFICIENCY",

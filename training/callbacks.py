@@ -1,6 +1,8 @@
 """SB3 callbacks of ``upright train`` and the saving they share:
 
 - :class:`RewardTerms`: ``reward/<term>``, the reward terms' episode sums;
+- :class:`EpisodeMetrics`: ``episode/<metric>``, the training episodes' get-up and walk metrics;
+- :class:`Hyperparameters`: the run's settings and hyperparameters as TensorBoard's HParams;
 - :class:`Evaluation`: every N steps, episodes on fixed held-out seeds through the shared runner
   with the training normalisation frozen; logs ``eval/*`` (and the prior's own numbers on the same
   seeds as ``prior/*``, computed once), appends ``learning_curve.csv``, keeps ``best_model.zip``;
@@ -86,6 +88,72 @@ class RewardTerms(BaseCallback):
             if done:
                 for term, total in info.get(EPISODE_REWARD_TERMS, {}).items():
                     self.logger.record_mean(f"reward/{term}", total)
+        return True
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a number to log (a bool as 0 or 1), or None for what is no single number (None,
+    a list, a name)."""
+    if isinstance(value, (bool, int, float)) and not isinstance(value, str):
+        return float(value)
+    return None
+
+
+class EpisodeMetrics(BaseCallback):
+    """Logs the mean over the training episodes that ended since the last log of every single
+    number in their ``info["episode_metrics"]`` (:mod:`upright.envs.metrics`) as
+    ``episode/<metric>``: get-up ``success``, ``stood_up``, ``time_to_stand`` (s), ``falls``,
+    ``tries``, ...; walk ``falls``, ``linear_tracking_error`` (m/s), ``yaw_tracking_error``
+    (rad/s), ``distance_before_fall`` (m), ...; booleans as 0/1. A metric an episode lacks (the
+    ``time_to_stand`` of an episode that did not stand) is left out of that mean, not counted as 0."""
+
+    def _on_step(self) -> bool:
+        for info, done in zip(self.locals["infos"], self.locals["dones"]):
+            if done:
+                for key, value in info.get("episode_metrics", {}).items():
+                    number = _number(value)
+                    if number is not None:
+                        self.logger.record_mean(f"episode/{key}", number)
+        return True
+
+
+def flat_hyperparameters(values: dict[str, Any], prefix: str = "") -> dict[str, float | str | bool]:
+    """``values`` (nested mappings of settings) as TensorBoard's HParams take them: dotted keys
+    (``policy_kwargs.net_arch.pi``), numbers and booleans as they are, lists and anything else as
+    text, unset (None) values left out."""
+    flat: dict[str, float | str | bool] = {}
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            flat.update(flat_hyperparameters(value, f"{name}."))
+        elif isinstance(value, (bool, int, float, str)):
+            flat[name] = value
+        else:
+            flat[name] = str(value)
+    return flat
+
+
+class Hyperparameters(BaseCallback):
+    """At the start of training, the run's ``settings`` (algorithm, environment, prior, copies,
+    seed, steps, environment keyword arguments as ``env.KEY``) and hyperparameters as TensorBoard's
+    HParams, with the metrics its HParams view compares runs on (:data:`HPARAM_METRICS`)."""
+
+    #: Scalars of every run the HParams view shows beside the settings.
+    HPARAM_METRICS = ("eval/success_rate", "eval/mean_return", "rollout/ep_rew_mean", "episode/falls")
+
+    def __init__(self, settings: dict[str, Any], hyperparameters: dict[str, Any]) -> None:
+        super().__init__()
+        self.values = {**flat_hyperparameters(settings), **flat_hyperparameters(hyperparameters)}
+
+    def _on_training_start(self) -> None:
+        from stable_baselines3.common.logger import HParam
+
+        metrics = {name: 0.0 for name in self.HPARAM_METRICS}  # filled by the scalars of those names
+        self.logger.record("hparams", HParam(self.values, metrics), exclude=("stdout", "log", "json", "csv"))
+
+    def _on_step(self) -> bool:
         return True
 
 
@@ -286,5 +354,6 @@ class UpdateThreads(BaseCallback):
         return True
 
 
-__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "Evaluation", "FiniteWeights", "LinearCurriculum", "RewardTerms",
-           "UpdateThreads", "actor_parameters", "save_model_files", "weights_finite"]
+__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "EpisodeMetrics", "Evaluation", "FiniteWeights", "Hyperparameters",
+           "LinearCurriculum", "RewardTerms", "UpdateThreads", "actor_parameters", "flat_hyperparameters",
+           "save_model_files", "weights_finite"]

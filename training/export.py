@@ -43,6 +43,7 @@ import dataclasses
 import itertools
 import shutil
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,17 +51,17 @@ import gymnasium as gym
 import numpy as np
 import yaml
 
-import upright
 from upright.envs.base import UprightEnv
-from upright.eval.runner import run_episodes
+from upright.envs.residual import StepResidual, TempoResidual
+from upright.eval.runner import overall_progress, run_episodes
 from upright.eval.tables import jsonable
 from upright.policies.base import Policy
 from upright.policies.folders import recover_folder, replace_folder, temporary_folder
 from upright.policies.onnx_policy import (EXAMPLES_FILE, GRAPH_FILE, INPUT_NAME, OUTPUT_NAME, SPEC_FILE, SUMS_FILE,
                                           sha256_bytes, sums_text)
 from upright.policies.registry import policy_names
-from upright.policies.run import (ZOO_PREFIX, is_run_policy, load_run_policy, run_env_kwargs, run_model, zoo_dir,
-                                  zoo_names)
+from upright.policies.run import (ZOO_PREFIX, is_run_policy, load_run_policy, run_env_kwargs, run_model, user_zoo,
+                                  zoo_entry, zoo_names)
 from upright.policies.run_folder import load_run_config, read_manifest
 from upright.policies.sb3 import ModelPolicy
 from upright.training.export_spec import (PRIOR_VECTORS_FILE, joints_spec, kinematics_check, observation_semantics,
@@ -70,6 +71,8 @@ from upright.training.export_spec import (PRIOR_VECTORS_FILE, joints_spec, kinem
 if TYPE_CHECKING:
     import onnx
 
+#: The installed package's version, recorded in every export (the graph's producer, the spec).
+UPRIGHT_VERSION = version("upright")
 #: The ONNX operator set version and IR version written (see the module docstring).
 OPSET = 13
 IR_VERSION = 7
@@ -204,7 +207,7 @@ def build_graph(layers: list[Dense], normalizer: Any, action_space: gym.spaces.B
         [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch", int(layers[-1].weight.shape[0])])],
         initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,
-                              producer_name="upright", producer_version=upright.__version__,
+                              producer_name="upright", producer_version=UPRIGHT_VERSION,
                               doc_string=f"{name}: observation in, deterministic action out (upright export)")
     onnx.checker.check_model(model, full_check=True)
     return model
@@ -277,9 +280,10 @@ def action_spec(env: UprightEnv) -> dict[str, Any]:
     with their limits and (residual) the largest residual each, and a get-up's last, tempo entry
     (``tempo_range``); for a walk's step residual (``residual_on="steps"``) the step-target offsets
     with their limits instead."""
-    if env.residual_on == "steps":
+    residual = env.residual
+    if isinstance(residual, StepResidual):
         offsets = [{"index": k, "offset": name, "limit": float(limit)}
-                   for k, (name, limit) in enumerate(zip(env.residual_names, env.residual_limits))]
+                   for k, (name, limit) in enumerate(zip(residual.names, residual.limits))]
         return {"size": len(offsets), "clip": [-1.0, 1.0], "clip_in_graph": True, "kind": "step residual",
                 "adds_to": "the prior's swing-foot landing target (walk frame: x m forward, y m left, yaw rad "
                            "left), from the prior's next control cycle on; its joint targets go to the servos "
@@ -291,15 +295,15 @@ def action_spec(env: UprightEnv) -> dict[str, Any]:
     for k, actuator in enumerate(env.robot.actuator_names):
         joint = {"index": k, "actuator": actuator, "lower_rad": float(lower[k]), "upper_rad": float(upper[k]),
                  "half_range_rad": float(half[k])}
-        if env.prior is not None:
-            joint["residual_limit_rad"] = float(env.residual_limits[k])
+        if residual is not None:
+            joint["residual_limit_rad"] = float(residual.limits[k])
         joints.append(joint)
-    tempo_range = getattr(env, "tempo_range", None)
+    tempo_range = residual.tempo_range if isinstance(residual, TempoResidual) else None
     spec: dict[str, Any] = {"size": len(joints) + (tempo_range is not None), "clip": [-1.0, 1.0], "clip_in_graph": True}
-    if env.prior is not None:
+    if residual is not None:
         spec.update(kind="residual",
                     adds_to="the prior's joint targets of this cycle (prior_target in the observation)",
-                    residual_scale=env.residual_scale,
+                    residual_scale=residual.scale,
                     target_rad="prior_target[k] + residual_scale * action[k] * half_range_rad[k]")
     else:
         spec.update(kind="joint target", target_rad="(lower_rad[k] + upper_rad[k]) / 2 + action[k] * half_range_rad[k]")
@@ -376,7 +380,7 @@ def build_export(name: str, ops: str = "default") -> Export:
             "prior": None if base.prior is None else {
                 "name": env_kwargs["prior"], "class": type(base.prior).__name__,
                 "params": jsonable(dataclasses.asdict(base.prior.params)) if hasattr(base.prior, "params") else None,
-                "code": f"upright {upright.__version__}" + (f", commit {config.code}" if config.code else ""),
+                "code": f"upright {UPRIGHT_VERSION}" + (f", commit {config.code}" if config.code else ""),
             },
             "prior_vectors": None if base.prior is None else prior_vectors_spec(
                 env_kwargs["prior"], EXAMPLE_EPISODES, HELD_OUT_SEED, calls),
@@ -393,7 +397,7 @@ def build_export(name: str, ops: str = "default") -> Export:
                       "sha256": sha256_bytes(graph.SerializeToString())},
             "examples": {"file": EXAMPLES_FILE, "count": EXAMPLES, "episodes": EXAMPLE_EPISODES,
                          "first_seed": HELD_OUT_SEED, "tolerance": EXAMPLE_TOLERANCE},
-            "upright_version": upright.__version__,
+            "upright_version": UPRIGHT_VERSION,
         }
     finally:
         env.close()
@@ -511,13 +515,21 @@ def export(name: str, out: str | Path, ops: str = "default") -> Path:
 
 
 def zoo_export_dir(name: str) -> Path:
-    """The folder of the shipped export of zoo policy ``name``: ``policies/zoo/NAME/onnx/``."""
-    return zoo_dir() / name / "onnx"
+    """The folder of the shipped export of zoo policy ``name``: ``onnx/`` in its entry
+    (:func:`~upright.policies.run.zoo_entry`)."""
+    return zoo_entry(name) / "onnx"
 
 
 def export_zoo(ops: str = "default") -> list[Path]:
-    """Export every shipped policy into :func:`zoo_export_dir` with the operators of ``ops``."""
-    return [export(ZOO_PREFIX + name, zoo_export_dir(name), ops) for name in zoo_names()]
+    """Export every policy of the user's zoo (:func:`~upright.policies.run.user_zoo`) into
+    :func:`zoo_export_dir` with the operators of ``ops``, under one progress bar."""
+    names = zoo_names(user_zoo())
+    paths = []
+    with overall_progress(len(names), "export --zoo", unit="policy") as bar:
+        for name in names:
+            paths.append(export(ZOO_PREFIX + name, zoo_export_dir(name), ops))
+            bar.update()
+    return paths
 
 
 __all__ = ["ACTIVATIONS", "COMPILED_NN_OPERATORS", "EXAMPLES", "EXAMPLE_EPISODES", "EXAMPLE_TOLERANCE", "HELD_OUT_SEED",

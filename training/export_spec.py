@@ -33,6 +33,7 @@ import numpy as np
 from upright.baselines import make_controller
 from upright.baselines.kinematics.forward import SIDES, ForwardKinematics, chain_data
 from upright.envs.base import UprightEnv
+from upright.envs.residual import StepResidual, TempoResidual
 from upright.envs.conditions import Conditions, get_conditions
 from upright.envs.robots import RobotSpec
 from upright.envs.sensing import GRAVITY, OrientationFilter
@@ -63,28 +64,6 @@ _DIRECTIONS = (("forward (+x)", "backward (-x)"), ("left (+y)", "right (-y)"), (
 #: Below this lever (m/rad) a joint's end point hardly moves (the axis passes through it): the
 #: joint is described by how it turns the end instead.
 _TWIST_LEVER = 0.02
-#: Each robot's zero pose (all joint angles 0) in words.
-ZERO_POSE = {
-    "nao": "Aldebaran's zero posture: legs straight down, arms straight and pointing forward "
-           "horizontally, head straight ahead; every body frame parallel to the torso frame. The elbows' "
-           "range ends 2 deg short of straight (ElbowRoll limits), so the arms' zero lies just outside it.",
-    "wolfgang": "thighs straight down, shanks tilted 15 deg from vertical with the ankles ahead of the knees, "
-                "feet pitched 15 deg toe-up, upper arms hanging straight down, lower arms pointing forward "
-                "(elbows bent 90 deg), head straight ahead; every body frame parallel to the torso frame.",
-}
-#: Each robot's torso frame (the MJCF's torso body) in words.
-TORSO_FRAME = {
-    "nao": "Aldebaran's Torso frame: origin 126.5 mm below the HeadYaw axis and 85 mm above the hip axes, "
-           "x forward, y left, z up",
-    "wolfgang": "the URDF's base_link: origin midway between the hip-yaw axes (at their height), x forward, "
-                "y left, z up",
-}
-#: What each robot's foot-pressure readings are before they are newtons.
-PRESSURE_READINGS = {
-    "nao": f"the FSRs report kg: multiply each reading by {GRAVITY} m/s^2",
-    "wolfgang": "calibrate each cleat's load cell to newtons (0 with the foot in the air; standing still, the "
-                "readings of both feet sum to the robot's weight)",
-}
 
 
 def training_conditions(env_kwargs: Mapping[str, Any]) -> Conditions:
@@ -125,7 +104,7 @@ def direction_words(vector: np.ndarray) -> str:
 def _kinematics(robot: RobotSpec) -> tuple[ForwardKinematics, dict[str, str]]:
     """The robot's forward kinematics (torso fixed at the origin) and the check points: point
     name -> the site of the private model (the soles, and the hand points of
-    ``baselines/data/kinematics.yaml`` as the sites ``left_hand`` / ``right_hand``)."""
+    ``baselines/data/kinematics_<robot>.yaml`` as the sites ``left_hand`` / ``right_hand``)."""
     points = {**{sole: sole for sole in robot.sole_sites}, **{f"{side[0]}_hand": f"{side}_hand" for side in SIDES}}
     return ForwardKinematics(robot), points
 
@@ -196,8 +175,8 @@ def joints_spec(robot: RobotSpec) -> dict[str, Any]:
                        "body's frame) by the right-hand rule; `origin_m` is the joint's position in the parent "
                        "body's frame (m); at zero_rad (the MJCF's ref) every body frame is parallel to its parent's, "
                        "and `positive` says what a positive angle does from there, in the torso frame"),
-        "torso_frame": TORSO_FRAME[robot.name],
-        "zero_pose": ZERO_POSE[robot.name],
+        "torso_frame": robot.torso_frame_text,
+        "zero_pose": robot.zero_pose_text,
         "required": ("all: the graph and the prior take every joint; a robot lacking one cannot run this policy "
                      "(docs/export.md, 'A robot with fewer joints')" if not robot.missing_joints else
                      f"the joints of the model it was trained on ({robot.model.name}), which lacks "
@@ -222,7 +201,7 @@ def kinematics_check(robot: RobotSpec) -> dict[str, Any]:
         definitions[point] = {"body": m.body(int(m.site_bodyid[i])).name, "pos_m": _round(m.site_pos[i])}
     for side in SIDES:
         definitions[f"{side[0]}_hand"]["what"] = (f"the hand point on {hands[side]['body']} "
-                                                  "(baselines/data/kinematics.yaml)")
+                                                  f"(baselines/data/kinematics_{robot.name}.yaml)")
     for point in robot.sole_sites:
         definitions[point]["what"] = "the sole frame's origin: the ground contact plane under the ankle"
     poses = {}
@@ -231,7 +210,7 @@ def kinematics_check(robot: RobotSpec) -> dict[str, Any]:
         fk.set_joints(joints)
         poses[pose] = {"joint_pos_rad": _round(joints, 9),
                        "points_m": {point: _round(fk.site_pose(site)[0]) for point, site in points.items()}}
-    return {"frame": f"torso frame ({TORSO_FRAME[robot.name]}); positions in m, rounded to 1e-6",
+    return {"frame": f"torso frame ({robot.torso_frame_text}); positions in m, rounded to 1e-6",
             "use": "set the joint angles of a pose, run your forward kinematics and compare each point's position "
                    "(1e-6 m with the joints section's geometry; a team's own model shows where it differs)",
             "points": definitions, "poses": poses}
@@ -332,7 +311,7 @@ def observation_semantics(env: UprightEnv, conditions: Conditions) -> dict[str, 
                           + (f", plus Gaussian noise (sigma {c.pressure_noise:g} of the weight = "
                              f"{pressure_noise:.3g} N), floored at 0" if c.pressure_noise else ""),
             "robot": f"per sensor (order and positions: pressure_sensors) the normal force in N: "
-                     f"{PRESSURE_READINGS[robot.name]}"},
+                     f"{robot.pressure_readings_text}"},
     }
     if "command" in slices:
         blocks["command"] = {"simulation": "the episode's walk command (vx m/s, vy m/s, yaw rate rad/s)",
@@ -425,12 +404,11 @@ def prior_cycle_inputs(env: UprightEnv) -> tuple[str, ...]:
     """The :data:`~upright.policies.controller_record.CYCLE_INPUTS` through which ``env``'s residual
     acts inside its prior: ``set_tempo`` for a get-up with ``tempo_range``, ``set_step_residual``
     for a walk with ``residual_on="steps"``."""
-    calls = []
-    if getattr(env, "tempo_range", None) is not None:
-        calls.append("set_tempo")
-    if getattr(env, "residual_on", None) == "steps":
-        calls.append("set_step_residual")
-    return tuple(calls)
+    if isinstance(env.residual, TempoResidual):
+        return ("set_tempo",)
+    if isinstance(env.residual, StepResidual):
+        return ("set_step_residual",)
+    return ()
 
 
 def prior_vectors_spec(prior: str, episodes: int, first_seed: int, calls: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -486,8 +464,8 @@ def replay_prior_vectors(directory: str | Path) -> list[tuple[ControllerEpisode,
             for episode in episodes]
 
 
-__all__ = ["PRESSURE_READINGS", "PRIOR_PYTHON_TOLERANCE", "PRIOR_TOLERANCE",
-           "PRIOR_TOLERANCE_REASON", "PRIOR_VECTORS_FILE", "TORSO_FRAME", "ZERO_POSE", "axis_sign",
+__all__ = ["PRIOR_PYTHON_TOLERANCE", "PRIOR_TOLERANCE",
+           "PRIOR_TOLERANCE_REASON", "PRIOR_VECTORS_FILE", "axis_sign",
            "direction_words", "joints_spec", "kinematics_check", "observation_semantics", "pressure_sensors",
            "prior_cycle_inputs", "prior_vectors_spec", "record_prior_vectors", "replay_prior_vectors", "timing_spec",
            "training_conditions"]

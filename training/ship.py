@@ -1,10 +1,12 @@
-"""Ship a trained policy with the package: ``upright ship RUN_DIR --name NAME`` copies one model of
-a run folder into ``policies/zoo/NAME/`` (or ``$UPRIGHT_ZOO/NAME/``) with what rebuilds and
-reproduces it, and writes its ``manifest.yml``.
+"""Ship a trained policy: ``upright ship RUN_DIR --name NAME`` copies one model of a run folder into
+the user's zoo, ``policies/zoo/NAME/`` of the current project (or ``$UPRIGHT_ZOO/NAME/``, or
+``--zoo DIR``; never the installed package's folder), with what rebuilds and reproduces it, and
+writes its ``manifest.yml``. ``zoo:NAME`` looks in that zoo first, then in the package's.
 
 A zoo entry is a run folder with one model: ``config.yml`` (environment id and keyword arguments,
 prior, algorithm, hyperparameters, seed), ``command.txt``, ``model.zip``, ``vecnormalize.pkl`` when
-the run normalised observations, ``learning_curve.csv`` and ``manifest.yml``: the name, environment,
+the run normalised observations, ``learning_curve.csv``, ``sb3/`` (the model as plain SB3 loads it,
+:mod:`upright.training.plain_sb3`) and ``manifest.yml``: the name, environment,
 algorithm, training command, which model was taken (``best``: the best held-out evaluation during
 training; ``final``; or ``selected``: the checkpoint that ``upright experiment checkpoint-selection``
 chose on more selection episodes, named in the run's ``selection.json``) with its environment
@@ -30,9 +32,10 @@ import yaml
 from upright.eval.results import score
 from upright.envs.files import read_yaml_mapping, writable_folder
 from upright.policies.folders import locked, recover_folder, replace_folder, temporary_folder
-from upright.policies.run import find_run_dir, load_run_policy, normalizer_path, resolve_run_path, zoo_dir
+from upright.policies.run import find_run_dir, load_run_policy, normalizer_path, resolve_run_path, user_zoo
 from upright.policies.run_folder import (SELECTION_NUMBERS, TrainConfig, load_run_config, read_learning_curve,
                                          read_manifest, read_selection)
+from upright.training.plain_sb3 import SB3_DIR, write_plain_sb3
 
 #: A fine-tuning run's record of the policy it started from (written by ``upright train``).
 INIT_RECORD = Path("init", "record.yml")
@@ -91,7 +94,7 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
     if config.init:  # runs from before init/record.yml: read from the policy itself, which must still be there
         record = run_dir / INIT_RECORD
         started_from = read_yaml_mapping(record, "init record") if record.is_file() else init_record(config.init)
-    entry = (Path(zoo) if zoo is not None else zoo_dir()) / name
+    entry = (Path(zoo) if zoo is not None else user_zoo()) / name
     writable_folder(entry.parent, "zoo folder")
     entry.parent.mkdir(parents=True, exist_ok=True)
     with locked(entry.with_name(f".{name}.lock"), f"zoo entry {entry}"):
@@ -112,13 +115,15 @@ def ship(run_dir: str | Path, name: str, *, model: str = "best", zoo: str | Path
 
 def _assemble(building: Path, source: Path, run_dir: Path, manifest: dict[str, Any]) -> None:
     """Copy the model ``source`` of ``run_dir`` (with its normaliser) and the run's files into the
-    folder ``building``, and write ``manifest``."""
+    folder ``building``, write its plain-SB3 files (``sb3/``, :mod:`upright.training.plain_sb3`) and
+    ``manifest``."""
     shutil.copyfile(source, building / "model.zip")
     if normalizer_path(source).is_file():
         shutil.copyfile(normalizer_path(source), building / "vecnormalize.pkl")
     for extra in ("config.yml", "command.txt", "learning_curve.csv"):
         if (run_dir / extra).is_file():
             shutil.copyfile(run_dir / extra, building / extra)
+    write_plain_sb3(str(source), building / SB3_DIR)
     (building / "manifest.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
 
 

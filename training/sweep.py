@@ -1,4 +1,4 @@
-"""``upright train --sweep SPACE.yml``: a study of training runs on Optuna, with the search-space
+"""``upright sweep SPACE.yml``: a study of training runs on Optuna, with the search-space
 format, storage, worker and summary machinery of :mod:`upright.tuning` (``upright optimize``).
 
 Every trial is a full ``upright train`` run (:func:`upright.training.train.train`) in its own run
@@ -6,15 +6,16 @@ folder ``OUT/runs/<env>/trial-<n>``, made from the space's ``train`` options, it
 command line's ``--set`` items and the trial's sampled values; the equivalent ``upright train``
 command is the run's ``command.txt`` and the trial's ``command`` user attribute.
 
-The space file (``training/sweeps/*.yml``)::
+The space file (``training/sweeps/*.yml``; its schema :class:`SweepSpace`, an unknown key an error
+naming it)::
 
     train:      # upright train's options of every trial run: env_id, prior, algo, steps, n_envs,
-                # seed, hyperparams_file, init, eval_every, eval_episodes, checkpoint_every
+                # seed, hyperparams_file, init, eval_every, eval_episodes, checkpoint_every, vec_env
     set:        # --set items held in every trial: env kwargs, reward_scales.*, params.*, hp.*
     eval_set:   # --eval-set items (the evaluation's environment, when it differs)
     objective:  # a learning-curve column (OBJECTIVES); default: success_rate (get-up), fall_rate (walk)
     prune:      # optional: {startup_trials: N, warmup_steps: S}, Optuna's median pruner
-    params:     # the searched values, upright optimize's format (tuning.space.parse_params), named as
+    params:     # the searched values, upright optimize's format (tuning.space.ParamSpec), named as
                 # --set keys: hp.learning_rate, reward_scales.upright, residual_scale, params.period
 
 The objective is measured on selection seeds, never on held-out ones: it is the ``objective``
@@ -41,6 +42,7 @@ import json
 import math
 import shlex
 import shutil
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -48,18 +50,19 @@ from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
+from pydantic import Field, field_validator, model_validator
 from stable_baselines3.common.callbacks import BaseCallback
 
 from upright.envs.registration import ENVIRONMENTS
 from upright.eval.results import score
 from upright.eval.tables import Column, Table, jsonable, number, page_head, text
-from upright.envs.files import read_yaml_mapping
+from upright.envs.schema import Schema, load_config
 from upright.policies.run_folder import TrainConfig, read_learning_curve
 from upright.training.config import choose_vec_env, next_run_dir, split_train_settings, usable_cores
 from upright.training.train import OPTIONS as TRAIN_OPTIONS
 from upright.training.train import TrainingFailed, TrainingInterrupted, train
 from upright.training.train import resolve as resolve_run
-from upright.tuning.space import ParamSpec, parse_params
+from upright.tuning.space import SearchedParams
 from upright.tuning.storage import (WORKER_ATTR, StudyWorkers, check_storage, continued_seed, default_storage,
                                     fail_orphans, open_storage, shown_storage, worker_id)
 from upright.tuning.study import run_trials, run_workers
@@ -76,34 +79,93 @@ DEFAULT_OBJECTIVE = {"getup": "success_rate", "walk": "fall_rate"}
 #: The selection numbers each trial records (the best evaluation's), per task.
 SELECTION = {"getup": ("success_rate", "stood_up_rate", "falls", "mean_return"),
              "walk": ("fall_rate", "linear_tracking_error", "yaw_tracking_error", "vx", "mean_return")}
-#: The ``train`` keys of a space file (:class:`TrainConfig` fields that ``upright train`` options set).
-TRAIN_KEYS = ("env_id", "prior", "algo", "steps", "n_envs", "seed", "hyperparams_file", "init", "eval_every",
-              "eval_episodes", "checkpoint_every", "vec_env")
-SPACE_KEYS = ("train", "set", "eval_set", "objective", "prune", "params")
 
 
-@dataclass(frozen=True)
-class SweepSpace:
-    """A sweep's space file (see the module docstring)."""
+class SweepTrain(Schema):
+    """A sweep space's ``train`` block: the ``upright train`` options of every trial run
+    (:class:`TrainConfig` fields; a key left out: ``upright train``'s default)."""
 
-    path: str
-    train: dict[str, Any]
-    settings: dict[str, Any]
-    eval_settings: dict[str, Any]
+    env_id: str
+    prior: str | None = None
+    algo: str | None = None
+    steps: int | None = Field(None, ge=1)
+    n_envs: int | None = Field(None, ge=1)
+    seed: int | None = Field(None, ge=0)
+    hyperparams_file: str | None = None
+    init: str | None = None
+    #: At least 1: the objective is the run's best periodic evaluation.
+    eval_every: int | None = Field(None, ge=1)
+    eval_episodes: int | None = Field(None, ge=1)
+    checkpoint_every: int | None = Field(None, ge=1)
+    vec_env: str | None = None
+
+    @field_validator("env_id")
+    @classmethod
+    def _environment(cls, env_id: str) -> str:
+        if env_id not in ENVIRONMENTS:
+            raise ValueError(f"{env_id!r} is no environment; ids: {', '.join(ENVIRONMENTS)}")
+        return env_id
+
+    def options(self) -> dict[str, Any]:
+        """The options the block gives, as :class:`TrainConfig` fields."""
+        return self.model_dump(exclude_unset=True)
+
+
+class Prune(Schema):
+    """Optuna's median pruner of a sweep: no trial is pruned before ``startup_trials`` trials have
+    finished, nor before ``warmup_steps`` environment steps of its run."""
+
+    startup_trials: int = Field(5, ge=0)
+    warmup_steps: int = Field(0, ge=0)
+
+
+class SweepSpace(Schema):
+    """A sweep's space file, its schema (see the module docstring): ValueError for an objective
+    the task has no such number for, or a searched value also held fixed."""
+
+    train: SweepTrain
+    #: ``--set`` items held in every trial.
+    settings: dict[str, Any] = Field(default_factory=dict, alias="set")
+    #: ``--eval-set`` items (the evaluation's environment, when it differs).
+    eval_settings: dict[str, Any] = Field(default_factory=dict, alias="eval_set")
+    #: A learning-curve column of :data:`OBJECTIVES` (default: :data:`DEFAULT_OBJECTIVE` of the task).
     objective: str
-    direction: str
-    prune: dict[str, int] | None
-    params: tuple[ParamSpec, ...]
+    prune: Prune | None = None
+    params: SearchedParams
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_objective(cls, data: Any) -> Any:
+        train = data.get("train") if isinstance(data, Mapping) else None
+        env_id = train.get("env_id") if isinstance(train, Mapping) else None
+        if isinstance(data, Mapping) and data.get("objective") is None and env_id in ENVIRONMENTS:
+            return {**data, "objective": DEFAULT_OBJECTIVE[ENVIRONMENTS[env_id].task]}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SweepSpace:
+        if self.objective not in OBJECTIVES[self.task]:
+            raise ValueError(f"objective {self.objective!r} is no {self.task} selection number; valid: "
+                             f"{', '.join(OBJECTIVES[self.task])}")
+        clash = sorted({p.name for p in self.params} & set(self.settings))
+        if clash:
+            raise ValueError(f"{clash[0]!r} is both searched (params) and held fixed (set)")
+        return self
 
     @property
     def task(self) -> str:
         """The environment's task: ``getup`` or ``walk``."""
-        return ENVIRONMENTS[self.train["env_id"]].task
+        return ENVIRONMENTS[self.train.env_id].task
+
+    @property
+    def direction(self) -> str:
+        """Optuna's direction of the objective: ``maximize`` or ``minimize``."""
+        return OBJECTIVES[self.task][self.objective]
 
 
 @dataclass(frozen=True)
 class SweepConfig(StudyWorkers):
-    """One ``upright train --sweep`` run: ``trials`` counts the study's finished (complete or
+    """One ``upright sweep`` run: ``trials`` counts the study's finished (complete or
     pruned) trials over every worker and run; ``settings`` are ``--set`` items held in every trial;
     ``resume``: the study must exist; ``out`` None: ``results/sweeps/<space file name>``; where
     the study lives and who works on it: :class:`~upright.tuning.storage.StudyWorkers`."""
@@ -127,39 +189,10 @@ class SweepPlan:
 
 
 def load_sweep_space(path: str | Path) -> SweepSpace:
-    """The sweep space in ``path``: ValueError naming a missing file, an unknown key (top level or
-    ``train``), an unknown environment, an objective the task has no such number for, a ``prune``
-    of the wrong form, or a searched value also held fixed."""
-    path = Path(path)
-    raw = read_yaml_mapping(path, "sweep space file")
-    unknown = sorted(set(raw) - set(SPACE_KEYS))
-    if unknown:
-        raise ValueError(f"{path}: unknown key {unknown[0]!r}; a sweep space has {', '.join(SPACE_KEYS)}")
-    train = dict(raw.get("train") or {})
-    unknown = sorted(set(train) - set(TRAIN_KEYS))
-    if unknown:
-        raise ValueError(f"{path}: unknown train key {unknown[0]!r}; valid: {', '.join(TRAIN_KEYS)}")
-    if train.get("env_id") not in ENVIRONMENTS:
-        raise ValueError(f"{path}: train.env_id {train.get('env_id')!r} is no environment; ids: {', '.join(ENVIRONMENTS)}")
-    task = ENVIRONMENTS[train["env_id"]].task
-    if int(train.get("eval_every", TrainConfig.eval_every)) < 1:
-        raise ValueError(f"{path}: train.eval_every must be >= 1: the objective is the run's best evaluation")
-    objective = str(raw.get("objective") or DEFAULT_OBJECTIVE[task])
-    if objective not in OBJECTIVES[task]:
-        raise ValueError(f"{path}: objective {objective!r} is no {task} selection number; valid: "
-                         f"{', '.join(OBJECTIVES[task])}")
-    prune = raw.get("prune")
-    if prune is not None:
-        if not isinstance(prune, dict) or set(prune) - {"startup_trials", "warmup_steps"}:
-            raise ValueError(f"{path}: prune must be a mapping of startup_trials and warmup_steps, got {prune!r}")
-        prune = {"startup_trials": int(prune.get("startup_trials", 5)), "warmup_steps": int(prune.get("warmup_steps", 0))}
-    params = parse_params(raw.get("params"), path)
-    settings = dict(raw.get("set") or {})
-    clash = sorted({p.name for p in params} & set(settings))
-    if clash:
-        raise ValueError(f"{path}: {clash[0]!r} is both searched (params) and held fixed (set)")
-    return SweepSpace(path=str(path), train=train, settings=settings, eval_settings=dict(raw.get("eval_set") or {}),
-                      objective=objective, direction=OBJECTIVES[task][objective], prune=prune, params=params)
+    """The sweep space in ``path``: ValueError naming a missing file, or what its schema refuses
+    (an unknown key, an unknown environment, an objective the task has no such number for, a
+    ``prune`` of the wrong form, a searched value also held fixed)."""
+    return load_config(SweepSpace, path, "sweep space file")
 
 
 def _shown(value: Any) -> str:
@@ -178,7 +211,7 @@ def trial_config(plan: SweepPlan, values: dict[str, Any], name: str) -> TrainCon
     ``command`` the equivalent ``upright train`` command line); a ``vec_env`` of ``auto`` is chosen
     for the trial's share of the machine's cores (usable cores over the local ``--workers``)."""
     space = plan.space
-    train = dict(space.train)
+    train = space.train.options()
     if train.get("vec_env", "auto") == "auto":
         # The local workers share this machine's cores: each trial chooses for its share of them.
         share = max(1, usable_cores() // plan.config.workers)
@@ -188,7 +221,7 @@ def trial_config(plan: SweepPlan, values: dict[str, Any], name: str) -> TrainCon
     eval_env_kwargs, _ = split_train_settings(space.eval_settings)
     out = plan.out / "runs"
     words = ["upright", "train"]
-    for key in TRAIN_KEYS:
+    for key in SweepTrain.model_fields:
         if train.get(key) is not None:
             words += [TRAIN_OPTIONS[key], str(train[key])]
     words += ["--set", *[f"{k}={_shown(v)}" for k, v in settings.items()]] if settings else []
@@ -204,6 +237,8 @@ def resolve(config: SweepConfig) -> SweepPlan:
     unknown hyperparameter, environment argument or reward term)."""
     if config.trials < 1 or config.workers < 1:
         raise ValueError(f"--trials and --workers must be >= 1, got {config.trials}, {config.workers}")
+    if config.seed < 0:
+        raise ValueError(f"--seed must be >= 0 (the sampler's seed), got {config.seed}")
     space = load_sweep_space(config.space)
     clash = sorted({p.name for p in space.params} & set(config.settings))
     if clash:
@@ -232,13 +267,17 @@ def open_sweep(plan: SweepPlan, seed: int | None = None, *, create: bool = True)
         raise ValueError(f"no study {plan.study_name!r} in {shown_storage(plan.storage)} to resume; "
                          "leave --resume out to start it")
     prune = plan.space.prune
-    pruner = (optuna.pruners.MedianPruner(n_startup_trials=prune["startup_trials"], n_warmup_steps=prune["warmup_steps"])
+    pruner = (optuna.pruners.MedianPruner(n_startup_trials=prune.startup_trials, n_warmup_steps=prune.warmup_steps)
               if prune else optuna.pruners.NopPruner())
     study = optuna.create_study(study_name=plan.study_name, storage=storage, direction=plan.space.direction,
                                 sampler=optuna.samplers.TPESampler(seed=continued_seed(
                                     storage, plan.study_name, config.seed if seed is None else seed)),
                                 pruner=pruner, load_if_exists=True)
-    identity = jsonable({**asdict(plan.space), "path": None, "cli_set": config.settings})
+    space = plan.space
+    identity = jsonable({"path": None, "train": space.train.options(), "settings": space.settings,
+                         "eval_settings": space.eval_settings, "objective": space.objective,
+                         "direction": space.direction, "prune": space.prune and space.prune.model_dump(),
+                         "params": [asdict(p) for p in space.params], "cli_set": config.settings})
     stored = study.user_attrs.get("sweep")
     if stored is None:
         study.set_user_attr("sweep", identity)
@@ -392,13 +431,13 @@ def write_sweep_summary(study: optuna.Study, plan: SweepPlan, docs: Path | None 
     table = Table(f"Sweep {plan.study_name}: every trial", columns, rows, notes=notes)
     plots = write_plots(study, out, [space.objective], f"{space.objective} (best evaluation)") if complete else {}
     write_trials_csv(study, out / "trials.csv", numbers="selection", attrs=("best_steps", "run_dir", "command"))
-    summary = {"study": plan.study_name, "storage": shown_storage(plan.storage), "space": space.path, "states": states,
+    summary = {"study": plan.study_name, "storage": shown_storage(plan.storage), "space": plan.config.space, "states": states,
                "objective": space.objective, "direction": space.direction,
                "best": {"number": best.number, "value": best.value, "params": best.params,
                         "selection": best.user_attrs.get("selection"), "run_dir": best.user_attrs.get("run_dir"),
                         "command": best.user_attrs.get("command")} if best else None,
                "ship": ship, "plots": plots, "table": table.to_json()}
-    page = [f"# sweep {plan.study_name}", "", f"Space: `{space.path}`.", "", table.markdown()]
+    page = [f"# sweep {plan.study_name}", "", f"Space: `{plan.config.space}`.", "", table.markdown()]
     if best:
         page += [f"Best: trial {best.number}, {space.objective} {best.value:.4g}. Ship it with", "", "```", ship, "```", ""]
     (out / "summary.md").write_text("\n".join(page))

@@ -38,19 +38,20 @@ from typing import Any
 import numpy as np
 import yaml
 
+from upright.envs.residual import TempoResidual
 from upright.eval.learning_curves import plot_learning_curve
 from upright.policies.folders import LOCK_FILE, locked
-from upright.policies.feedback import FeedbackResidualPolicy, is_feedback_policy, load_feedback_spec
+from upright.policies.feedback import FeedbackResidualPolicy, feedback_policy, is_feedback_policy, load_feedback_spec
 from upright.policies.run import (check_pair, load_model, load_normalizer, model_steps, newest_model, normalizer_path,
                                   replay_buffer_path, run_model)
 from upright.policies.algorithms import Algorithm, algo_class, algorithm, residual_start_names
 from upright.policies.asymmetric import AsymmetricActorCriticPolicy, widen_critic
 from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_config, plain,
                                          write_atomically, write_text_atomically)
-from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, Evaluation, FiniteWeights, LinearCurriculum,
-                                        RewardTerms, UpdateThreads, save_model_files, weights_finite)
-from upright.training.config import (IMITATE_DEFAULTS, check_counts, choose_vec_env, load_hyperparams, model_kwargs,
-                                     next_run_dir)
+from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, EpisodeMetrics, Evaluation, FiniteWeights,
+                                        Hyperparameters, LinearCurriculum, RewardTerms, UpdateThreads, save_model_files,
+                                        weights_finite)
+from upright.training.config import check_counts, choose_vec_env, load_hyperparams, model_kwargs, next_run_dir
 from upright.training.vec_env import TEACHER_INFO, check_env, make_train_env
 from upright.training.imitation import imitate
 from upright.training.ship import init_record
@@ -59,6 +60,10 @@ from upright.training.ship import init_record
 #: evaluations measure (``steps`` must exceed the steps done; ``vec_env`` changes how the same
 #: transitions are computed, not which).
 RESUMABLE = ("steps", "progress", "eval_every", "checkpoint_every", "vec_env")
+#: The environments' setter of each curriculum of the training extras
+#: (:meth:`~upright.policies.run_folder.TrainingExtras.curricula`) and its TensorBoard name.
+CURRICULUM_SETTERS = {"push_curriculum": ("set_push_strength", "push_strength"),
+                      "model_curriculum": ("set_model_variation", "model_variation")}
 #: The ``upright train`` option of each :class:`TrainConfig` field (named when a resume refuses it);
 #: for the keyword-argument fields, what precedes a ``KEY=VALUE``.
 OPTIONS = {"env_id": "--env", "prior": "--prior", "algo": "--algo", "steps": "--steps", "n_envs": "--n-envs",
@@ -135,8 +140,9 @@ def resolve(config: TrainConfig) -> TrainConfig:
     algo = algorithm(config.algo)
     check_counts(config)
     config = replace(config, eval_env_kwargs=evaluation_kwargs(config))
-    hp = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file, config.hp_overrides)
-    privileged = bool(hp.get("privileged_critic"))
+    hp, extras = load_hyperparams(config.algo, config.env_id, config.prior, config.hyperparams_file,
+                                  config.hp_overrides)
+    privileged = extras.privileged_critic
     if privileged and not (algo.on_policy and algo.residual_start):
         raise ValueError(f"privileged_critic needs an actor-critic algorithm ({residual_start_names()}), "
                          f"got {config.algo!r}")
@@ -147,27 +153,26 @@ def resolve(config: TrainConfig) -> TrainConfig:
                 raise ValueError("eval_env_kwargs cannot change the prior: the policy is a residual on "
                                  f"{config.prior!r}")
             check_env(config.env_id, config.eval_kwargs_with_prior).close()
-        if hp.get("initial_residual"):
-            if (not algo.residual_start or config.prior is None or not hp.get("zero_init", True)
+        if extras.initial_residual:
+            if (not algo.residual_start or config.prior is None or not extras.zero_initialised(config.prior)
                     or config.init is not None):
                 raise ValueError(f"initial_residual needs {residual_start_names()}, a prior and a fresh, "
                                  "zero-initialised actor "
                                  f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
-            env.unwrapped.residual_action(hp["initial_residual"])  # ValueError naming a bad actuator or offset
-        if hp.get("imitate"):
+            env.unwrapped.residual_action(extras.initial_residual)  # ValueError naming a bad actuator or offset
+        if extras.imitate:
             if (not algo.residual_start or config.prior is None or config.init is not None
-                    or hp.get("initial_residual")):
+                    or extras.initial_residual):
                 raise ValueError(f"imitate needs {residual_start_names()}, a prior and a fresh actor without "
                                  "initial_residual "
                                  f"(algo {config.algo!r}, prior {config.prior!r}, init {config.init!r})")
-            hp = {**IMITATE_DEFAULTS, **hp}
-            check_teacher(hp["imitate"], config, env)
+            check_teacher(extras.imitate, config, env)
         if config.init is not None:
-            init_files(config.init, config.algo, bool(hp.get("normalize")), env)
-        _check_model(replace(config, hyperparams=hp), env)
+            init_files(config.init, config.algo, extras.normalize, env)
+        _check_model(replace(config, hyperparams=hp, extras=extras), env)
     finally:
         env.close()
-    return replace(config, hyperparams=hp, version=version("upright"), code=source_commit(),
+    return replace(config, hyperparams=hp, extras=extras, version=version("upright"), code=source_commit(),
                    vec_env=choose_vec_env(config.vec_env, config.n_envs))
 
 
@@ -205,7 +210,7 @@ def check_teacher(teacher: str, config: TrainConfig, env: Any) -> None:
     if (spec.env_id, spec.prior) != (config.env_id, config.prior):
         raise ValueError(f"imitate: {teacher!r} was made for {spec.env_id} with prior {spec.prior!r}, "
                          f"this run is {config.env_id} with prior {config.prior!r}")
-    FeedbackResidualPolicy(spec).reset(env, None)
+    FeedbackResidualPolicy(spec, teacher).reset(env, None)
 
 
 def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[Path, Path | None]:
@@ -238,7 +243,7 @@ def init_files(init: str, algo: str, normalize: bool, env: Any = None) -> tuple[
                 fits = (theirs == ours or (hasattr(env, "actor_size") and len(theirs) == 1
                                            and env.actor_size <= theirs[0] < ours[0]))
             else:
-                narrower = (ours[0] - 1,) if getattr(env.unwrapped, "tempo_range", None) is not None else ours
+                narrower = (ours[0] - 1,) if isinstance(env.unwrapped.residual, TempoResidual) else ours
                 fits = theirs in (ours, narrower)
             if not fits:
                 raise ValueError(f"init {init!r}: its {name} has shape {theirs}, this environment's {ours}")
@@ -295,27 +300,27 @@ def new_model(config: TrainConfig, venv: Any, tb_dir: Path | None, start: Path |
     """The fresh model of ``config`` on ``venv`` (TensorBoard events into ``tb_dir``; None: none):
     zero-initialised actor with a prior, or the weights of ``start`` (default: ``config.init``'s
     model file) when fine-tuning."""
-    hp = config.hyperparams
-    kwargs = model_kwargs(hp)
+    extras = config.extras
+    kwargs = model_kwargs(config.hyperparams)
     algo = algorithm(config.algo)
     if algo.action_noise:
         from stable_baselines3.common.noise import NormalActionNoise  # SB3 (and torch): only when a model loads
 
         size = venv.action_space.shape[0]
-        kwargs["action_noise"] = NormalActionNoise(np.zeros(size), np.full(size, hp.get("action_noise_sigma", 0.1)))
+        kwargs["action_noise"] = NormalActionNoise(np.zeros(size), np.full(size, extras.action_noise_sigma))
     policy: Any = "MlpPolicy"
-    if hp.get("privileged_critic"):
+    if extras.privileged_critic:
         policy = AsymmetricActorCriticPolicy
         kwargs["policy_kwargs"] = {**kwargs.get("policy_kwargs", {}), "actor_size": venv.get_attr("actor_size", 0)[0]}
     model = algo_class(config.algo)(policy, venv, seed=config.seed, device="cpu", verbose=0,
                                     tensorboard_log=None if tb_dir is None else str(tb_dir), **kwargs)
-    if hp.get("zero_init", config.prior is not None):
-        initial = hp.get("initial_residual")
-        zero_actor_output(model, algo, hp.get("log_std_init", -2.0) if algo.learned_entropy else None,
+    if extras.zero_initialised(config.prior):
+        initial = extras.initial_residual
+        zero_actor_output(model, algo, extras.log_std_init if algo.learned_entropy else None,
                           venv.env_method("residual_action", initial, indices=0)[0] if initial else None)
     if config.init is not None:  # fine-tuning: the trained weights (and optimiser state) replace the fresh ones
         if start is None:
-            start, _ = init_files(config.init, config.algo, bool(hp.get("normalize")))  # spaces: checked by resolve
+            start, _ = init_files(config.init, config.algo, extras.normalize)  # spaces: checked by resolve
         _load_init(model, start)
     return model
 
@@ -366,10 +371,11 @@ def _imitate(model: Any, venv: Any, config: TrainConfig, run_dir: Path) -> float
     ``imitation.json`` and a checkpoint of the imitated policy (SB3's checkpoint names, so that
     ``checkpoint-selection`` can choose it too); return the seconds it took (they count in the
     run's wall-clock)."""
-    hp = config.hyperparams
-    record = imitate(model, venv, FeedbackResidualPolicy(load_feedback_spec(str(hp["imitate"]))),
-                     steps=int(hp["imitate_steps"]), epochs=int(hp["imitate_epochs"]),
-                     batch_size=int(hp["imitate_batch_size"]), learning_rate=float(hp["imitate_learning_rate"]),
+    extras = config.extras
+    assert extras.imitate is not None
+    record = imitate(model, venv, feedback_policy(extras.imitate),
+                     steps=extras.imitate_steps, epochs=extras.imitate_epochs,
+                     batch_size=extras.imitate_batch_size, learning_rate=extras.imitate_learning_rate,
                      seed=config.seed, out=run_dir / "imitation.json")
     checkpoints = run_dir / "checkpoints"
     checkpoints.mkdir(exist_ok=True)
@@ -403,7 +409,7 @@ def _carry_init(config: TrainConfig, run_dir: Path) -> tuple[Path, Path | None]:
     starts from the copies and ``upright ship`` reads the record, so the run needs nothing of the
     other policy once it has started."""
     assert config.init is not None
-    model, normalizer = init_files(config.init, config.algo, bool(config.hyperparams.get("normalize")))
+    model, normalizer = init_files(config.init, config.algo, config.extras.normalize)
     folder = run_dir / "init"
     folder.mkdir()
     write_text_atomically(folder / "record.yml", yaml.safe_dump(init_record(config.init), sort_keys=False))
@@ -420,11 +426,11 @@ def train_env(config: TrainConfig, normalizer: Path | None = None) -> Any:
     environment class, normalised as its hyperparameters say (``normalizer``: saved statistics to
     go on from), with the privileged state for an asymmetric critic (``hp.privileged_critic``) and
     the step-info entries an imitated teacher reads (``hp.imitate``)."""
-    hp = config.hyperparams
+    extras = config.extras
     return make_train_env(config.env_id, config.env_kwargs_with_prior, config.n_envs, config.seed,
-                          normalize=bool(hp.get("normalize")), on_policy=algorithm(config.algo).on_policy,
-                          normalizer=normalizer, vec_env=config.vec_env, privileged=bool(hp.get("privileged_critic")),
-                          keep_info=TEACHER_INFO if hp.get("imitate") else ())
+                          normalize=extras.normalize, on_policy=algorithm(config.algo).on_policy,
+                          normalizer=normalizer, vec_env=config.vec_env, privileged=extras.privileged_critic,
+                          keep_info=TEACHER_INFO if extras.imitate else ())
 
 
 def _write_config(run_dir: Path, config: TrainConfig) -> None:
@@ -487,7 +493,7 @@ def _conflict(name: str, value: Any, saved: TrainConfig) -> str | None:
         theirs = getattr(saved, name)
         return (None if plain(value) == plain(theirs)
                 else f"{OPTIONS.get(name, name)} {_shown(value)} differs from the run's {_shown(theirs)}")
-    have = saved.hyperparams if name == "hp_overrides" else getattr(saved, name)
+    have = {**saved.hyperparams, **saved.extras.model_dump()} if name == "hp_overrides" else getattr(saved, name)
     for key, given in _leaves(value):
         theirs = have
         for part in key.split("."):
@@ -539,7 +545,7 @@ def _resume_locked(run_dir: Path, changes: Mapping[str, Any], command: str) -> P
     saved = load_run_config(run_dir)
     config, changed = resume_config(saved, changes)
     on_policy = algorithm(config.algo).on_policy
-    normalize = bool(config.hyperparams.get("normalize"))
+    normalize = config.extras.normalize
     state = newest_model(run_dir, normalize=normalize, replay_buffer=not on_policy)
     done = model_steps(state)
     if config.steps <= done:
@@ -571,9 +577,9 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
     training: nothing more saved, :class:`TrainingFailed`."""
     from stable_baselines3.common.callbacks import CallbackList  # SB3 (and torch): only when a model loads
 
-    hp = config.hyperparams
+    extras = config.extras
     on_policy = algorithm(config.algo).on_policy
-    imitating = fresh and bool(hp.get("imitate"))
+    imitating = fresh and extras.imitate is not None
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     interrupted = False
     failure: Exception | None = None
@@ -582,18 +588,21 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
         evaluation = Evaluation(run_dir, config.env_id, config.eval_kwargs_with_prior, every=config.eval_every,
                                 episodes=config.eval_episodes, seed=config.eval_seed,
                                 has_prior=config.prior is not None, elapsed=imitation_seconds)
-        callbacks = [FiniteWeights(), RewardTerms(), evaluation,
+        settings = {"algo": config.algo, "env_id": config.env_id, "prior": config.prior or "none",
+                    "n_envs": config.n_envs, "vec_env": config.vec_env, "seed": config.seed, "steps": config.steps,
+                    "env": config.env_kwargs}
+        hyperparameters = {**config.hyperparams, **extras.model_dump(exclude_none=True)}
+        callbacks = [FiniteWeights(), RewardTerms(), EpisodeMetrics(), Hyperparameters(settings, hyperparameters),
+                     evaluation,
                      Checkpoints(run_dir / "checkpoints", config.checkpoint_every, replay_buffer=not on_policy),
                      *extra]
-        if hp.get("warmup_steps", 0) > 0:
-            callbacks.append(ActorWarmup(int(hp["warmup_steps"])))
-        if hp.get("update_threads", 1) > 1:
-            callbacks.append(UpdateThreads(int(hp["update_threads"])))
-        for curriculum, setter, name in (("push_curriculum", "set_push_strength", "push_strength"),
-                                         ("model_curriculum", "set_model_variation", "model_variation")):
-            if f"{curriculum}_start" in hp:
-                callbacks.append(LinearCurriculum(setter, name, float(hp[f"{curriculum}_start"]),
-                                                  int(hp[f"{curriculum}_steps"])))
+        if extras.warmup_steps > 0:
+            callbacks.append(ActorWarmup(extras.warmup_steps))
+        if extras.update_threads > 1:
+            callbacks.append(UpdateThreads(extras.update_threads))
+        for curriculum, (start, steps) in extras.curricula().items():
+            setter, name = CURRICULUM_SETTERS[curriculum]
+            callbacks.append(LinearCurriculum(setter, name, start, steps))
         remaining = config.steps - model.num_timesteps
         if remaining > 0:
             with unchecked_distributions():
@@ -628,6 +637,6 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
     return run_dir
 
 
-__all__ = ["OPTIONS", "RESUMABLE", "TrainingFailed", "TrainingInterrupted", "check_teacher", "init_files",
+__all__ = ["CURRICULUM_SETTERS", "OPTIONS", "RESUMABLE", "TrainingFailed", "TrainingInterrupted", "check_teacher", "init_files",
            "new_model", "resolve", "resume", "resume_config", "train", "train_env", "unchecked_distributions",
            "zero_actor_output"]

@@ -7,9 +7,9 @@ writes the merged blocks in its form, so a run of ``python -m rl_zoo3.train --co
 --gym-packages upright`` starts from the hyperparameters ``upright train`` would use; ``upright
 zoo-conf`` writes the file.
 
-What rl_zoo3 cannot take is left out and said in the file's header: our own keys
-(:data:`~upright.training.config.OWN_KEYS` but ``normalize``: warm-up, zero-initialised residual
-actor, privileged critic, imitation, push curriculum), which its SB3 constructor would refuse.
+What rl_zoo3 cannot take is left out and said in the file's header: the training extras
+(:class:`~upright.policies.run_folder.TrainingExtras` but ``normalize``: warm-up, zero-initialised
+residual actor, privileged critic, imitation, curricula), which its SB3 constructor would refuse.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from typing import Any
 import yaml
 
 from upright.envs.registration import ENVIRONMENTS
-from upright.training.config import OWN_KEYS, load_hyperparams
+from upright.policies.run_folder import TrainingExtras
+from upright.training.config import load_hyperparams
 
 #: Environment steps of a zoo run when ``--n-timesteps`` does not say (``upright train``'s default).
 ZOO_STEPS = 100_000
@@ -41,13 +42,11 @@ def _python(value: Any) -> str:
 
 def zoo_block(hp: Mapping[str, Any], *, n_envs: int = 4, steps: int = ZOO_STEPS,
               env_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One rl_zoo3 block of our merged hyperparameters ``hp``: ``n_timesteps`` ``steps``, an
-    ``MlpPolicy``, ``n_envs`` copies, ``policy_kwargs`` as the text rl_zoo3 evaluates, our own keys
-    but ``normalize`` dropped, ``env_kwargs`` when given."""
+    """One rl_zoo3 block of SB3's merged hyperparameters ``hp`` (and ``normalize``, which rl_zoo3
+    takes too): ``n_timesteps`` ``steps``, an ``MlpPolicy``, ``n_envs`` copies, ``policy_kwargs``
+    as the text rl_zoo3 evaluates, ``env_kwargs`` when given."""
     block: dict[str, Any] = {"n_timesteps": int(steps), "policy": "MlpPolicy", "n_envs": int(n_envs)}
     for key, value in hp.items():
-        if key in OWN_KEYS and key != "normalize":
-            continue
         if key == "policy_kwargs":
             kwargs = dict(value or {})
             activation = kwargs.pop("activation_fn", None)
@@ -56,7 +55,7 @@ def zoo_block(hp: Mapping[str, Any], *, n_envs: int = 4, steps: int = ZOO_STEPS,
                 text = f"dict(activation_fn={ZOO_ACTIVATIONS[activation]}" + (", " + text[5:] if kwargs else ")")
             block[key] = text
         else:
-            block[key] = value
+            block[key] = list(value) if isinstance(value, tuple) else value  # YAML: train_freq [N, step]
     if env_kwargs:
         block["env_kwargs"] = dict(env_kwargs)
     return block
@@ -71,8 +70,9 @@ def zoo_hyperparams(algo: str, prior: str | None = None, env_ids: Iterable[str] 
     for env_id in env_ids if env_ids is not None else ENVIRONMENTS:
         if env_id not in ENVIRONMENTS:
             raise ValueError(f"unknown environment {env_id!r}; ids: {', '.join(ENVIRONMENTS)}")
-        hp = load_hyperparams(algo, env_id, prior, path)
-        table[env_id] = zoo_block(hp, n_envs=n_envs, steps=steps, env_kwargs={"prior": prior} if prior else None)
+        hp, extras = load_hyperparams(algo, env_id, prior, path)
+        table[env_id] = zoo_block({"normalize": extras.normalize, **hp}, n_envs=n_envs, steps=steps,
+                                  env_kwargs={"prior": prior} if prior else None)
     return table
 
 
@@ -82,7 +82,7 @@ def zoo_conf_text(algo: str, prior: str | None = None, env_ids: Iterable[str] | 
     came from and what it leaves out."""
     table = zoo_hyperparams(algo, prior, env_ids, path, n_envs, steps)
     source = str(path) if path is not None else f"upright/training/hyperparams/{algo}.yml"
-    left_out = ", ".join(k for k in OWN_KEYS if k != "normalize")
+    left_out = ", ".join(k for k in TrainingExtras.model_fields if k != "normalize")
     lines = [f"rl-baselines3-zoo hyperparameters for {algo}, from {source} "
              f"({'prior ' + prior if prior else 'no prior'}), written by `upright zoo-conf`:",
              f"python -m rl_zoo3.train --algo {algo} --env ID --gym-packages upright --conf-file THIS_FILE",

@@ -7,8 +7,10 @@ simulated joint angles) and ToddlerBot's system identification (chirp and sine e
 joint; damping, armature, friction loss and P gain; plots of measured against simulated tracking):
 
 * a :class:`Recording` is time (s) and, per joint, the commanded target and the measured angle
-  (rad), read from and written to NPZ or CSV (:func:`read_recording`, :func:`write_recording`;
-  the formats: ``docs/identify.md``);
+  (rad), read from NPZ, CSV or MCAP (JSON or ROS 2 messages on a command and a joint-state topic)
+  and written to NPZ or CSV (:func:`read_recording`, :func:`write_recording`; the formats:
+  ``docs/identify.md``); a log of a user's model of the robot names the joints and gives the angles
+  as that model does (:func:`in_our_convention`, :func:`in_model_convention`);
 * :func:`excitation` writes a schedule of held levels, a chirp and sines within each joint's
   limits and its range without self-contact, for the robot to play while it hangs on a stand;
 * :func:`simulate` replays a recording's targets in our model of the robot hanging with its torso
@@ -24,10 +26,13 @@ joint; damping, armature, friction loss and P gain; plots of measured against si
 from __future__ import annotations
 
 import csv
+import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -39,11 +44,20 @@ from scipy.signal.windows import tukey
 from tqdm import tqdm
 
 from upright.envs.conditions import SERVO_PARAMETERS, Conditions, ServoParameters
-from upright.envs.robots import RobotSpec, get_robot
+from upright.envs.robots import RobotSpec, get_robot, with_model
+from upright.envs.robots.user_model import joint_conventions
 from upright.envs.simulation import Simulation
 
-#: The file formats of a recording, by suffix.
-RECORDING_SUFFIXES = (".npz", ".csv")
+#: The file formats of a recording, by suffix (MCAP is read only).
+RECORDING_SUFFIXES = (".npz", ".csv", ".mcap")
+#: The formats :func:`write_recording` writes.
+WRITTEN_SUFFIXES = (".npz", ".csv")
+#: An MCAP log's default topics: the commanded targets and the measured angles (``sensor_msgs/JointState``).
+MCAP_TOPICS = ("/joint_commands", "/joint_states")
+#: The fields of an MCAP message: joint names and angles (rad), as ``sensor_msgs/JointState`` and
+#: command messages such as ``bitbots_msgs/JointCommand`` name them.
+MCAP_NAME_FIELDS = ("name", "joint_names")
+MCAP_POSITION_FIELDS = ("position", "positions")
 #: The CSV columns, one row per joint per sample (``measured`` empty in a schedule to play).
 CSV_COLUMNS = ("time", "joint", "target", "measured")
 #: Groupings of the fitted parameters: one set per servo class (the MJCF default class of the
@@ -134,17 +148,21 @@ class Recording:
         object.__setattr__(self, "measured", measured)
 
 
-def read_recording(path: str | Path) -> Recording:
+def read_recording(path: str | Path, topics: tuple[str, str] = MCAP_TOPICS) -> Recording:
     """The recording in ``path``: NPZ (arrays ``time``, ``joints``, ``target``, optional
-    ``measured``) or CSV (columns :data:`CSV_COLUMNS`, one row per joint per sample, every joint
-    at the same times), by suffix; a ValueError names a missing file, an unknown suffix, a missing
-    array or column, or a bad value."""
+    ``measured``), CSV (columns :data:`CSV_COLUMNS`, one row per joint per sample, every joint at
+    the same times) or MCAP (:func:`_read_mcap`: the command and joint-state ``topics``), by
+    suffix; a ValueError names a missing file, an unknown suffix, a missing array, column or
+    topic, or a bad value."""
     path = Path(path)
-    if path.suffix.lower() not in RECORDING_SUFFIXES:
+    suffix = path.suffix.lower()
+    if suffix not in RECORDING_SUFFIXES:
         raise ValueError(f"unknown recording format {path.suffix!r} of {path}; valid: {', '.join(RECORDING_SUFFIXES)}")
     if not path.is_file():
         raise ValueError(f"no recording file {path}")
-    return _read_npz(path) if path.suffix.lower() == ".npz" else _read_csv(path)
+    if suffix == ".mcap":
+        return _read_mcap(path, topics)
+    return _read_npz(path) if suffix == ".npz" else _read_csv(path)
 
 
 def _read_npz(path: Path) -> Recording:
@@ -182,14 +200,155 @@ def _read_csv(path: Path) -> Recording:
     return Recording(time=reference[:, 0], joints=tuple(columns), target=stacked[..., 1], measured=stacked[..., 2])
 
 
+class _JsonDecoderFactory:
+    """An mcap decoder factory for messages encoded as JSON (``message_encoding: json``, whatever
+    their schema): each becomes a mapping."""
+
+    def decoder_for(self, message_encoding: str, schema: object) -> Callable[[bytes], Any] | None:
+        return json.loads if message_encoding == "json" else None
+
+
+def _field(message: object, names: tuple[str, ...]) -> object:
+    """The first of the fields ``names`` that ``message`` has (a JSON mapping or a decoded ROS 2
+    message), else None."""
+    for name in names:
+        value = message.get(name) if isinstance(message, dict) else getattr(message, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def _stamp(message: object, log_time: int) -> int:
+    """A message's time (ns): its ``header.stamp`` (``sec``, ``nanosec``), else, absent or zero,
+    the MCAP record's log time."""
+    stamp = _field(_field(message, ("header",)) or {}, ("stamp",))
+    if stamp is not None:
+        nanoseconds = int(_field(stamp, ("sec",)) or 0) * 10**9 + int(_field(stamp, ("nanosec",)) or 0)
+        if nanoseconds > 0:
+            return nanoseconds
+    return int(log_time)
+
+
+def _read_mcap(path: Path, topics: tuple[str, str]) -> Recording:
+    """The recording in the MCAP file ``path``: the messages of the command topic (the targets,
+    one message per control cycle, each naming every recorded joint) and of the joint-state topic
+    (the measured angles), ``topics``. A message holds joint names (:data:`MCAP_NAME_FIELDS`) and
+    angles in rad (:data:`MCAP_POSITION_FIELDS`), and its time is its ``header.stamp`` or its log
+    time: ``sensor_msgs/JointState`` on both, or any command message with those fields. Messages
+    are JSON (``message_encoding: json``) or ROS 2 CDR with a ``ros2msg`` schema (a ROS 2 bag).
+    A command's measured angles are the joint states interpolated linearly at its time; commands
+    before the first or after the last joint state are left out. The recording's time is counted
+    from the first command."""
+    from mcap.exceptions import DecoderNotFoundError, McapError  # mcap: only when a log is read
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory as Ros2DecoderFactory
+
+    def file_topics() -> dict[str, str]:  # every topic of the file → its message encoding, for errors
+        with path.open("rb") as file:
+            return {channel.topic: channel.message_encoding for _, channel, _ in make_reader(file).iter_messages()}
+
+    command_topic, state_topic = topics
+    messages: dict[str, list[tuple[int, dict[str, float]]]] = {command_topic: [], state_topic: []}
+    try:
+        with path.open("rb") as file:
+            reader = make_reader(file, decoder_factories=[_JsonDecoderFactory(), Ros2DecoderFactory()])
+            for _, channel, message, decoded in reader.iter_decoded_messages(topics=list(topics),
+                                                                              log_time_order=True):
+                names, positions = _field(decoded, MCAP_NAME_FIELDS), _field(decoded, MCAP_POSITION_FIELDS)
+                if names is None or positions is None or len(names) != len(positions):
+                    raise ValueError(f"{path}: a message on {channel.topic} at log time {message.log_time} ns has no "
+                                     f"joint names ({' or '.join(MCAP_NAME_FIELDS)}) and as many angles "
+                                     f"({' or '.join(MCAP_POSITION_FIELDS)})")
+                messages[channel.topic].append((_stamp(decoded, message.log_time),
+                                                dict(zip(map(str, names), map(float, positions)))))
+    except DecoderNotFoundError:
+        seen = file_topics()
+        encodings = ", ".join(f"{topic} ({seen[topic]})" for topic in topics if topic in seen)
+        raise ValueError(f"{path}: cannot decode the messages of {encodings}; upright reads json and ROS 2 cdr "
+                         "(ros2msg schemas)") from None
+    except McapError as error:
+        raise ValueError(f"{path} is no readable MCAP file: {error}") from None
+    for topic, role in zip(topics, ("command", "joint-state")):
+        if not messages[topic]:
+            raise ValueError(f"{path} has no messages on the {role} topic {topic!r}; its topics: "
+                             f"{', '.join(sorted(file_topics())) or 'none'} (--topics COMMAND STATE)")
+    commands, states = messages[command_topic], messages[state_topic]
+    joints = tuple(commands[0][1])
+    start = commands[0][0]  # the times are taken from the first command on, in s: exact in a float
+    for k, (stamp, values) in enumerate(commands):
+        if set(values) != set(joints):
+            raise ValueError(f"{path}: command {k} on {command_topic} ({1e-9 * (stamp - start):.4f} s after the first) "
+                             f"names {sorted(values)}, the first {sorted(joints)}; every command names every recorded "
+                             "joint")
+    time = np.array([1e-9 * (t - start) for t, _ in commands])
+    target = np.array([[values[j] for j in joints] for _, values in commands])
+    measured = np.empty_like(target)
+    inside = np.ones(len(time), dtype=bool)
+    for j, joint in enumerate(joints):
+        read = sorted((1e-9 * (t - start), values[joint]) for t, values in states if joint in values)
+        if not read:
+            raise ValueError(f"{path}: the joint states on {state_topic} never name the commanded joint {joint!r}")
+        read_time, angle = np.array(read).T
+        measured[:, j] = np.interp(time, read_time, angle)
+        inside &= (time >= read_time[0]) & (time <= read_time[-1])
+    if inside.sum() < 2:
+        raise ValueError(f"{path}: fewer than 2 commands on {command_topic} fall within the joint states' time span")
+    return Recording(time=time[inside], joints=joints, target=target[inside], measured=measured[inside])
+
+
+def our_actuator_names(names: tuple[str, ...], robot: RobotSpec, whose: str = "") -> tuple[str, ...]:
+    """Our actuator names of the joints ``names`` of ``robot.model`` (its joint or actuator names;
+    ours without a user's model); a ValueError names a joint that is no actuated joint of the
+    model (``whose``: how the message names where they come from, e.g. ``of the recording ``)."""
+    conventions = joint_conventions(robot)
+    ours = {name: actuator for actuator, c in conventions.items() for name in (c.joint, c.actuator)}
+    unknown = [j for j in names if j not in ours]
+    if unknown:
+        where = f"the model {robot.model}" if robot.model is not None else robot.name
+        raise ValueError(f"joints {unknown} {whose}are no actuated joints of {where}; valid: "
+                         f"{', '.join(c.joint for c in conventions.values())}")
+    return tuple(ours[j] for j in names)
+
+
+def in_our_convention(recording: Recording, robot: RobotSpec) -> Recording:
+    """``recording`` of the robot of ``robot.model`` (joints named by that model's joint or actuator
+    names, its angles) in our actuator names and angles, through the model map
+    (:func:`~upright.envs.robots.user_model.joint_conventions`); without a user's model the names
+    are ours and the angles unchanged. A ValueError names a joint the model does not have."""
+    conventions = joint_conventions(robot)
+    joints = our_actuator_names(recording.joints, robot, "of the recording ")
+
+    def convert(angles: np.ndarray | None) -> np.ndarray | None:
+        if angles is None:
+            return None
+        return np.stack([conventions[a].to_ours(angles[:, k]) for k, a in enumerate(joints)], axis=1)
+
+    return Recording(recording.time, joints, convert(recording.target), convert(recording.measured))
+
+
+def in_model_convention(recording: Recording, robot: RobotSpec) -> Recording:
+    """``recording`` in our actuator names and angles, in the joint names and angles of
+    ``robot.model`` (the inverse of :func:`in_our_convention`): what the user's robot is sent."""
+    conventions = joint_conventions(robot)
+
+    def convert(angles: np.ndarray | None) -> np.ndarray | None:
+        if angles is None:
+            return None
+        return np.stack([conventions[a].to_theirs(angles[:, k]) for k, a in enumerate(recording.joints)], axis=1)
+
+    return Recording(recording.time, tuple(conventions[a].joint for a in recording.joints), convert(recording.target),
+                     convert(recording.measured))
+
+
 def write_recording(recording: Recording, path: str | Path) -> Path:
     """Write ``recording`` to ``path`` as NPZ or CSV (by suffix, as :func:`read_recording` reads
     them; a schedule without measured angles has no ``measured`` array or empty ``measured``
     cells); return the path."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in RECORDING_SUFFIXES:
-        raise ValueError(f"unknown recording format {path.suffix!r} of {path}; valid: {', '.join(RECORDING_SUFFIXES)}")
+    if suffix not in WRITTEN_SUFFIXES:
+        raise ValueError(f"unknown recording format {path.suffix!r} of {path} to write; valid: "
+                         f"{', '.join(WRITTEN_SUFFIXES)}")
     path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".npz":
         arrays = {"time": recording.time, "joints": np.array(recording.joints), "target": recording.target}
@@ -219,6 +378,10 @@ def on_control_grid(recording: Recording, robot: RobotSpec) -> Recording:
     if unknown:
         raise ValueError(f"joints {unknown} of the recording are not actuators of {robot.name}; valid: "
                          f"{', '.join(robot.actuator_names)}")
+    missing = [j for j in recording.joints if j in robot.missing_joints]
+    if missing:
+        raise ValueError(f"joints {missing} of the recording are missing in the model {robot.model}: it has no servo "
+                         "of theirs to fit")
     period = robot.control_period
     steps = np.diff(recording.time)
     median = float(np.median(steps))
@@ -262,13 +425,14 @@ def hanging_simulation(robot: RobotSpec, conditions: Conditions | None = None) -
 
 
 def simulate(recording: Recording, robot: RobotSpec, conditions: Conditions | None = None) -> np.ndarray:
-    """The angles (rad, shape (samples, joints) of the recording, noise-free) our model of
-    ``robot`` hanging on a stand reaches when it is sent the recording's targets, one per control
-    period, through the environments' servo model (delay queue; ``conditions``, default ``lab``,
-    may change the servos and add delay). Sample k is the angle when target k is sent, so sample 0
-    is the start: at rest in the standing pose, the recorded joints at their first measured angle
-    (a schedule's: its first target) and commanded to their first target; joints the recording
-    does not name hold the standing pose. After a physics blow-up the angles are NaN."""
+    """The angles (rad, shape (samples, joints) of the recording, noise-free) the model of
+    ``robot`` (ours, or the user's ``robot.model``) hanging on a stand reaches when it is sent the
+    recording's targets, one per control period, through the environments' servo model (delay
+    queue; ``conditions``, default ``lab``, may change the servos and add delay). Sample k is the
+    angle when target k is sent, so sample 0 is the start: at rest in the standing pose, the
+    recorded joints at their first measured angle (a schedule's: its first target) and commanded to
+    their first target; joints the recording does not name hold the standing pose. After a physics
+    blow-up the angles are NaN."""
     sim = hanging_simulation(robot, conditions)
     m = sim.model
     columns = np.array([robot.actuator_names.index(j) for j in recording.joints])
@@ -314,9 +478,9 @@ def servo_groups(robot: RobotSpec, joints: tuple[str, ...], per: str) -> dict[st
 
 
 def model_servo_parameters(robot: RobotSpec) -> dict[str, dict[str, float]]:
-    """Our model's servo parameters per actuator name: position ``gain`` (N·m/rad), ``torque``
-    limit (N·m), and the driven joint's ``damping`` (N·m·s/rad), ``armature`` (kg·m²) and
-    ``frictionloss`` (N·m)."""
+    """The servo parameters of ``robot``'s model (ours, or the user's) per actuator name: position
+    ``gain`` (N·m/rad), ``torque`` limit (N·m), and the driven joint's ``damping`` (N·m·s/rad),
+    ``armature`` (kg·m²) and ``frictionloss`` (N·m)."""
     m = hanging_simulation(robot).model
     out = {}
     for i, name in enumerate(robot.actuator_names):
@@ -333,8 +497,9 @@ class Identification:
     ``factors`` on our model's fitted parameters and the absolute ``parameters`` they give (units
     of :class:`~upright.envs.conditions.ServoParameters`; a parameter not fitted is not named),
     the ``extra_delay_cycles`` (control cycles on top of the robot's own), the mean squared
-    tracking errors (rad²) of our model (``model_error``) and of the best fit at each extra delay
-    0, 1, ... (``error_by_delay``), and the fit's ``trials`` per delay and ``seed``."""
+    tracking errors (rad²) of the model (``model_error``) and of the best fit at each extra delay
+    0, 1, ... (``error_by_delay``), the fit's ``trials`` per delay and ``seed``, and the user's
+    ``model`` and ``model_map`` fitted (paths; None: ours), whose servos the factors are on."""
 
     robot: str
     per: str
@@ -346,6 +511,13 @@ class Identification:
     error_by_delay: tuple[float, ...]
     trials: int
     seed: int
+    model: str | None = None
+    model_map: str | None = None
+
+    @property
+    def robot_spec(self) -> RobotSpec:
+        """The description of the robot fitted: ours, or on the user's model through its map."""
+        return with_model(get_robot(self.robot), self.model, self.model_map)
 
     @property
     def error(self) -> float:
@@ -384,7 +556,9 @@ def _fitted_conditions(robot: RobotSpec, parameters: dict[str, dict[str, float]]
 def identify(recording: Recording, robot: RobotSpec, *, per: str = "class",
              parameters: tuple[str, ...] = SERVO_PARAMETERS, trials: int = 300, seed: int = 0,
              max_extra_delay: int = MAX_EXTRA_DELAY, progress: bool = False) -> Identification:
-    """Fit our model's servos to ``recording`` (measured angles required) of ``robot``.
+    """Fit the servos of ``robot``'s model (ours, or the user's ``robot.model``: the factors are on
+    its values) to ``recording`` (measured angles required, in our names and angles:
+    :func:`in_our_convention` converts a log of a user's model).
 
     For each extra delay of 0..``max_extra_delay`` whole control cycles, one Optuna study with the
     CMA-ES sampler (seeded with ``seed``) runs ``trials`` trials over the factors of
@@ -430,14 +604,15 @@ def identify(recording: Recording, robot: RobotSpec, *, per: str = "class",
               for group, fitted in _fitted_parameters(nominal, groups, factors).items()}
     return Identification(robot=robot.name, per=per, groups=groups, factors=factors, parameters=values,
                           extra_delay_cycles=delay, model_error=model_errors[0], error_by_delay=tuple(errors),
-                          trials=trials, seed=seed)
+                          trials=trials, seed=seed, model=None if robot.model is None else str(robot.model),
+                          model_map=None if robot.model_map is None else str(robot.model_map))
 
 
 def excitation(robot: RobotSpec, seconds: float, *, joints: tuple[str, ...] | None = None,
                amplitude: float = EXCITATION_AMPLITUDE, margin: float = 0.1, max_speed: float = 3.0) -> Recording:
     """A schedule for ``robot`` to play on a stand (a :class:`Recording` without measured angles,
     one target per control period for ``seconds`` s) that moves ``joints`` (default: every
-    actuator) all at once about the standing pose, each the same motion in units of its amplitude
+    actuator the model has) all at once about the standing pose, each the same motion in units of its amplitude
     (:func:`_excitation_shape`: held levels, a chirp, sines; at rest at both ends).
 
     A joint's amplitude (rad) is ``amplitude`` where its range without self-contact
@@ -445,11 +620,13 @@ def excitation(robot: RobotSpec, seconds: float, *, joints: tuple[str, ...] | No
     its centre is the standing pose's angle, moved inside that range by the amplitude where it
     lies too near an end. No target moves faster than ``max_speed`` (rad/s): the chirp and
     sines are smaller at high frequencies."""
-    joints = robot.actuator_names if joints is None else tuple(joints)
-    unknown = [j for j in joints if j not in robot.actuator_names]
+    present = tuple(a for a in robot.actuator_names if a not in robot.missing_joints)
+    joints = present if joints is None else tuple(joints)
+    unknown = [j for j in joints if j not in present]
     if unknown:
-        raise ValueError(f"joints {unknown} are not actuators of {robot.name}; valid: "
-                         f"{', '.join(robot.actuator_names)}")
+        raise ValueError(f"joints {unknown} are not actuators of {robot.name}"
+                         + (f" in the model {robot.model}" if robot.model is not None else "")
+                         + f"; valid: {', '.join(present)}")
     if not (amplitude > 0.0 and margin >= 0.0 and max_speed > 0.0):
         raise ValueError(f"amplitude and max_speed must be > 0 and margin >= 0, got {amplitude!r}, {max_speed!r}, "
                          f"{margin!r}")
@@ -540,12 +717,16 @@ def write_identification(identification: Identification, recording: Recording, o
     measured, our model and the fit over time); return both paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    robot_spec = get_robot(identification.robot)
+    robot_spec = identification.robot_spec
     recording = on_control_grid(recording, robot_spec)
     fitted = next(iter(identification.factors.values()))
     errors = ", ".join(f"{d}: {e:.3g}" for d, e in enumerate(identification.error_by_delay))
+    model = ("" if identification.model is None else
+             f" on the model {identification.model}" + (f" (map {identification.model_map})"
+                                                        if identification.model_map else ""))
+    label = "our model" if identification.model is None else "the model"
     header = [
-        f"# Servo parameters of {identification.robot} identified by `{command}`",
+        f"# Servo parameters of {identification.robot}{model} identified by `{command}`",
         f"# from recorded joint trajectories of the robot hanging on a stand: per {identification.per} "
         f"({', '.join(identification.groups)}),",
         f"# {', '.join(fitted)} (the others as in the model file) and the extra delay, fitted with CMA-ES "
@@ -554,21 +735,24 @@ def write_identification(identification: Identification, recording: Recording, o
         "N m/rad, torque N m,",
         "# damping N m s/rad, armature kg m^2, frictionloss N m; extra_delay_cycles (control cycles) adds to the "
         "robot's own delay.",
-        f"# Mean squared tracking error (rad^2): our model {identification.model_error:.3g}, the fit "
+        f"# Mean squared tracking error (rad^2): {label} {identification.model_error:.3g}, the fit "
         f"{identification.error:.3g}; best fit per extra delay {errors}.",
-        "# Load: Conditions.from_dict(yaml.safe_load(open('conditions.yaml'))), or PRESETS[name].changed(...).",
+        "# Load: Conditions.from_dict(yaml.safe_load(open('conditions.yaml'))), or PRESETS[name].changed(...)"
+        + ("." if identification.model is None else ", with gym.make(..., model=, model_map=) of that model."),
     ]
     yaml_path = out / "conditions.yaml"
     yaml_path.write_text("\n".join(header) + "\n" + yaml.safe_dump(identification.conditions_data(), sort_keys=False))
     png_path = out / "tracking.png"
     _plot_tracking(recording, simulate(recording, robot_spec),
-                   simulate(recording, robot_spec, identification.conditions()), png_path)
+                   simulate(recording, robot_spec, identification.conditions()), png_path, label)
     return yaml_path, png_path
 
 
-def _plot_tracking(recording: Recording, model: np.ndarray, fit: np.ndarray, path: Path) -> None:
+def _plot_tracking(recording: Recording, model: np.ndarray, fit: np.ndarray, path: Path,
+                   label: str = "our model") -> None:
     """Per joint, one panel over the time since the first sample: the target, the measured angle,
-    and the angles of our model and of the fitted one (deg), each model with its RMS error."""
+    and the angles of the model fitted (``label``) and of the fitted one (deg), each model with its
+    RMS error."""
     import matplotlib  # matplotlib: only when a figure is drawn
 
     matplotlib.use("Agg")
@@ -580,14 +764,14 @@ def _plot_tracking(recording: Recording, model: np.ndarray, fit: np.ndarray, pat
     for j, (ax, joint) in enumerate(zip(axes[:, 0], recording.joints)):
         ax.plot(time, np.degrees(recording.target[:, j]), color="0.6", lw=0.8, label="target")
         ax.plot(time, np.degrees(recording.measured[:, j]), color="black", lw=1.0, label="measured")
-        for angles, name, color in ((model, "our model", "tab:red"), (fit, "fit", "tab:blue")):
+        for angles, name, color in ((model, label, "tab:red"), (fit, "fit", "tab:blue")):
             rms = np.degrees(np.sqrt(np.mean((angles[:, j] - recording.measured[:, j]) ** 2)))
             ax.plot(time, np.degrees(angles[:, j]), color=color, lw=0.9, ls="--" if name == "fit" else "-",
                     label=f"{name} (RMS {rms:.2f} deg)")
         ax.set_ylabel(f"{joint} (deg)")
         ax.legend(loc="upper right", fontsize=7, ncol=4)
     axes[-1, 0].set_xlabel("time since the first sample (s)")
-    fig.suptitle("Measured against simulated tracking: our model and the fit")
+    fig.suptitle(f"Measured against simulated tracking: {label} and the fit")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -40,6 +40,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from upright.envs.metrics import is_upright
+from upright.envs.schema import STRICT
 from upright.eval.runner import Observer
 
 GETUP_LETTERS = {"S": "success", "T": "time", "H": "head", "P": "pitch"}
@@ -61,7 +62,10 @@ def parse_objective(text: str, task: str) -> tuple[str, ...]:
 
 @dataclass
 class GetUpRules:
-    """Success and early-stop rules of a get-up trial episode (the space's ``trial`` block)."""
+    """Success and early-stop rules of a get-up trial episode (the space's ``trial`` block, checked
+    with the space's schema, :class:`~upright.tuning.space.SearchSpace`)."""
+
+    __pydantic_config__ = STRICT
 
     hold_seconds: float = 3.0
     settle_speed: float = 0.05
@@ -71,15 +75,6 @@ class GetUpRules:
     #: (the early-stop checks start that long + ``check_margin`` s after the start; no entry: never).
     check_after: dict[str, list[str]] = field(default_factory=dict)
     check_margin: float = 0.5
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> "GetUpRules":
-        """Rules from a space's ``trial`` block (unknown keys: ValueError naming them)."""
-        known = set(cls.__dataclass_fields__)
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown get-up trial rules {sorted(unknown)}; valid: {', '.join(sorted(known))}")
-        return cls(**dict(data))
 
     def check_time(self, start: str, params: Any) -> float:
         """When the early-stop checks begin (s): the sum of the ``check_after`` phase durations of

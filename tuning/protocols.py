@@ -38,14 +38,15 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
-from upright.envs.base import load_params_file
+from upright.envs.residual import load_params_file
 from upright.envs.registration import env_id
 from upright.eval.experiments import ExperimentContext, Protocol, register_experiment
 from upright.eval.runner import run_episodes
 from upright.eval.tables import Column, Table, count, mean_min_max, number, rate, text
 from upright.policies.builtin import ControllerPolicy
+from upright.tuning.plan import OptimizeConfig
 from upright.tuning.space import ParamSpec
-from upright.tuning.study import SAMPLERS, START_ALIASES, OptimizeConfig, open_study, optimize, resolve
+from upright.tuning.study import SAMPLERS, START_ALIASES, open_study, optimize, resolve
 
 #: The studies' budget and storage: the options every protocol here takes, with
 #: ``upright optimize``'s defaults (``storage`` None: each study's own file in its folder).

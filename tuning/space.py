@@ -13,8 +13,12 @@ A space file (``<controller>_<robot>.yaml``) holds
 * ``env``: environment keyword arguments of every trial episode (``max_episode_seconds``,
   ``conditions``); the command line's ``--conditions`` and ``--set`` go over them.
 * ``trial``: the get-up trial's success and early-stop rules (see
-  :class:`upright.tuning.objectives.GetUpRules`); for walks the command and speeds.
-* ``objective``: the default objective letters.
+  :class:`upright.tuning.objectives.GetUpRules`).
+* ``objective``: the default objective letters; ``task`` (``getup``, the default, or ``walk``),
+  ``controller`` and ``robot`` (default: the ones the space is loaded for) and ``source``.
+
+:class:`SearchSpace` is the file's schema (:mod:`upright.envs.schema`): an unknown key, a missing
+or malformed entry is a ValueError naming the file, the key and the valid keys.
 
 The hand-tuned values of the searched parameters (the controller's default parameters, read
 through the same dotted keys) are enqueued as the study's first trial.
@@ -23,30 +27,42 @@ through the same dotted keys) are enqueued as the study's first trial.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import typing
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
+from pydantic import AfterValidator, Field
+
+from upright.envs.schema import STRICT, validate
 from upright.envs.files import read_yaml_mapping
+from upright.tuning.objectives import GetUpRules
 
-
-#: Units a space may give; ``deg`` is the only one converted (to rad) for the controller.
-UNITS = ("s", "m", "deg", "rad", "1", "rad/s", "m/s")
+#: A unit a space may give; ``deg`` is the only one converted (to rad) for the controller.
+Unit = Literal["s", "m", "deg", "rad", "1", "rad/s", "m/s"]
+UNITS: tuple[str, ...] = typing.get_args(Unit)
 
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """One searched parameter: the range [low, high] in ``unit``, a grid ``step`` or ``log`` scale."""
+    """One searched parameter: the range [low, high] in ``unit``, a grid ``step`` or ``log`` scale
+    (ValueError for an empty range, a log scale from 0 or below, or a step on a log scale)."""
+
+    __pydantic_config__ = STRICT
 
     name: str
     low: float
     high: float
-    unit: str = "1"
-    step: float | None = None
+    unit: Unit = "1"
+    step: Annotated[float | None, Field(gt=0)] = None
     log: bool = False
     source: str = ""
     starts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.low < self.high or (self.log and self.low <= 0) or (self.log and self.step):
+            raise ValueError(f"parameter {self.name!r} needs low < high (and low > 0, no step with log)")
 
     def to_controller(self, value: float) -> float:
         """The study's value (in ``unit``) in the controller's unit (deg -> rad)."""
@@ -57,28 +73,41 @@ class ParamSpec:
         return math.degrees(value) if self.unit == "deg" else float(value)
 
 
+def _distinct(params: tuple[ParamSpec, ...]) -> tuple[ParamSpec, ...]:
+    names = [p.name for p in params]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"parameter {twice[0]!r} is listed twice")
+    return params
+
+
+#: The ``params`` list of a space (and of a training sweep's space, :mod:`upright.training.sweep`):
+#: at least one parameter, each named once.
+SearchedParams = Annotated[tuple[ParamSpec, ...], Field(min_length=1), AfterValidator(_distinct)]
+
+
 @dataclass(frozen=True)
 class SearchSpace:
-    """A controller's search space for one robot (see the module docstring for the file format)."""
+    """A controller's search space for one robot, the schema of a space file (see the module
+    docstring)."""
+
+    __pydantic_config__ = STRICT
 
     controller: str
     robot: str
-    task: str
-    params: tuple[ParamSpec, ...]
+    params: SearchedParams
+    task: Literal["getup", "walk"] = "getup"
     fixed: dict[str, Any] = field(default_factory=dict)
     env: dict[str, Any] = field(default_factory=dict)
-    trial: dict[str, Any] = field(default_factory=dict)
+    trial: GetUpRules = field(default_factory=GetUpRules)
     objective: str = ""
     source: str = ""
-    path: str = ""
 
-    def for_start(self, start: str | None) -> "SearchSpace":
+    def for_start(self, start: str | None) -> SearchSpace:
         """The parameters acting on the get-up ``start`` (``random``/None: all of them)."""
         if start in (None, "random"):
             return self
-        kept = tuple(p for p in self.params if not p.starts or start in p.starts)
-        return SearchSpace(self.controller, self.robot, self.task, kept, self.fixed, self.env, self.trial,
-                           self.objective, self.source, self.path)
+        return replace(self, params=tuple(p for p in self.params if not p.starts or start in p.starts))
 
     def suggest(self, trial: Any) -> dict[str, float]:
         """Ask an Optuna trial for every parameter; returns the study's values (space units)."""
@@ -120,48 +149,21 @@ def available_spaces() -> list[str]:
 
 def load_space(controller: str, robot: str, path: str | Path | None = None) -> SearchSpace:
     """The search space of ``controller`` on ``robot``: ``path`` if given, else the shipped
-    ``spaces/<controller>_<robot>.yaml``; a clear error for a missing file or a bad entry."""
+    ``spaces/<controller>_<robot>.yaml`` (a file that names no controller or robot is for these);
+    ValueError for a missing file, a space for another controller or robot, or what its schema
+    refuses."""
     if path is None:
         path = spaces_dir() / f"{controller}_{robot}.yaml"
         if not path.is_file():
             raise ValueError(f"no search space for controller {controller!r} on robot {robot!r}; shipped spaces: "
                              f"{', '.join(available_spaces())} (write one and pass --space FILE)")
-    path = Path(path)
+    what = f"search space file {str(path)!r}"
     raw = read_yaml_mapping(path, "search space file")
-    if raw.get("controller", controller) != controller or raw.get("robot", robot) != robot:
-        raise ValueError(f"{path}: space is for {raw.get('controller')!r} on {raw.get('robot')!r}, "
+    space: SearchSpace = validate(SearchSpace, {"controller": controller, "robot": robot, **raw}, what)
+    if (space.controller, space.robot) != (controller, robot):
+        raise ValueError(f"{what}: space is for {space.controller!r} on {space.robot!r}, "
                          f"not {controller!r} on {robot!r}")
-    return SearchSpace(controller=controller, robot=robot, task=str(raw.get("task", "getup")),
-                       params=parse_params(raw.get("params"), path), fixed=dict(raw.get("fixed") or {}),
-                       env=dict(raw.get("env") or {}), trial=dict(raw.get("trial") or {}),
-                       objective=str(raw.get("objective", "")), source=str(raw.get("source", "")), path=str(path))
+    return space
 
 
-def parse_params(entries: Any, path: str | Path) -> tuple[ParamSpec, ...]:
-    """The ``params`` list of the space file ``path`` as :class:`ParamSpec` (the format of the module
-    docstring; ``upright train --sweep``'s spaces share it): ValueError naming a bad entry, an
-    unknown unit, an empty range, or a parameter listed twice."""
-    specs = []
-    for entry in entries or []:
-        try:
-            spec = ParamSpec(name=str(entry["name"]), low=float(entry["low"]), high=float(entry["high"]),
-                             unit=str(entry.get("unit", "1")),
-                             step=None if entry.get("step") is None else float(entry["step"]),
-                             log=bool(entry.get("log", False)), source=str(entry.get("source", "")),
-                             starts=tuple(entry.get("starts") or ()))
-        except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"{path}: bad parameter entry {entry!r} ({error})") from None
-        if spec.unit not in UNITS:
-            raise ValueError(f"{path}: parameter {spec.name!r} has unknown unit {spec.unit!r}; valid: {', '.join(UNITS)}")
-        if not spec.low < spec.high or (spec.log and spec.low <= 0) or (spec.log and spec.step):
-            raise ValueError(f"{path}: parameter {spec.name!r} needs low < high (and low > 0, no step with log)")
-        specs.append(spec)
-    if not specs:
-        raise ValueError(f"{path}: no parameters to search")
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise ValueError(f"{path}: a parameter is listed twice")
-    return tuple(specs)
-
-
-__all__ = ["ParamSpec", "SearchSpace", "UNITS", "available_spaces", "load_space", "parse_params", "spaces_dir"]
+__all__ = ["ParamSpec", "SearchSpace", "SearchedParams", "UNITS", "Unit", "available_spaces", "load_space", "spaces_dir"]

@@ -54,7 +54,7 @@ WORKER_ATTR = "worker"
 @dataclass(frozen=True, kw_only=True)
 class StudyWorkers:
     """Where a study lives and who works on it, the settings that ``upright optimize`` and
-    ``upright train --sweep`` share: ``storage`` a URL (None: :func:`default_storage`), ``study``
+    ``upright sweep`` share: ``storage`` a URL (None: :func:`default_storage`), ``study``
     its name (None: the command's default), ``workers`` local processes, ``seed`` the sampler's
     seed (local worker i: ``seed + i``), and the dead-worker handling of the module docstring
     (``heartbeat_interval`` and ``grace_period`` in s, ``max_retry`` retries per trial)."""

@@ -11,9 +11,8 @@ import multiprocessing
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,10 +24,11 @@ from upright.envs.registration import env_id
 from upright.eval.runner import check_episodes, run_episodes
 from upright.eval.settings import split_settings
 from upright.policies.builtin import ControllerPolicy
-from upright.tuning.objectives import (DEFAULT_OBJECTIVE, GetUpRules, GetUpScore, episode_succeeded,
+from upright.tuning.objectives import (DEFAULT_OBJECTIVE, GetUpScore, episode_succeeded,
                                        mean_components, parse_objective)
-from upright.tuning.space import SearchSpace, load_space
-from upright.tuning.storage import (WORKER_ATTR, StudyWorkers, check_storage, continued_seed, default_storage,
+from upright.tuning.plan import OptimizeConfig, Plan
+from upright.tuning.space import load_space
+from upright.tuning.storage import (WORKER_ATTR, check_storage, continued_seed, default_storage,
                                     fail_and_retry, fail_orphans, open_storage, retry_callback, shown_storage,
                                     worker_id)
 from upright.tuning.summary import write_summary
@@ -36,50 +36,6 @@ from upright.tuning.summary import write_summary
 SAMPLERS = ("tpe", "motpe", "cmaes", "random")
 #: ``--start`` aliases of the paper's directions.
 START_ALIASES = {"front": "prone", "back": "supine"}
-
-
-@dataclass(frozen=True)
-class OptimizeConfig(StudyWorkers):
-    """Everything one ``upright optimize`` run needs (the command line's arguments; where the
-    study lives and who works on it: :class:`~upright.tuning.storage.StudyWorkers`).
-
-    ``start`` is the get-up start (``front``/``back`` are the paper's names for prone/supine;
-    None for walks); ``settings`` are ``--set`` items: environment keyword arguments, and
-    ``params.KEY`` overrides held fixed for every trial. ``trials`` counts the study's finished
-    trials (complete or pruned) over all workers and runs: a resumed study runs the rest.
-    """
-
-    controller: str
-    robot: str
-    start: str | None = None
-    conditions: str | None = None
-    sampler: str = "motpe"
-    objective: str | None = None
-    trials: int = 100
-    repetitions: int = 3
-    out: Path = Path("results/optimize")
-    space: str | None = None
-    startup: int | None = None
-    prune: bool = False
-    hand_tuned: bool = True
-    settings: dict[str, Any] = field(default_factory=dict)
-    progress: bool = True
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A config resolved against its space: what every worker builds its objective from."""
-
-    config: OptimizeConfig
-    space: SearchSpace
-    env_id: str
-    env_kwargs: dict[str, Any]
-    fixed: dict[str, Any]
-    objective: tuple[str, ...]
-    objective_letters: str
-    multi: bool
-    storage: str
-    study_name: str
 
 
 def resolve(config: OptimizeConfig) -> Plan:
@@ -226,7 +182,7 @@ class TrialObjective:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self.task = "getup" if plan.space.task == "getup" else "walk"
-        self.rules = GetUpRules.from_mapping(plan.space.trial) if self.task == "getup" else None
+        self.rules = plan.space.trial if self.task == "getup" else None
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         plan, config = self.plan, self.plan.config
@@ -395,5 +351,5 @@ def run_workers(study: optuna.Study, worker: Callable[[int], None], workers: int
         raise
 
 
-__all__ = ["OptimizeConfig", "Plan", "SAMPLERS", "START_ALIASES", "TrialObjective", "TrialProgress", "check_plan",
+__all__ = ["SAMPLERS", "START_ALIASES", "TrialObjective", "TrialProgress", "check_plan",
            "make_sampler", "metric_names", "open_study", "optimize", "resolve", "run_trials", "run_workers"]

@@ -5,7 +5,7 @@ Files written to the output folder:
 
 * ``best_params.yaml``: the best trial's searched parameters as controller overrides (dotted keys,
   controller units: m, s, rad), loadable by ``upright eval --policy NAME --params FILE``,
-  ``ControllerPolicy(NAME, params=upright.envs.base.load_params_file(FILE))`` and
+  ``ControllerPolicy(NAME, params=upright.envs.residual.load_params_file(FILE))`` and
   ``gym.make(..., prior=NAME, prior_params=FILE)``; the header comments say where it came from.
   The parameters held fixed during the optimisation are not in it (listed in the header).
 * ``summary.json`` / ``summary.md``: the tables below with raw values;
@@ -23,7 +23,7 @@ import json
 import math
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import optuna
@@ -31,10 +31,8 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from upright.eval.tables import Column, Table, jsonable, number, text
+from upright.tuning.plan import Plan
 from upright.tuning.storage import retried_trial, shown_storage
-
-if TYPE_CHECKING:
-    from upright.tuning.study import Plan
 
 
 def _complete(study: optuna.Study) -> list[FrozenTrial]:
@@ -73,7 +71,7 @@ def paper_measures(study: optuna.Study) -> dict[str, Any]:
             "best_time_all_success": min(times) if times else None}
 
 
-def export_params(trial: FrozenTrial, plan: "Plan", path: Path) -> None:
+def export_params(trial: FrozenTrial, plan: Plan, path: Path) -> None:
     """Write ``trial``'s parameters as a loadable YAML (controller units) with a provenance header."""
     specs = {p.name: p for p in plan.space.params}
     values = {name: float(specs[name].to_controller(v)) if name in specs else v for name, v in trial.params.items()}
@@ -157,7 +155,7 @@ def write_plots(study: optuna.Study, out: Path, names: list[str], label: str) ->
     return notes
 
 
-def summarize(study: optuna.Study, plan: "Plan") -> dict[str, Any]:
+def summarize(study: optuna.Study, plan: Plan) -> dict[str, Any]:
     """The study's numbers: counts per state, the best trial, the Pareto front, Figure 4's measures."""
     trials = study.get_trials(deepcopy=False)
     states = {s.name.lower(): sum(t.state == s for t in trials) for s in TrialState}
@@ -178,7 +176,7 @@ def summarize(study: optuna.Study, plan: "Plan") -> dict[str, Any]:
             "measures": paper_measures(study)}
 
 
-def write_summary(study: optuna.Study, plan: "Plan", *, interrupted: bool = False) -> dict[str, Any]:
+def write_summary(study: optuna.Study, plan: Plan, *, interrupted: bool = False) -> dict[str, Any]:
     """Write every file of the module docstring to ``plan.config.out``; returns the summary."""
     out = plan.config.out
     summary = summarize(study, plan)

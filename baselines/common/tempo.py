@@ -1,6 +1,6 @@
 """The motion clock of a timed stand-up (keyframes, splines): a planned motion's time against the
 real time, at a rate that a residual's ``tempo`` action entry may set from one control cycle to the
-next (``GetUpEnv(tempo_range=…)``)."""
+next (``tempo_range``: :class:`~upright.envs.residual.TempoResidual`)."""
 
 from __future__ import annotations
 

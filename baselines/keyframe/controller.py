@@ -544,7 +544,7 @@ class KeyframeController:
         (1 = the library's timing, composed with ``params.tempo``): the motion clock that the
         keyframes' interpolation ratio reads advanced by ``factor`` × the elapsed time over the cycle
         before the next :meth:`step`. Waits, break-ups and stillness checks keep the real time. What a
-        residual's ``tempo`` action entry sets (:class:`~upright.envs.getup.GetUpEnv`'s
+        residual's ``tempo`` action entry sets (:class:`~upright.envs.residual.TempoResidual`,
         ``tempo_range``); ValueError for a factor that is not a finite number > 0."""
         self.clock.set_tempo(factor)
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field, model_validator
 
 from upright.baselines.common.data import read_yaml
 from upright.baselines.common.joint_errors import JointCompensationParams
 from upright.baselines.spline.motion import smoothstep5
 from upright.envs.robots import RobotSpec
+from upright.envs.schema import Schema, validate
 
 #: Sentinels in joint tables: keep the previous request / unstiffen the joint.
 IGNORE, OFF = "ign", "off"
@@ -83,14 +85,12 @@ class Condition:
         return {self.var}
 
 
-def parse_condition(spec: dict[str, Any], variables: tuple[str, ...]) -> Condition:
-    """Build a :class:`Condition` from its YAML form; unknown variables raise ValueError."""
+def parse_condition(spec: dict[str, Any]) -> Condition:
+    """Build a :class:`Condition` from its YAML form (checked by :class:`ConditionSpec`)."""
     for op in ("all", "any"):
         if op in spec:
-            return Condition(op=op, parts=tuple(parse_condition(p, variables) for p in spec[op]))
-    var = spec.get("var")
-    if var not in variables:
-        raise ValueError(f"unknown condition variable {var!r}; valid: {', '.join(variables)}")
+            return Condition(op=op, parts=tuple(parse_condition(p) for p in spec[op]))
+    var = spec["var"]
     lo, hi = (float(v) for v in spec["range"])
     return Condition(var=var, lo=min(lo, hi), hi=max(lo, hi), negate=bool(spec.get("not", False)))
 
@@ -204,6 +204,213 @@ CONDITION_VARIABLES = (
     "low_com", "lying_on_arms_front", "another_front_hack",
 )
 
+# -- the file's schema (:mod:`upright.envs.schema`): units as in the file, degrees, ms and mm
+
+#: A [low, high] range.
+Range = tuple[float, float]
+#: A keyframe's angle of one joint (deg), or a sentinel: :data:`IGNORE`, :data:`OFF`.
+Angle = float | Literal["ign", "off"]
+
+
+class ConditionSpec(Schema):
+    """A condition: ``var`` in ``range`` (``not``: outside it), or ``all`` / ``any`` of conditions."""
+
+    var: Literal[CONDITION_VARIABLES] | None = None  # type: ignore[valid-type]
+    range: Range | None = None
+    negate: bool = Field(False, alias="not")
+    all: list[ConditionSpec] | None = None
+    any: list[ConditionSpec] | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> ConditionSpec:
+        forms = [self.all is not None, self.any is not None, self.var is not None or self.range is not None]
+        if sum(forms) != 1 or (forms[2] and (self.var is None or self.range is None)):
+            raise ValueError("a condition is {var, range} (with not), or {all: [...]}, or {any: [...]}")
+        return self
+
+
+class CompensationSpec(Schema):
+    """A joint-error compensation rule (:class:`CompensationEntry`): ``range`` [a, b] in deg."""
+
+    joint: str | None = None
+    range: Range
+    predict: bool = False
+    hip_pitch_difference: bool = False
+    apply: dict[str, float]
+
+
+class WaitSpec(Schema):
+    """Wait at the keyframe's end until ``condition`` holds, at most ``max_ms`` ms."""
+
+    condition: ConditionSpec
+    max_ms: float = Field(ge=0)
+
+
+class BranchSpec(Schema):
+    """A :class:`Branch`: to a ``block`` or a ``motion``, ``pre`` its start or ``early`` during it."""
+
+    block: str | None = None
+    motion: str | None = None
+    pre: ConditionSpec | None = None
+    early: ConditionSpec | None = None
+    init_stiffness: bool = False
+    remove_current_block: bool = False
+    max_loops: int = Field(1, ge=1)
+
+
+class TorsoRanges(Schema):
+    """Torso pitch and roll ranges (deg)."""
+
+    pitch: Range = UNBOUNDED
+    roll: Range = UNBOUNDED
+
+
+class KeyframeSpec(Schema):
+    """One keyframe: the limbs' angles (deg), its ``duration`` (ms) and what acts during it."""
+
+    phase: str = "UnknownPhase"
+    duration: float = Field(gt=0)
+    interpolation: Literal[INTERPOLATIONS] | None = None  # type: ignore[valid-type]
+    head: list[Angle]
+    larm: list[Angle]
+    rarm: list[Angle]
+    lleg: list[Angle]
+    rleg: list[Angle]
+    #: mm.
+    goal_com: Range = (0.0, 0.0)
+    balance_pitch: dict[str, float] | None = None
+    balance_roll: dict[str, float] | None = None
+    compensation: list[CompensationSpec] = []
+    wait: list[WaitSpec] = []
+    branches: list[BranchSpec] = []
+    breakup_start: TorsoRanges | None = None
+    breakup_end: TorsoRanges = TorsoRanges()
+    #: Percent by joint.
+    stiffness: dict[str, float] | None = None
+    forbid_wait_break: bool = False
+    set_last_com: bool = False
+
+
+class SelfCompensationSpec(Schema):
+    """A block's own joint-error compensation (:class:`JointCompensationParams`; ``dead_band`` deg)."""
+
+    gain: float
+    joints: list[str]
+    dead_band: float = 0.0
+
+
+class BlockSpec(Schema):
+    """A block of keyframes: the base stiffness per limb (percent; below 0: kept) and its default
+    interpolation."""
+
+    stiffness: tuple[float, float, float, float, float]
+    interpolation: Literal[INTERPOLATIONS] = "linear"  # type: ignore[valid-type]
+    self_compensation: SelfCompensationSpec | None = None
+    keyframes: list[KeyframeSpec] = Field(min_length=1)
+
+
+class FollowUp(Schema):
+    """A motion that follows when its ``pre`` condition holds."""
+
+    motion: str
+    pre: ConditionSpec
+
+
+class MotionSpec(Schema):
+    """A motion: blocks in order, then the first follow-up whose condition holds."""
+
+    blocks: list[str]
+    balance_out: bool = False
+    getup: bool = False
+    then: list[FollowUp] = []
+
+
+class PhaseSpec(Schema):
+    """A balancer phase (:class:`PhaseParams`): [pitch, roll] × two values each."""
+
+    com_base: tuple[Range, Range]
+    max_scaling: tuple[Range, Range]
+    exponent: tuple[Range, Range]
+    p: tuple[Range, Range]
+    d: tuple[Range, Range]
+
+
+class SupportPolygon(Schema):
+    """The sole's support polygon (mm, sole frame)."""
+
+    front: float
+    back: float
+    side: float
+
+
+class Oscillation(Schema):
+    """The ankle-roll oscillation: period (ms), amplitude and hip error range (deg)."""
+
+    period_ms: float = Field(gt=0)
+    amplitude: float
+    hyp_error: Range
+
+
+class BalanceOut(Schema):
+    """Balancing out after a get-up: at most ``max_ms`` ms, until the pitch (deg) settles."""
+
+    max_ms: float = Field(ge=0)
+    max_fluctuation: float
+    pitch: Range
+    max_d: float
+
+
+class BrokenJoint(Schema):
+    """A leg joint stuck this far off (deg) for this long (s) is broken."""
+
+    error: float
+    seconds: float
+
+
+class EngineSpec(Schema):
+    """The engine's settings (B-Human's ``keyframeMotionEngine.cfg``): angles deg, times ms."""
+
+    #: The motions that ``decideAction`` starts: ``upright`` and ``lying``.
+    decide: dict[Literal["upright", "lying"], str]
+    max_tries: int = Field(ge=1)
+    safe_upright: TorsoRanges
+    finished_max_pitch: float
+    breakup_stiffness: float
+    unstiff_wait_ms: float
+    breakup_ms: float
+    recover_stretch_ms: float
+    default_max_wait_ms: float
+    wait_break_limit: int
+    support_polygon: SupportPolygon
+    oscillation: Oscillation
+    balance_out: BalanceOut
+    broken_joint: BrokenJoint
+
+
+class LimbJoints(Schema):
+    """The joints of each limb, in the order of a keyframe's values."""
+
+    head: list[str]
+    larm: list[str]
+    rarm: list[str]
+    lleg: list[str]
+    rleg: list[str]
+
+
+class LibraryFile(Schema):
+    """A motion library file, ``baselines/data/keyframe_<robot>.yaml`` (its head comment describes
+    every field): the control cycle (ms) and delay (cycles) it was made for, default: the robot's."""
+
+    cycle_ms: float | None = Field(None, gt=0)
+    delay_cycles: int | None = Field(None, ge=0)
+    limb_joints: LimbJoints
+    engine: EngineSpec
+    phases: dict[str, PhaseSpec]
+    motions: dict[str, MotionSpec]
+    blocks: dict[str, BlockSpec]
+    #: Notes of what was retuned for our model.
+    retuned: list[Any] = []
+
 
 def _index(robot: RobotSpec, joint: str) -> int | None:
     """Actuator index of ``joint``; None for a coupled joint without actuator."""
@@ -230,8 +437,12 @@ def _ranges(spec: dict[str, Any] | None) -> np.ndarray | None:
 
 
 def load_library(robot: RobotSpec, path: str | Path | None = None) -> MotionLibrary:
-    """Load and validate the motion library of ``robot`` (default ``data/keyframe_<robot>.yaml``)."""
-    data = read_yaml(Path(path) if path is not None else f"keyframe_{robot.name}.yaml")
+    """Load and validate the motion library of ``robot`` (default ``data/keyframe_<robot>.yaml``):
+    its schema :class:`LibraryFile`, then the names it refers to (joints of ``robot``, blocks,
+    motions, phases) and each limb's count of values; ValueError naming the file and what is wrong."""
+    source = Path(path) if path is not None else f"keyframe_{robot.name}.yaml"
+    data = read_yaml(source)
+    validate(LibraryFile, data, str(source) if path is not None else f"baselines/data/{source}")
     limbs: dict[str, list[str]] = data["limb_joints"]
     nu = len(robot.actuator_names)
     limb_index = {limb: [_index(robot, j) for j in joints] for limb, joints in limbs.items()}
@@ -240,9 +451,7 @@ def load_library(robot: RobotSpec, path: str | Path | None = None) -> MotionLibr
         angles = np.full(nu, np.nan)
         off = np.zeros(nu, dtype=bool)
         for limb, idx in limb_index.items():
-            values = spec.get(limb)
-            if values is None:
-                raise ValueError(f"block {block!r}: keyframe lacks limb {limb!r}")
+            values = spec[limb]
             if len(values) != len(idx):
                 raise ValueError(f"block {block!r}: limb {limb!r} needs {len(idx)} values, got {values!r}")
             for i, v in zip(idx, values):
@@ -253,25 +462,22 @@ def load_library(robot: RobotSpec, path: str | Path | None = None) -> MotionLibr
                 elif v != IGNORE:
                     angles[i] = float(v)
         interp = spec.get("interpolation", default_interp)
-        interpolate(interp, 0.0)  # validates the name
         comp = []
         for c in spec.get("compensation", ()):
             a, b = (float(v) for v in c["range"])
             hpd = bool(c.get("hip_pitch_difference", False))
             comp.append(CompensationEntry(None if hpd else _index(robot, c["joint"]), a, b,
                                           bool(c.get("predict", False)), hpd, _joint_factors(robot, c["apply"])))
-        wait = tuple((parse_condition(w["condition"], CONDITION_VARIABLES), float(w["max_ms"]))
+        wait = tuple((parse_condition(w["condition"]), float(w["max_ms"]))
                      for w in spec.get("wait", ()))
         branches = tuple(
             Branch(b.get("block"), b.get("motion"),
-                   parse_condition(b["pre"], CONDITION_VARIABLES) if "pre" in b else None,
-                   parse_condition(b["early"], CONDITION_VARIABLES) if "early" in b else None,
+                   parse_condition(b["pre"]) if "pre" in b else None,
+                   parse_condition(b["early"]) if "early" in b else None,
                    bool(b.get("init_stiffness", False)), bool(b.get("remove_current_block", False)),
                    int(b.get("max_loops", 1)))
             for b in spec.get("branches", ()))
         duration = float(spec["duration"])
-        if duration <= 0:
-            raise ValueError(f"block {block!r}: keyframe duration must be > 0 ms, got {duration!r}")
         return Keyframe(
             phase=spec.get("phase", "UnknownPhase"), duration=duration, interpolation=interp,
             angles=angles, off_mask=off, goal_com=np.array(spec.get("goal_com", [0.0, 0.0]), dtype=float),
@@ -303,7 +509,7 @@ def load_library(robot: RobotSpec, path: str | Path | None = None) -> MotionLibr
         for b in spec["blocks"]:
             if b not in blocks:
                 raise ValueError(f"motion {name!r} names unknown block {b!r}")
-        then = tuple((t["motion"], parse_condition(t["pre"], CONDITION_VARIABLES)) for t in spec.get("then", ()))
+        then = tuple((t["motion"], parse_condition(t["pre"])) for t in spec.get("then", ()))
         motions[name] = Motion(name, tuple(spec["blocks"]), bool(spec.get("balance_out", False)),
                                bool(spec.get("getup", False)), then)
     for block in blocks.values():

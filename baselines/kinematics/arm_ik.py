@@ -38,7 +38,7 @@ class ArmChain:
 
 class ArmIK(ForwardKinematics):
     """Arm IK of one robot (:class:`ForwardKinematics` with its two arms' chains from
-    ``baselines/data/kinematics.yaml``)."""
+    ``baselines/data/kinematics_<robot>.yaml``)."""
 
     def __init__(self, robot: RobotSpec | str) -> None:
         super().__init__(robot)
@@ -86,7 +86,7 @@ class ArmIK(ForwardKinematics):
         return self.arms[check_side(side)].joint_names
 
     def hand_pose(self, side: str, joint_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Pose of the hand point of ``side`` (see ``data/kinematics.yaml``) in the torso frame."""
+        """Pose of the hand point of ``side`` (see ``data/kinematics_<robot>.yaml``) in the torso frame."""
         self.set_joints(joint_pos)
         return self.site_pose(self.arms[check_side(side)].hand_site)
 

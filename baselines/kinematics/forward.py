@@ -3,7 +3,7 @@
 :class:`ForwardKinematics` loads the robot's MJCF into a PRIVATE ``MjModel``/``MjData`` (never the
 simulation's) with the torso (free joint) fixed at the origin with identity orientation, so every
 pose it returns or takes is in the TORSO frame: x forward, y left, z up; metres and radians. The
-limb chains and hand points come from ``baselines/data/kinematics.yaml``. It is the base of
+limb chains and hand points come from the robot's ``baselines/data/kinematics_<robot>.yaml``. It is the base of
 :class:`~upright.baselines.kinematics.Kinematics`, which adds the CoM and the leg and arm IK.
 """
 
@@ -15,8 +15,9 @@ from functools import cache
 import mujoco
 import numpy as np
 
-from upright.baselines.common.data import read_yaml
+from upright.baselines.common.data import data_path, read_yaml
 from upright.envs.robots import RobotSpec, get_robot
+from upright.envs.schema import Schema, validate
 
 SIDES = ("left", "right")
 #: Joint axes count as parallel / perpendicular (cosine) and as intersecting (m) within this tolerance;
@@ -27,13 +28,47 @@ GEOMETRY_TOL = 1e-4
 LIMIT_TOL = 1e-3
 
 
+class Sides(Schema):
+    """A chain per side: its joints from the torso outwards."""
+
+    left: list[str]
+    right: list[str]
+
+
+class HandPoint(Schema):
+    """The hand point: ``pos`` (m) in the frame of ``body``."""
+
+    body: str
+    pos: tuple[float, float, float]
+
+
+class Hands(Schema):
+    """The hand point per side."""
+
+    left: HandPoint
+    right: HandPoint
+
+
+class RobotChains(Schema):
+    """One robot's ``baselines/data/kinematics_<robot>.yaml``: its legs' and arms' joint chains,
+    the arm joints the arm IK solves for, and the hand points."""
+
+    legs: Sides
+    arms: Sides
+    arm_ik: Sides
+    hands: Hands
+
+
 @cache
 def chain_data(robot_name: str) -> dict:
-    """The limb chains and hand points of ``robot_name`` from ``baselines/data/kinematics.yaml``."""
-    data = read_yaml("kinematics.yaml")
-    if robot_name not in data:
-        raise ValueError(f"no kinematic chains for robot {robot_name!r}; known: {', '.join(data)}")
-    return data[robot_name]
+    """The limb chains and hand points of ``robot_name`` from its data file
+    ``baselines/data/kinematics_<robot_name>.yaml`` (checked against :class:`RobotChains`)."""
+    name = f"kinematics_{robot_name}.yaml"
+    if not data_path(name).is_file():
+        raise ValueError(f"no kinematic chains for robot {robot_name!r}: baselines/data/{name} does not exist")
+    data = read_yaml(name)
+    validate(RobotChains, data, f"baselines/data/{name}")
+    return data
 
 
 def check_side(side: str) -> str:
@@ -224,5 +259,5 @@ class ForwardKinematics:
         return self.data.xpos[i].copy(), self.data.xmat[i].reshape(3, 3).copy()
 
 
-__all__ = ["GEOMETRY_TOL", "LIMIT_TOL", "SIDES", "ForwardKinematics", "chain_data", "check_side", "closest_points",
+__all__ = ["GEOMETRY_TOL", "LIMIT_TOL", "SIDES", "ForwardKinematics", "HandPoint", "Hands", "RobotChains", "Sides", "chain_data", "check_side", "closest_points",
            "pose_error", "solve_spd"]

@@ -23,7 +23,7 @@ total pitch from the remaining rotation (an Euler-angle split about the model's 
 point ``H`` from joint 0; the knee from the law of cosines in the sagittal plane of the leg; hip
 pitch from the direction ``H → A``; ankle pitch as the rest of the total pitch. Of the up to eight
 branches the first inside the joint ranges is taken (ankle roll and hip roll nearer zero, knee
-nearer the middle of its range first). The NAO model's axes meet exactly, so the closed form is
+nearer the middle of its range first): :meth:`LegIK.solve`, which every entry point calls. The NAO model's axes meet exactly, so the closed form is
 exact (~1e-15 m). The Wolfgang MJCF's offsets are rounded to 0.1 mm, so its ankle axes miss each
 other by 28 µm; there the closed-form result is polished by a few damped Newton steps on the
 sole-site Jacobian (``mj_jacSite``), which also fixes the ill-conditioned hip-yaw / pitch split at
@@ -32,7 +32,8 @@ hip roll ±90°.
 NAO's two HipYawPitch joints are one motor: :meth:`LegIK.legs_ik` chooses one value (default
 the mean of the two legs' free solutions, or one leg's) and solves each other leg for that given
 value (position and sole normal exact, the foot's yaw about its sole normal follows), the B-Human
-way of sharing the joint.
+way of sharing the joint; the walks' :meth:`LegIK.walk_legs` takes the mean of the two legs' first
+candidates' values instead (or a value it is given).
 
 The closed form (:class:`LegSolver`, one method per step of the derivation in its docstring) runs
 in plain Python floats (:mod:`upright.baselines.kinematics.vectors`): the controllers solve legs
@@ -139,12 +140,12 @@ class LegGeometry:
             total += max(lo - x, 0.0) + max(x - hi, 0.0)
         return total
 
-    def clip(self, q) -> np.ndarray:
-        """The angles ``q`` clipped to the joint ranges, as an array (6,)."""
-        return np.array([min(max(x, lo), hi) for x, lo, hi in zip(q, self._lower, self._upper)])
+    def clip(self, q: Sequence[float]) -> list[float]:
+        """The angles ``q`` clipped to the joint ranges."""
+        return [min(max(x, lo), hi) for x, lo, hi in zip(q, self._lower, self._upper)]
 
     def inside(self, q: Sequence[float]) -> bool:
-        """Whether the six angles ``q`` lie inside the joint ranges."""
+        """Whether the angles ``q`` lie inside the joint ranges."""
         for x, lo, hi in zip(q, self._lower, self._upper):
             if not lo <= x <= hi:
                 return False
@@ -200,9 +201,8 @@ class LegSolver:
     6. :meth:`angles`: the ankle pitch is the rest of ``θ``: ``q4 = s4 (θ − s2 q2 − s3 q3)``.
 
     Sagittal angles are about ``y`` from straight down (:func:`down_angle`). :meth:`candidates`
-    yields all branches lazily (a caller usually stops at the first inside the joint ranges);
-    :meth:`first` is its first one without the generator. With joint 0 given (NAO's shared
-    HipYawPitch): :meth:`candidates_given_first`, :meth:`first_given_first`.
+    yields all branches lazily (:meth:`LegIK.solve` stops at the first inside the joint ranges);
+    with joint 0 given (NAO's shared HipYawPitch): :meth:`candidates_given_first`.
     """
 
     def __init__(self, leg: LegGeometry) -> None:
@@ -313,19 +313,8 @@ class LegSolver:
         return [q0, q1, q2, knee, self.s4 * wrap(theta - self.s2 * q2 - self.s3 * knee), q5]
 
     # ------------------------------------------------------------------ all six joints free
-    def first(self, pos: Vec, rot: Mat) -> tuple[list[float], bool]:
-        """The first of :meth:`candidates` (the one a walk almost always takes)."""
-        ankle = self.ankle(pos, rot)
-        rolls, ok_roll = self.ankle_rolls(rot, ankle)
-        rest_x, rest_y = self.rest_x(rot, rolls[0]), self.rest_y(rot, rolls[0])
-        q1 = self.hip_rolls(rest_y)[0]
-        q0 = self.first_joint(rest_y, q1)
-        direction, dist, knees, ok_leg = self.knees(self.hip_to_ankle(ankle, q0), q1)
-        theta = self.pitch_sum(rest_x, q0, q1)
-        return self.angles(q0, q1, theta, direction, dist, knees[0], rolls[0]), ok_roll and ok_leg
-
     def first_yaw(self, pos: Vec, rot: Mat) -> float:
-        """Joint 0 (rad) of :meth:`first`, without the rest of that candidate."""
+        """Joint 0 (rad) of the first of :meth:`candidates`, without the rest of that candidate."""
         rolls, _ = self.ankle_rolls(rot, self.ankle(pos, rot))
         rest_y = self.rest_y(rot, rolls[0])
         return self.first_joint(rest_y, self.hip_rolls(rest_y)[0])
@@ -333,10 +322,10 @@ class LegSolver:
     def candidates(self, pos: Vec, rot: Mat) -> Iterator[tuple[list[float], bool]]:
         """The solutions for the sole goal ``pos``, ``rot``, in the order: ankle roll nearer zero,
         hip roll nearer zero, knee nearer the middle of its range; each with whether it reaches
-        the goal (joint ranges not checked)."""
+        the goal (joint ranges not checked). A double root yields its branches twice."""
         ankle = self.ankle(pos, rot)
         rolls, ok_roll = self.ankle_rolls(rot, ankle)
-        for q5 in dict.fromkeys(rolls):
+        for q5 in rolls:
             rest_x, rest_y = self.rest_x(rot, q5), self.rest_y(rot, q5)
             for q1 in self.hip_rolls(rest_y):
                 q0 = self.first_joint(rest_y, q1)
@@ -376,56 +365,20 @@ class LegSolver:
         theta = math.atan2(rz * tx - rx * tz, rx * tx + rz * tz)
         return self.s4 * wrap(theta - self.s2 * q2 - self.s3 * q3)
 
-    def first_given_first(self, pos: Vec, rot: Mat, first: float) -> tuple[list[float], bool]:
-        """The first of :meth:`candidates_given_first`."""
-        v0, normal, hip_rolls, ok_roll = self.given_first(pos, rot, first)
-        q1 = hip_rolls[0]
-        direction, dist, knees, ok_leg = self.knees(v0, q1)
-        knee = knees[0]
-        q2 = self.hip_pitch(direction, dist, knee)
-        target, rolls, ok_normal = self.foot_rolls(normal, q1)
-        return ([first, q1, q2, knee, self.ankle_pitch(target, q2, knee, rolls[0]), rolls[0]],
-                ok_roll and ok_leg and ok_normal)
-
     def candidates_given_first(self, pos: Vec, rot: Mat, first: float) -> Iterator[tuple[list[float], bool]]:
         """The solutions with joint 0 fixed to ``first`` (rad): the five remaining joints reach the
         sole position and the sole normal exactly where the goal allows; the foot's rotation about
-        its sole normal is what it comes out as. Order: hip roll, knee, ankle roll."""
+        its sole normal is what it comes out as. Order: hip roll, knee, ankle roll (a double root
+        twice)."""
         v0, normal, hip_rolls, ok_roll = self.given_first(pos, rot, first)
-        for q1 in dict.fromkeys(hip_rolls):
+        for q1 in hip_rolls:
             direction, dist, knees, ok_leg = self.knees(v0, q1)
             target, rolls, ok_normal = self.foot_rolls(normal, q1)
             for knee in knees:
                 q2 = self.hip_pitch(direction, dist, knee)
-                for q5 in dict.fromkeys(rolls):
+                for q5 in rolls:
                     yield ([first, q1, q2, knee, self.ankle_pitch(target, q2, knee, q5), q5],
                            ok_roll and ok_leg and ok_normal)
-
-
-def pick(leg: LegGeometry, candidates, polish=None) -> tuple[np.ndarray, bool]:
-    """The first reachable candidate inside the joint ranges; else the reachable one that leaves
-    its ranges least (accepted as reachable up to ``LIMIT_TOL``); else the least bad one. Always
-    clipped to the ranges.
-
-    ``polish(q, ok, excess)``, where given, may replace a candidate first and returns
-    ``(q, ok, excess)`` (the Newton polish of legs whose model geometry is not exact).
-    """
-    best: tuple[tuple[bool, float], list[float]] | None = None
-    lower, upper = leg._lower, leg._upper
-    for q, ok in candidates:
-        if ok and polish is None and all(lo <= x <= hi for x, lo, hi in zip(q, lower, upper)):
-            return np.array(q), True  # the common case: the first candidate, inside the ranges
-        excess = leg.limit_excess(q)
-        if polish is not None:
-            q, ok, excess = polish(q, ok, excess)
-        if ok and excess <= 1e-12:
-            return leg.clip(q), True
-        score = (not ok, excess)
-        if best is None or score < best[0]:
-            best = (score, q)
-    assert best is not None
-    (not_ok, excess), q = best
-    return leg.clip(q), not not_ok and excess <= LIMIT_TOL
 
 
 # ---------------------------------------------------------------------- on the robot's model
@@ -523,6 +476,41 @@ class LegIK(ForwardKinematics):
             raise ValueError(f"rotation must be a finite orthonormal (3, 3) matrix, got {rot}")
         return p, r
 
+    def solve(self, side: str, pos: Sequence[float], rot: Sequence[Sequence[float]], first: float | None = None,
+              polish: bool = True) -> tuple[list[float], bool]:
+        """The six angles (rad, order :meth:`leg_joint_names`) that put the sole of ``side`` at
+        ``pos`` (m), ``rot`` (torso frame; floats, not checked), and whether the goal was reached.
+
+        The closed form's candidates (:meth:`LegSolver.candidates`; with joint 0 fixed to
+        ``first``, :meth:`LegSolver.candidates_given_first`) are tried in their order and the first
+        reachable one inside the joint ranges is taken; else the reachable one that leaves its
+        ranges least (reached up to ``LIMIT_TOL``); else the least bad one. The angles are always
+        clipped to the ranges. With ``polish``, on a leg whose model geometry is not exact
+        (Wolfgang), a candidate within ``POLISH_MARGIN`` of its ranges, or near the hip's gimbal
+        lock where the closed form's joint-0 / pitch split is degenerate, is first polished by
+        Newton steps (:meth:`_newton`); not with ``first``, which the polish would move."""
+        leg = self.legs[side]
+        if first is None:
+            candidates = leg.solver.candidates(pos, rot)
+        else:
+            candidates = leg.solver.candidates_given_first(pos, rot, first)
+        polish = polish and first is None and not leg.exact
+        best: tuple[tuple[bool, float], list[float]] | None = None
+        for q, ok in candidates:
+            if ok and not polish and leg.inside(q):
+                return q, True  # the common case: no clipping, nothing to compare
+            excess = leg.limit_excess(q)
+            if polish and ((ok and excess <= POLISH_MARGIN) or abs(math.cos(q[1])) < GIMBAL_COS):
+                q, residual = self._newton(leg, q, pos, rot)
+                ok, excess = ok or residual < 1e-6, leg.limit_excess(q)
+            if ok and excess <= 1e-12:
+                return leg.clip(q), True
+            if best is None or (not ok, excess) < best[0]:
+                best = ((not ok, excess), q)
+        assert best is not None
+        (not_ok, excess), q = best
+        return leg.clip(q), not not_ok and excess <= LIMIT_TOL
+
     def leg_ik(self, side: str, pos: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, bool]:
         """Leg angles (6,) (order :meth:`leg_joint_names`) that put the sole of ``side`` at ``pos``, ``R``.
 
@@ -531,51 +519,12 @@ class LegIK(ForwardKinematics):
         ankle roll nearer zero, hip roll nearer zero, knee nearer the middle of its range.
         ``reachable`` is False when the target is out of reach (then the leg is stretched / folded
         towards it, orientation kept) or when no solution lies inside the joint ranges (then the
-        least violating one is clipped); the angles are always finite and inside the ranges.
+        least violating one is clipped); the angles are always finite and inside the ranges
+        (:meth:`solve` for a checked goal).
         """
-        return self._leg_ik(self.legs[check_side(side)], *self._check_pose(pos, R))
-
-    def _leg_ik(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray) -> tuple[np.ndarray, bool]:
-        """:meth:`leg_ik` for a checked goal."""
-        q, ok = self._solve_leg(leg, pos.tolist(), rot.tolist())
-        return np.array(q), ok
-
-    def _solve_leg(self, leg: LegGeometry, pos: list, rot: list, polish: bool = True) -> tuple[list[float], bool]:
-        """:meth:`leg_ik` for a goal as nested lists of floats; the angles as a list. The first
-        candidate is tried directly (:meth:`LegSolver.first`, the common case; on a leg whose
-        geometry is not exact with its polish), the others only when it is not taken (:func:`pick`
-        on all of them, with the same result as without the shortcut). ``polish=False`` treats
-        the leg as exact (the closed form alone, see :meth:`legs_ik_values`)."""
-        q, ok = leg.solver.first(pos, rot)
-        if leg.exact or not polish:
-            if ok and leg.inside(q):
-                return q, True
-            best, reachable = pick(leg, leg.solver.candidates(pos, rot))
-            return best.tolist(), reachable
-        lower, upper = leg._lower, leg._upper
-        excess = leg.limit_excess(q)
-        if (ok and excess <= POLISH_MARGIN) or abs(math.cos(q[1])) < GIMBAL_COS:  # as the polisher
-            q, residual = self._newton(leg, q, pos, rot)
-            ok, excess = ok or residual < 1e-6, leg.limit_excess(q)
-        if ok and excess <= 1e-12:
-            return [min(max(x, lo), hi) for x, lo, hi in zip(q, lower, upper)], True
-        best, reachable = pick(leg, leg.solver.candidates(pos, rot), self._polisher(leg, np.array(pos), np.array(rot)))
-        return best.tolist(), reachable
-
-    def _polisher(self, leg: LegGeometry, pos: np.ndarray, rot: np.ndarray):
-        """The candidate polish for :func:`~upright.baselines.kinematics.leg_ik.pick` on a leg whose model
-        geometry is not exact (:meth:`_polish`): the reachable candidates within ``POLISH_MARGIN``
-        of the joint ranges, and the unreachable ones near hip roll ±90°, where the closed form's
-        joint-0 / pitch split is degenerate and the polish finds the solution."""
-        pos_l, rot_l = pos.tolist(), rot.tolist()
-
-        def polish(q: list[float], ok: bool, excess: float) -> tuple[list[float], bool, float]:
-            if (ok and excess <= POLISH_MARGIN) or abs(math.cos(q[1])) < GIMBAL_COS:
-                polished, residual = self._newton(leg, q, pos_l, rot_l)
-                return polished, ok or residual < 1e-6, leg.limit_excess(polished)
-            return q, ok, excess
-
-        return polish
+        pos, R = self._check_pose(pos, R)
+        q, reachable = self.solve(check_side(side), pos.tolist(), R.tolist())
+        return np.array(q), reachable
 
     def _polish(self, leg: LegGeometry, q: np.ndarray, pos: np.ndarray, rot: np.ndarray,
                 steps: int = 8, tol: float = 1e-7, damping: float = 1e-4) -> tuple[np.ndarray, float]:
@@ -659,27 +608,11 @@ class LegIK(ForwardKinematics):
         so this is exact.) Branches and ``reachable`` as in :meth:`leg_ik`; no Newton polish
         (it would move joint 0), so on a model whose axes miss (Wolfgang) it is good to ~0.1 mm.
         """
-        leg = self.legs[check_side(side)]
-        p, rot = self._check_pose(pos, R)
+        pos, R = self._check_pose(pos, R)
         if not math.isfinite(first):
             raise ValueError(f"first joint angle must be finite, got {first}")
-        return self._leg_ik_given_first(leg, p, rot, float(first))
-
-    @staticmethod
-    def _leg_ik_given_first(leg: LegGeometry, pos: np.ndarray, rot: np.ndarray, first: float) -> tuple[np.ndarray, bool]:
-        """:meth:`leg_ik_given_first` for a checked goal (no polish)."""
-        q, ok = LegIK._solve_leg_given_first(leg, pos.tolist(), rot.tolist(), first)
-        return np.array(q), ok
-
-    @staticmethod
-    def _solve_leg_given_first(leg: LegGeometry, pos: list, rot: list, first: float) -> tuple[list[float], bool]:
-        """:meth:`leg_ik_given_first` for a goal as nested lists; the first candidate directly (as
-        :meth:`_solve_leg`)."""
-        q, ok = leg.solver.first_given_first(pos, rot, first)
-        if ok and leg.inside(q):
-            return q, True
-        best, reachable = pick(leg, leg.solver.candidates_given_first(pos, rot, first))
-        return best.tolist(), reachable
+        q, reachable = self.solve(check_side(side), pos.tolist(), R.tolist(), first=float(first))
+        return np.array(q), reachable
 
     def legs_ik(self, left_pos: np.ndarray, left_R: np.ndarray, right_pos: np.ndarray, right_R: np.ndarray,
                 hip_yaw_pitch: str = "mean", check: bool = True) -> tuple[dict[str, float], bool]:
@@ -696,18 +629,45 @@ class LegIK(ForwardKinematics):
         """
         if hip_yaw_pitch not in ("left", "right", "mean"):
             raise ValueError(f"hip_yaw_pitch must be 'left', 'right' or 'mean', got {hip_yaw_pitch!r}")
-        if check:
-            left_pos, left_R = self._check_pose(left_pos, left_R)
-            right_pos, right_R = self._check_pose(right_pos, right_R)
-        values, reachable = self.legs_ik_values(np.asarray(left_pos, dtype=float).tolist(),
-                                                np.asarray(left_R, dtype=float).tolist(),
-                                                np.asarray(right_pos, dtype=float).tolist(),
-                                                np.asarray(right_R, dtype=float).tolist(), hip_yaw_pitch)
-        return dict(zip(self.legs_joint_names, values)), reachable
+        goals = {"left": (left_pos, left_R), "right": (right_pos, right_R)}
+        for side, (pos, rot) in goals.items():
+            pos, rot = self._check_pose(pos, rot) if check else (pos, rot)
+            goals[side] = (np.asarray(pos, dtype=float).tolist(), np.asarray(rot, dtype=float).tolist())
+        legs = {side: self.solve(side, *goal) for side, goal in goals.items()}
+        if self.shared_hip:
+            first = (0.5 * (legs["left"][0][0] + legs["right"][0][0]) if hip_yaw_pitch == "mean"
+                     else legs[hip_yaw_pitch][0][0])
+            for side in SIDES:
+                if side != hip_yaw_pitch:
+                    legs[side] = self.solve(side, *goals[side], first=first)
+        (left, ok_left), (right, ok_right) = legs["left"], legs["right"]
+        return dict(zip(self.legs_joint_names, left + right)), ok_left and ok_right
+
+    def walk_legs(self, left_pos: Sequence[float], left_rot: Sequence[Sequence[float]], right_pos: Sequence[float],
+                  right_rot: Sequence[Sequence[float]], shared_first: float | None = None) -> tuple[list[float], bool]:
+        """The walks' IK of both legs, every control cycle: the twelve angles (rad) in the order of
+        :attr:`legs_joint_names` (into a joint vector with :attr:`legs_joint_index`) for sole goals
+        given as floats (not checked), and whether both legs reached.
+
+        Each leg is the closed form alone (:meth:`solve` without the polish: on Wolfgang's model,
+        whose ankle axes miss each other by 0.36 µm, it misses the sole goal by < 0.5 µm). NAO's
+        shared joint is ``shared_first`` (rad) where given, else the mean of the two legs' first
+        candidates' joint 0 (:meth:`LegSolver.first_yaw`, without solving those free legs); both
+        legs are solved for it (their positions and sole normals exact, their yaws follow)."""
+        if self.shared_hip:
+            if shared_first is None:
+                shared_first = 0.5 * (self.legs["left"].solver.first_yaw(left_pos, left_rot)
+                                      + self.legs["right"].solver.first_yaw(right_pos, right_rot))
+            left, ok_left = self.solve("left", left_pos, left_rot, first=shared_first)
+            right, ok_right = self.solve("right", right_pos, right_rot, first=shared_first)
+        else:
+            left, ok_left = self.solve("left", left_pos, left_rot, polish=False)
+            right, ok_right = self.solve("right", right_pos, right_rot, polish=False)
+        return left + right, ok_left and ok_right
 
     @cached_property
     def legs_joint_names(self) -> tuple[str, ...]:
-        """The twelve leg joints in the order of :meth:`legs_ik_values`: the left leg hip to ankle, then the right."""
+        """The twelve leg joints in the order of :meth:`walk_legs`: the left leg hip to ankle, then the right."""
         return self.legs["left"].joint_names + self.legs["right"].joint_names
 
     @cached_property
@@ -717,45 +677,5 @@ class LegIK(ForwardKinematics):
         index = self.joint_index(self.legs_joint_names)
         return slice(int(index[0]), int(index[-1]) + 1) if np.all(np.diff(index) == 1) else index
 
-    def legs_ik_values(self, left_pos, left_R, right_pos, right_R, hip_yaw_pitch: str = "mean",
-                       polish: bool = True, quick_mean: bool = False,
-                       shared_first: float | None = None) -> tuple[list[float], bool]:
-        """:meth:`legs_ik` for unchecked goals given as (nested) lists or tuples of floats, the hot
-        path of the walks: the twelve angles as a list in the order of :attr:`legs_joint_names`
-        (put them into a joint vector with :attr:`legs_joint_index`) and whether both legs reached.
 
-        ``polish=False`` skips the Newton polish of legs whose model geometry is not exact
-        (Wolfgang: the closed form alone misses the sole goal by < 0.5 µm, because the model's
-        ankle axes miss each other by 0.36 µm; the polish costs more than the closed form).
-
-        ``quick_mean=True`` (NAO's ``"mean"``): the shared joint is the mean of the two legs'
-        *first* candidates' joint 0 (:meth:`LegSolver.first_yaw`), without solving the rest of
-        those free legs or checking them against the joint ranges; the legs are then solved for it
-        as always. The same as without it unless a free leg's first candidate leaves its ranges or
-        reach (then ``legs_ik`` takes another candidate's joint 0).
-
-        ``shared_first`` (with ``quick_mean``, NAO): the shared joint's angle (rad) given instead of
-        that mean, the legs solved for it (their positions and sole normals exact, their yaws follow)."""
-        if quick_mean and self.shared_hip and hip_yaw_pitch == "mean":
-            legs = self.legs
-            if shared_first is not None:
-                first = shared_first
-            else:
-                first = 0.5 * (legs["left"].solver.first_yaw(left_pos, left_R)
-                               + legs["right"].solver.first_yaw(right_pos, right_R))
-            left, ok_left = self._solve_leg_given_first(legs["left"], left_pos, left_R, first)
-            right, ok_right = self._solve_leg_given_first(legs["right"], right_pos, right_R, first)
-            return left + right, ok_left and ok_right
-        left, ok_left = self._solve_leg(self.legs["left"], left_pos, left_R, polish)
-        right, ok_right = self._solve_leg(self.legs["right"], right_pos, right_R, polish)
-        if self.shared_hip:
-            first = (0.5 * (left[0] + right[0]) if hip_yaw_pitch == "mean"
-                     else (left if hip_yaw_pitch == "left" else right)[0])
-            if hip_yaw_pitch != "left":
-                left, ok_left = self._solve_leg_given_first(self.legs["left"], left_pos, left_R, float(first))
-            if hip_yaw_pitch != "right":
-                right, ok_right = self._solve_leg_given_first(self.legs["right"], right_pos, right_R, float(first))
-        return left + right, ok_left and ok_right
-
-
-__all__ = ["GIMBAL_COS", "POLISH_MARGIN", "REACH_TOL", "LegGeometry", "LegIK", "LegSolver", "pick"]
+__all__ = ["GIMBAL_COS", "POLISH_MARGIN", "REACH_TOL", "LegGeometry", "LegIK", "LegSolver"]

@@ -5,7 +5,6 @@ microsecond of overhead for a few nanoseconds of work, so vectors here are tuple
 (``upright experiment kinematics-bench`` times the IK). Rotation matrices are tuples of three rows.
 :class:`Circle` is a fixed point turned about a fixed axis by a variable angle (the leg IK's
 rotations of constant vectors). Units follow the arguments (m, rad).
-:func:`clip` is the scalar clip of the IK and the walks (the builtins ``min``/``max`` cost more).
 """
 
 from __future__ import annotations
@@ -98,8 +97,9 @@ class Circle:
 
 
 def clip(x: float, lo: float, hi: float) -> float:
-    """``x`` limited to ``[lo, hi]``: the same float as ``min(max(x, lo), hi)`` (NaN stays NaN, as
-    there), at a fraction of the builtins' cost (the walks clip a few dozen numbers a cycle)."""
+    """``x`` limited to ``[lo, hi]``: the same float as ``min(max(x, lo), hi)`` (NaN stays NaN),
+    written as comparisons in this one place where the IK and the walks clip their numbers (a few
+    dozen a control cycle, where the builtins' calls cost more than the comparisons)."""
     x = lo if lo > x else x
     return hi if hi < x else x
 
@@ -120,8 +120,7 @@ def solve_cos_sin(a: float, b: float, c: float, tol: float) -> tuple[tuple[float
     """
     rho = math.hypot(a, b)
     ratio = c / rho if rho > 1e-12 else math.copysign(math.inf, c)
-    ratio = -1.0 if ratio < -1.0 else ratio  # clipped to [-1, 1]
-    phi, d, pi = math.atan2(b, a), math.acos(1.0 if ratio > 1.0 else ratio), math.pi
+    phi, d, pi = math.atan2(b, a), math.acos(clip(ratio, -1.0, 1.0)), math.pi
     x1, x2 = (phi + d + pi) % TAU - pi, (phi - d + pi) % TAU - pi  # wrapped to [-π, π)
     return ((x1, x2) if abs(x1) <= abs(x2) else (x2, x1)), abs(c) <= rho + tol
 

@@ -289,7 +289,7 @@ class SplineStandUp:
         nominal end read, advances by ``factor`` × the elapsed time over the cycle before the next
         :meth:`step`. The fall check, the limp phase and the stillness before finishing keep the
         real time. What a residual's ``tempo`` action entry sets
-        (:class:`~upright.envs.getup.GetUpEnv`'s ``tempo_range``); ValueError for a factor that is
+        (:class:`~upright.envs.residual.TempoResidual`, ``tempo_range``); ValueError for a factor that is
         not a finite number > 0."""
         self.clock.set_tempo(factor)
 

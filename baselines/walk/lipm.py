@@ -332,8 +332,7 @@ class LipmWalk:
         # hip_period: between two solutions of NAO's shared hip the legs are solved for its continued angle
         sampled, hip = self._walking and self._sample_hip, self._hip
         first = hip.continued() if sampled and not hip.due() else None
-        angles, _ = kin.legs_ik_values(*goals, polish=False, quick_mean=True,  # Wolfgang: < 0.5 µm without the polish
-                                       shared_first=first)
+        angles, _ = kin.walk_legs(*goals, shared_first=first)
         if sampled and first is None:
             hip.solved(angles[0])
         self._joints[kin.legs_joint_index] = angles

@@ -77,35 +77,37 @@ class FootSample(NamedTuple):
     cop_y: float
 
 
-#: ``_new_tuple(FootSample, values)`` builds the named tuple without its generated ``__new__`` (a
-#: Python function: ~0.2 µs a call, every control cycle).
-_new_tuple = tuple.__new__
-
-
 class FootSampler:
     """The robot's measurement of its feet for :meth:`SpeedFeedback.observe`, on its own model:
-    where its foot-pressure sensors sit in their sole frames (``Sensors.foot_pressure`` is 4 left,
-    then 4 right), and per control cycle the :class:`FootSample` of a foot, computed only for the
-    feet the odometry uses (usually one a cycle).
+    where its foot-pressure sensors sit in their sole frames (``Sensors.foot_pressure`` holds the
+    left foot's, then the right's: ``RobotSpec.foot_pressure_sensors``), and per control cycle the
+    :class:`FootSample` of a foot, computed only for the feet the odometry uses (usually one a
+    cycle).
 
     Each cycle: :meth:`loads` with the pressure readings, :meth:`Kinematics.fk` of the measured
     joints (torso at the origin) and :meth:`tilt`, then :meth:`sample` for a foot while the private
     model still holds that posture (inside :meth:`SpeedFeedback.observe`)."""
 
     def __init__(self, kin, robot) -> None:
+        if not all(robot.foot_pressure_sensors):
+            raise ValueError(f"{robot.name} needs foot pressure sensors under both feet for the walks' odometry, "
+                             f"has {robot.foot_pressure_sensors}")
         kin.fk(kin.keyframe_joints())  # the sensors are fixed to the feet: any posture does
         d = kin.data
         sole_ids = tuple(kin.site_id(site) for site in robot.sole_sites)
-        positions = []
-        for i, name in enumerate(robot.pressure_sensors):
-            sole = sole_ids[0 if i < 4 else 1]
+
+        def in_sole(sole: int, name: str) -> tuple[float, float]:
+            """The sensor ``name``'s x, y in the frame of the sole site ``sole`` (m)."""
             m, o, q = d.site_xmat[sole], d.site_xpos[sole], d.site_xpos[kin.site_id(name)]
             v = (q[0] - o[0], q[1] - o[1], q[2] - o[2])
-            positions.append((float(m[0] * v[0] + m[3] * v[1] + m[6] * v[2]),
-                              float(m[1] * v[0] + m[4] * v[1] + m[7] * v[2])))
-        #: Per foot (left, right) its four sensors' (x, y) in the sole frame (m).
-        self.sensors = (tuple(positions[:4]), tuple(positions[4:]))
-        self._sensors_flat = tuple(tuple(v for xy in foot for v in xy) for foot in self.sensors)
+            return (float(m[0] * v[0] + m[3] * v[1] + m[6] * v[2]),
+                    float(m[1] * v[0] + m[4] * v[1] + m[7] * v[2]))
+
+        #: Per foot (left, right) its sensors' (x, y) in the sole frame (m).
+        self.sensors = tuple(tuple(in_sole(sole, name) for name in names)
+                             for sole, names in zip(sole_ids, robot.foot_pressure_sensors))
+        #: Where each foot's readings lie in ``Sensors.foot_pressure`` (left, right).
+        self._feet = robot.foot_pressure_slices
         #: The torso's centre of mass in the torso frame (m): the same in every posture (the torso
         #: is the model's root, fixed at the origin).
         self._torso_com = tuple(d.xipos[kin.torso_id].tolist())
@@ -114,13 +116,18 @@ class FootSampler:
         self._sole_rot = tuple(d.site_xmat[i] for i in sole_ids)
         self._t0: Sequence[float] = (1.0, 0.0, 0.0)
         self._t1: Sequence[float] = (0.0, 1.0, 0.0)
-        self._forces: list[float] = [0.0] * 8
+        self._forces: list[float] = [0.0] * len(robot.pressure_sensors)
 
     def loads(self, pressure) -> tuple[float, float]:
         """This cycle's foot-pressure readings (N, ``Sensors.foot_pressure``); returns the summed
-        normal force under each foot (left, right; N)."""
+        normal force under each foot (left, right; N), summed in sensor order."""
         f = self._forces = pressure.tolist() if hasattr(pressure, "tolist") else list(pressure)
-        return f[0] + f[1] + f[2] + f[3], f[4] + f[5] + f[6] + f[7]
+        left = right = 0.0
+        for force in f[self._feet[0]]:
+            left += force
+        for force in f[self._feet[1]]:
+            right += force
+        return left, right
 
     def tilt(self, t0: Sequence[float], t1: Sequence[float]) -> None:
         """This cycle's tilt: ``t0``, ``t1`` the first two rows of the rotation from the torso frame
@@ -137,15 +144,17 @@ class FootSampler:
         u0, u1, u2 = cx - sx, cy - sy, cz - sz
         heading_x = t0[0] * m[0] + t0[1] * m[3] + t0[2] * m[6]  # the sole's x axis in the heading frame
         heading_y = t1[0] * m[0] + t1[1] * m[3] + t1[2] * m[6]
-        f0, f1, f2, f3 = self._forces[4 * side:4 * side + 4]
-        load = f0 + f1 + f2 + f3
-        px = py = 0.0
-        if load > 0.0:  # the pressure-weighted mean of the sensor positions, summed in sensor order
-            x0, y0, x1, y1, x2, y2, x3, y3 = self._sensors_flat[side]
-            px = (0.0 + f0 * x0 + f1 * x1 + f2 * x2 + f3 * x3) / load
-            py = (0.0 + f0 * y0 + f1 * y1 + f2 * y2 + f3 * y3) / load
-        return _new_tuple(FootSample, (t0[0] * u0 + t0[1] * u1 + t0[2] * u2, t1[0] * u0 + t1[1] * u1 + t1[2] * u2,
-                                       math.atan2(heading_y, heading_x), load, px, py))
+        load = px = py = 0.0
+        for f, (x, y) in zip(self._forces[self._feet[side]], self.sensors[side]):  # summed in sensor order
+            load += f
+            px += f * x
+            py += f * y
+        if load > 0.0:  # the centre of pressure: the pressure-weighted mean of the sensor positions
+            px, py = px / load, py / load
+        else:
+            px = py = 0.0
+        return FootSample(t0[0] * u0 + t0[1] * u1 + t0[2] * u2, t1[0] * u0 + t1[1] * u1 + t1[2] * u2,
+                          math.atan2(heading_y, heading_x), load, px, py)
 
 
 class SpeedFeedback:

@@ -60,7 +60,7 @@ def switch_times(x0y: float, ry: float, k: float, x0y_next: float, ry_next: floa
     if x0y == 0.0 or x0y_next == 0.0:
         raise ValueError(f"apex offsets must be non-zero, got x0y={x0y!r}, x0y_next={x0y_next!r}")
     gap = ry_next + step_y - ry
-    lo = 0.0 if 0.0 > t_now else t_now  # max(t_now, 0.0) without the builtin's cost
+    lo = max(t_now, 0.0)
     if k == k_next:
         # Closed form for equal pendulum constants: with S = sinh(k te), C = cosh(k te) the next
         # phase's x̄0 cosh(k t̄b) is sgn(x̄0) sqrt(x̄0² + x0² S²) (equation 6), and
@@ -144,6 +144,5 @@ def lateral_apex(x_rel: float, v: float, k: float, min_offset: float) -> tuple[f
     """
     side = 1.0 if x_rel >= 0.0 else -1.0
     radicand = x_rel * x_rel - (v / k) ** 2
-    root = math.sqrt(0.0 if 0.0 > radicand else radicand)  # max(·, 0.0) and max(·, min_offset) written out
-    x0y = side * (min_offset if min_offset > root else root)
+    x0y = side * max(math.sqrt(max(radicand, 0.0)), min_offset)
     return x0y, math.asinh(v / (k * x0y)) / k

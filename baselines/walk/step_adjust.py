@@ -383,7 +383,7 @@ class StepAdjustWalk:
         sw, su = self._swing, self._support
         a, b = self._start[sw], self._start[su]
         s_x, s_y, s_t = self._step_size
-        ps, lin = parabolic_step(f), (1.0 if 1.0 < f else f)  # min(f, 1.0)
+        ps, lin = parabolic_step(f), min(f, 1.0)
         o_x, o_y, o_t = self._step_offset
         if o_y != 0.0 and (o_y < 0.0) == (sw == "left"):  # towards the support foot: dropped
             o_y = 0.0
@@ -394,9 +394,8 @@ class StepAdjustWalk:
         overtime = self._phase - self._period - p.stretch_after
         if overtime <= 0.0:
             lift = self._lift * parabolic_return(f)
-        else:  # max(−stretch_speed · overtime, stretch_height)
-            sink = -p.stretch_speed * overtime
-            lift = p.stretch_height if p.stretch_height > sink else sink
+        else:
+            lift = max(-p.stretch_speed * overtime, p.stretch_height)
         return {sw: swing, su: support}, lift
 
     def _walk(self, sensors: Sensors, load: dict[str, float], dt: float) -> np.ndarray:
@@ -524,8 +523,8 @@ class StepAdjustWalk:
             self._com_filtered = m
             result = adjust_step(w_t, self._w_plan_prev, self._w_bar_prev, u_t, m, p.max_adjust_speed * dt,
                                  *self._tolerance)
-            lo, hi = p.clip_forward  # widened to include the planned x: min(lo, w_t), max(hi, w_t)
-            w_bar = clip(result.swing_x, w_t if w_t < lo else lo, w_t if w_t > hi else hi)
+            lo, hi = p.clip_forward  # widened to include the planned x
+            w_bar = clip(result.swing_x, min(lo, w_t), max(hi, w_t))
             u_bar = u_t - (w_bar - w_t) / 2.0
         self._adjusting = abs(w_bar - w_t) > 1e-4
         self._w_plan_prev, self._w_bar_prev = w_t, w_bar
@@ -566,7 +565,7 @@ class StepAdjustWalk:
                 x, y, z = x + cz * c - a * c, y + sz * c - row[0] * c, z - g * c
             goals.append((ct * x - st * z, y, st * x + ct * z))
             goals.append((top, row, bottom))
-        angles, _ = self.kin.legs_ik_values(*goals, polish=False, quick_mean=True)  # Wolfgang: < 0.5 µm without the polish
+        angles, _ = self.kin.walk_legs(*goals)
         joints = self._standing.copy()
         joints[self.kin.legs_joint_index] = angles
         return joints

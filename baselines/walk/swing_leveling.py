@@ -67,12 +67,12 @@ class SwingFootLeveling:
         """
         p = self.params
         if torso_pitch > 0.0:
-            error = 0.0 if 0.0 < sole_error else sole_error  # min(sole_error, 0.0)
+            error = min(sole_error, 0.0)
             torso_scale = clip(torso_pitch / p.min_torso_rotation, 0.0, 1.0)
             direction = self._forwards
             feet_scale = 1.0
         else:
-            error = 0.0 if 0.0 > sole_error else sole_error  # max(sole_error, 0.0)
+            error = max(sole_error, 0.0)
             torso_scale = clip((torso_pitch / -p.min_torso_rotation) ** 2, 0.0, 1.0)
             direction = self._backwards
             feet_scale = 1.0 - clip((feet_dx - p.backward_feet_shift) / p.backward_feet_x_difference, 0.0, 1.0)

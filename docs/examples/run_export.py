@@ -7,8 +7,8 @@ prior (``make_controller``) and its input record (``Sensors``), as a team would 
 them; everything else (the observation, the fused angles, the action's targets, the joint
 conventions, the servo delay of the simulated robot) is written here from the spec.
 
-    python -m upright.eval.model_variants variants                    # variants/knee_ref.xml, ...
-    python docs/examples/run_export.py policies/zoo/wolfgang-getup-residual-spline/onnx variants/knee_ref.xml
+    python -m upright.eval.model_variants variants                    # variants/wolfgang/knee_ref.xml, ...
+    python docs/examples/run_export.py policies/zoo/wolfgang-getup-residual-spline/onnx variants/wolfgang/knee_ref.xml
 
 Steps: (1) the graph against ``example_io.npz``; (2) the prior against its test vectors; (3)
 episodes on the model from its lying keyframes, flat floor, no pushes, reporting when the robot

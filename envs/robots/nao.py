@@ -27,8 +27,15 @@ NAO = RobotSpec(
     control_period=0.012,
     delay_cycles=3,
     standing_pose="stand",
-    lying_poses=("prone", "supine"),
+    prone_pose="prone",
+    supine_pose="supine",
     standing_torso_height=0.333,
     nominal_mass=5.359,
-    pressure_sensors=tuple(f"{s}_fsr_{c}" for s in "lr" for c in ("fl", "fr", "rl", "rr")),
+    zero_pose_text="Aldebaran's zero posture: legs straight down, arms straight and pointing forward horizontally, "
+                   "head straight ahead; every body frame parallel to the torso frame. The elbows' range ends 2 deg "
+                   "short of straight (ElbowRoll limits), so the arms' zero lies just outside it.",
+    torso_frame_text="Aldebaran's Torso frame: origin 126.5 mm below the HeadYaw axis and 85 mm above the hip axes, "
+                     "x forward, y left, z up",
+    pressure_readings_text="the FSRs report kg: multiply each reading by 9.81 m/s^2",
+    foot_pressure_sensors=tuple(tuple(f"{s}_fsr_{c}" for c in ("fl", "fr", "rl", "rr")) for s in "lr"),
 )

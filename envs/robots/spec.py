@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from upright.assets import model_path
+
+#: The get-up's lying starts that are keyframes of the robot (:meth:`RobotSpec.lying_pose`).
+LYING = ("prone", "supine")
 
 
 @dataclass(frozen=True)
@@ -29,19 +32,29 @@ class RobotSpec:
     control_period: float
     #: Commands reach the servos this many control cycles after they are sent.
     delay_cycles: int
-    #: Name of the standing keyframe; the other named poses are the lying keyframes.
+    #: Names of the MJCF keyframes: standing, and the get-up's lying starts face down (``prone``)
+    #: and on the back (``supine``).
     standing_pose: str
-    lying_poses: tuple[str, ...]
+    prone_pose: str
+    supine_pose: str
     #: Nominal torso-origin height above the ground in the standing pose (m), from the reference.
     standing_torso_height: float
-    #: Total mass the model is built to (m), from the reference.
+    #: Total mass the model is built to (kg), from the reference.
     nominal_mass: float
+    #: In words, for the robot-side contract of an export (``upright.training.export_spec``): the
+    #: pose with every joint angle 0, the torso frame (the MJCF's torso body), and how the foot
+    #: pressure sensors' readings become newtons.
+    zero_pose_text: str
+    torso_frame_text: str
+    pressure_readings_text: str
     torso_body: str = "torso"
     imu_site: str = "imu"
     head_top_site: str = "head_top"
     sole_sites: tuple[str, str] = ("l_sole", "r_sole")
-    #: Touch sensors under the feet (4 left, then 4 right); NAO FSRs, Wolfgang cleats.
-    pressure_sensors: tuple[str, ...] = field(default_factory=tuple)
+    #: Touch sensors under each foot (left, right); NAO FSRs, Wolfgang cleats. Their readings
+    #: (``Sensors.foot_pressure``, the observation's ``foot_pressure``) come in
+    #: :attr:`pressure_sensors` order: the left foot's, then the right's.
+    foot_pressure_sensors: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     gyro_sensor: str = "imu_gyro"
     accel_sensor: str = "imu_accel"
     quat_sensor: str = "imu_quat"
@@ -53,6 +66,11 @@ class RobotSpec:
     model_map: Path | None = None
     #: Our joints that :attr:`model` lacks (joint order): held at the standing pose's angle.
     missing_joints: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.foot_pressure_sensors) != 2:
+            raise ValueError(f"{self.name}: foot_pressure_sensors holds one tuple per foot (left, right), got "
+                             f"{self.foot_pressure_sensors!r}")
 
     @property
     def mjcf(self) -> Path:
@@ -66,9 +84,38 @@ class RobotSpec:
         return self.model if self.model is not None else self.mjcf
 
     @property
+    def lying_poses(self) -> tuple[str, str]:
+        """The lying keyframes: prone, supine."""
+        return self.prone_pose, self.supine_pose
+
+    @property
     def poses(self) -> tuple[str, ...]:
         """All named poses (keyframes)."""
         return (self.standing_pose, *self.lying_poses)
+
+    def lying_pose(self, start: str) -> str:
+        """The keyframe of the lying start ``start`` (``"prone"`` or ``"supine"``)."""
+        poses = dict(zip(LYING, self.lying_poses))
+        if start not in poses:
+            raise ValueError(f"unknown lying start {start!r}; valid: {', '.join(LYING)}")
+        return poses[start]
+
+    @property
+    def pressure_sensors(self) -> tuple[str, ...]:
+        """All foot pressure sensors in reading order: the left foot's, then the right's."""
+        left, right = self.foot_pressure_sensors
+        return (*left, *right)
+
+    @property
+    def pressure_sensor_feet(self) -> tuple[int, ...]:
+        """For each of :attr:`pressure_sensors`, its foot: 0 left, 1 right."""
+        return tuple(foot for foot, names in enumerate(self.foot_pressure_sensors) for _ in names)
+
+    @property
+    def foot_pressure_slices(self) -> tuple[slice, slice]:
+        """Where the left and the right foot's readings lie in ``Sensors.foot_pressure``."""
+        n_left = len(self.foot_pressure_sensors[0])
+        return slice(0, n_left), slice(n_left, len(self.pressure_sensors))
 
     @property
     def actuated_joint_index(self) -> tuple[int, ...]:
@@ -83,4 +130,4 @@ class RobotSpec:
         )
 
 
-__all__ = ["RobotSpec"]
+__all__ = ["LYING", "RobotSpec"]

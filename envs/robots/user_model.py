@@ -22,8 +22,8 @@ baselines and the trained policies see the robot of :class:`~upright.envs.robots
 The user's actuators (position servos: gain, torque limit, damping, armature, friction loss),
 masses, contact settings and timestep stay as they are.
 
-Map format (every key optional; an unknown key is a ValueError naming the file, the key and the
-valid keys)::
+Map format (every key optional; the schema :func:`map_schema`, an unknown key a ValueError naming
+the file, the key and the valid keys)::
 
     robot: wolfgang                 # checked against the robot the model is used for
     joints:                         # our joint -> theirs: a name, or name with zero (rad) and sign
@@ -49,23 +49,18 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import mujoco
 import numpy as np
+from pydantic import BeforeValidator, Field, create_model, model_validator
 
 from upright.envs.files import read_yaml
 from upright.envs.robots.spec import RobotSpec
+from upright.envs.schema import Schema, validate
 
-#: The top-level keys of a model map.
-MAP_KEYS = ("robot", "joints", "actuators", "zero_from_ref", "torso", "imu", "feet", "sites")
-#: The keys of one joint's entry in ``joints``.
-JOINT_KEYS = ("joint", "zero", "sign")
-#: The keys of ``imu``: a site (we add the sensors) or the three sensors.
-IMU_KEYS = ("site", "gyro", "accel", "quat")
-#: The keys of ``feet``.
-FEET_KEYS = ("pressure", "geoms")
 SIDES = ("left", "right")
 #: Mass (kg) and inertia (kg m²) of a missing joint's stand-in, and the armature (kg m²) that keeps
 #: the constraint holding it well conditioned.
@@ -107,87 +102,119 @@ def _fail(source: str, message: str) -> ValueError:
     return ValueError(f"{source}: {message}")
 
 
-def _check_keys(source: str, where: str, data: Any, valid: tuple[str, ...]) -> Mapping[str, Any]:
-    """``data`` if it is a mapping whose keys are all in ``valid``; ValueError naming the file, the
-    first unknown key and the valid keys otherwise."""
-    if not isinstance(data, Mapping):
-        raise _fail(source, f"{where or 'the map'} must be a mapping, got {data!r}")
-    for key in data:
-        if key not in valid:
-            raise _fail(source, f"unknown key {(where + '.' if where else '') + str(key)!r}; valid keys"
-                                f"{' of ' + where if where else ''}: {', '.join(valid)}")
-    return data
+#: A name in the user's model (not empty).
+Name = Annotated[str, Field(min_length=1)]
+#: One name, or a list of them (at least one).
+Names = Annotated[tuple[Name, ...], BeforeValidator(lambda value: (value,) if isinstance(value, str) else value),
+                  Field(min_length=1)]
 
 
-def _name(source: str, where: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise _fail(source, f"{where} must be a name, got {value!r}")
-    return value
+class JointEntry(Schema):
+    """One of our joints in a map file: its name in the model, ``zero`` (rad) and ``sign``."""
+
+    joint: Name
+    zero: float | None = None
+    sign: Literal[1, -1] = 1
 
 
-def _names(source: str, where: str, value: Any) -> tuple[str, ...]:
-    values = (value,) if isinstance(value, str) else value
-    if not isinstance(values, (list, tuple)) or not values:
-        raise _fail(source, f"{where} must be a name or a list of names, got {value!r}")
-    return tuple(_name(source, where, v) for v in values)
+class Imu(Schema):
+    """The model's IMU: a ``site`` (we add the sensors), or its ``gyro``, ``accel`` and ``quat``
+    sensors."""
+
+    site: Name | None = None
+    gyro: Name | None = None
+    accel: Name | None = None
+    quat: Name | None = None
+
+    @model_validator(mode="after")
+    def _site_or_sensors(self) -> Imu:
+        given = {name for name in Imu.model_fields if getattr(self, name) is not None}
+        if given and given not in ({"site"}, {"gyro", "accel", "quat"}):
+            raise ValueError(f"needs either site, or gyro, accel and quat; got {', '.join(sorted(given))}")
+        return self
 
 
-def _joint_entry(source: str, key: str, value: Any) -> JointMap:
-    if isinstance(value, str):
-        return JointMap(_name(source, key, value))
-    entry = _check_keys(source, key, value, JOINT_KEYS)
-    zero = entry.get("zero")
-    if zero is not None and not (isinstance(zero, (int, float)) and not isinstance(zero, bool)
-                                 and math.isfinite(zero)):
-        raise _fail(source, f"{key}.zero must be a finite angle (rad), got {zero!r}")
-    sign = entry.get("sign", 1)
-    if sign not in (1, -1) or isinstance(sign, bool):
-        raise _fail(source, f"{key}.sign must be 1 or -1, got {sign!r}")
-    if "joint" not in entry:
-        raise _fail(source, f"{key} needs joint: the joint's name in the model")
-    return JointMap(_name(source, f"{key}.joint", entry["joint"]), None if zero is None else float(zero), int(sign))
+class FootGeoms(Schema):
+    """The model's foot geoms per side, whose contact forces make the foot pressure."""
+
+    left: Names
+    right: Names
+
+
+class Feet(Schema):
+    """The model's foot pressure: its ``pressure`` sensors in our order (left foot's, then the
+    right's; newtons), or its foot ``geoms``."""
+
+    pressure: Names | None = None
+    geoms: FootGeoms | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Feet:
+        if self.pressure is not None and self.geoms is not None:
+            raise ValueError("takes either pressure (sensors) or geoms (contact forces), not both")
+        return self
+
+
+class MapFile(Schema):
+    """A model map file (see the module docstring); :func:`map_schema` makes it one robot's, with
+    that robot's joint, actuator and site names as the keys of ``joints``, ``actuators`` and
+    ``sites``."""
+
+    #: Checked against the robot the model is used for.
+    robot: str | None = None
+    joints: dict[str, Name | JointEntry] = {}
+    actuators: dict[str, Name] = {}
+    #: A joint's zero is its ``ref`` unless the map gives one.
+    zero_from_ref: bool = True
+    torso: Name | None = None
+    imu: Imu = Imu()
+    feet: Feet = Feet()
+    sites: dict[str, Name] = {}
+
+
+def map_schema(robot: RobotSpec) -> type[MapFile]:
+    """The schema of ``robot``'s model maps: :class:`MapFile` whose ``robot`` is its name, whose
+    ``joints``, ``actuators`` and ``sites`` take its joint, actuator and site names as keys, and
+    whose ``feet.pressure`` names as many sensors as it has."""
+    return _map_schema(robot.name, robot.joint_names, robot.actuator_names, (*robot.sole_sites, robot.head_top_site),
+                       len(robot.pressure_sensors))
+
+
+@cache
+def _map_schema(robot: str, joints: tuple[str, ...], actuators: tuple[str, ...], sites: tuple[str, ...],
+                pressure: int) -> type[MapFile]:
+    """:func:`map_schema` of the robot named ``robot`` with these names and pressure sensors, made once."""
+    def keys(model: str, names: tuple[str, ...], kind: Any) -> type[Schema]:
+        return create_model(f"{robot.capitalize()}{model}", __base__=Schema,
+                            **{name: (kind | None, None) for name in names})
+
+    feet = create_model(f"{robot.capitalize()}Feet", __base__=Feet,
+                        pressure=(Annotated[Names, Field(min_length=pressure, max_length=pressure)] | None, None))
+    return create_model(f"{robot.capitalize()}ModelMap", __base__=MapFile,
+                        robot=(Literal[robot] | None, None),  # type: ignore[valid-type]
+                        joints=_empty(keys("Joints", joints, Name | JointEntry)),
+                        actuators=_empty(keys("Actuators", actuators, Name)),
+                        feet=_empty(feet), sites=_empty(keys("Sites", sites, Name)))
+
+
+def _empty(model: type[Schema]) -> tuple[type[Schema], Any]:
+    """A field of type ``model`` whose default is an empty one (every key left out)."""
+    return model, Field(default_factory=model)
 
 
 def parse_model_map(data: Any, robot: RobotSpec, source: str = "(map)") -> ModelMap:
-    """A :class:`ModelMap` from the mapping ``data`` (a map file's contents) for ``robot``;
-    ValueError naming ``source``, the bad key or value and what is valid."""
-    data = _check_keys(source, "", {} if data is None else data, MAP_KEYS)
-    if "robot" in data and data["robot"] != robot.name:
-        raise _fail(source, f"robot is {data['robot']!r}, but the model is used as {robot.name!r}")
-    joints = _check_keys(source, "joints", data.get("joints") or {}, robot.joint_names)
-    actuators = _check_keys(source, "actuators", data.get("actuators") or {}, robot.actuator_names)
-    zero_from_ref = data.get("zero_from_ref", True)
-    if not isinstance(zero_from_ref, bool):
-        raise _fail(source, f"zero_from_ref must be true or false, got {zero_from_ref!r}")
-    imu = _check_keys(source, "imu", data.get("imu") or {}, IMU_KEYS)
-    if imu and set(imu) not in ({"site"}, {"gyro", "accel", "quat"}):
-        raise _fail(source, f"imu needs either site, or gyro, accel and quat; got {', '.join(imu)}")
-    feet = _check_keys(source, "feet", data.get("feet") or {}, FEET_KEYS)
-    if len(feet) > 1:
-        raise _fail(source, "feet takes either pressure (sensors) or geoms (contact forces), not both")
-    pressure = None
-    if "pressure" in feet:
-        pressure = _names(source, "feet.pressure", feet["pressure"])
-        if len(pressure) != len(robot.pressure_sensors):
-            raise _fail(source, f"feet.pressure needs {len(robot.pressure_sensors)} sensors in our order "
-                                f"({', '.join(robot.pressure_sensors)}), got {len(pressure)}")
-    foot_geoms = None
-    if "geoms" in feet:
-        geoms = _check_keys(source, "feet.geoms", feet["geoms"], SIDES)
-        if set(geoms) != set(SIDES):
-            raise _fail(source, "feet.geoms needs left and right")
-        foot_geoms = {side: _names(source, f"feet.geoms.{side}", geoms[side]) for side in SIDES}
-    sites = _check_keys(source, "sites", data.get("sites") or {}, (*robot.sole_sites, robot.head_top_site))
-    return ModelMap(
-        source=source,
-        joints={k: _joint_entry(source, f"joints.{k}", v) for k, v in joints.items()},
-        actuators={k: _name(source, f"actuators.{k}", v) for k, v in actuators.items()},
-        zero_from_ref=zero_from_ref,
-        torso=None if data.get("torso") is None else _name(source, "torso", data["torso"]),
-        imu={k: _name(source, f"imu.{k}", v) for k, v in imu.items()},
-        pressure=pressure, foot_geoms=foot_geoms,
-        sites={k: _name(source, f"sites.{k}", v) for k, v in sites.items()},
-    )
+    """A :class:`ModelMap` from the mapping ``data`` (a map file's contents) for ``robot``, checked
+    with :func:`map_schema`; ValueError naming ``source``, the bad key or value and what is valid."""
+    checked = validate(map_schema(robot), {} if data is None else data, source)
+    given = checked.model_dump(exclude_none=True)
+    joints = {ours: JointMap(entry) if isinstance(entry, str) else JointMap(entry.joint, entry.zero, entry.sign)
+              for ours, entry in ((k, getattr(checked.joints, k)) for k in given.get("joints", {}))}
+    geoms = checked.feet.geoms
+    return ModelMap(source=source, joints=joints, actuators=given.get("actuators", {}),
+                    zero_from_ref=checked.zero_from_ref, torso=checked.torso, imu=given.get("imu", {}),
+                    pressure=checked.feet.pressure,
+                    foot_geoms=None if geoms is None else {side: getattr(geoms, side) for side in SIDES},
+                    sites=given.get("sites", {}))
 
 
 def read_model_map(path: str | Path | None, robot: RobotSpec) -> ModelMap:
@@ -355,6 +382,61 @@ def _actuator_of(spec: mujoco.MjSpec, joint: str, ours: str, model_map: ModelMap
     return found[0]
 
 
+def _angle_unit(spec: mujoco.MjSpec) -> float:
+    """The model file's unit of joint angles in rad (``<compiler angle="degree">``: pi/180)."""
+    return math.pi / 180.0 if spec.compiler.degree else 1.0
+
+
+def _zero(joint: mujoco.MjsJoint, entry: JointMap, model_map: ModelMap, degrees: float) -> float:
+    """The user's angle (rad) of ``joint`` at our zero: the map's ``zero``, else the joint's ``ref``
+    (0 when the map turns ``zero_from_ref`` off); ``degrees``: :func:`_angle_unit`."""
+    if entry.zero is not None:
+        return entry.zero
+    return float(joint.ref) * degrees if model_map.zero_from_ref else 0.0
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How the joint of one of our actuators appears in a user's model: its ``joint`` and
+    ``actuator`` names there, and its angle, ``ours = sign · (theirs - zero)`` (rad)."""
+
+    joint: str
+    actuator: str
+    zero: float = 0.0
+    sign: int = 1
+
+    def to_ours(self, angles: np.ndarray) -> np.ndarray:
+        """The user's angles (rad) of the joint in ours."""
+        return self.sign * (np.asarray(angles, dtype=float) - self.zero)
+
+    def to_theirs(self, angles: np.ndarray) -> np.ndarray:
+        """Our angles (rad) of the joint in the user's."""
+        return self.sign * np.asarray(angles, dtype=float) + self.zero
+
+
+def joint_conventions(robot: RobotSpec) -> dict[str, Convention]:
+    """Our actuator → how its joint appears in ``robot.model`` through ``robot.model_map`` (the
+    actuators whose joint the model lacks left out); without a user's model every name is ours,
+    every zero 0 and every sign 1. What a log of the user's robot is converted with: it names the
+    joints and gives their angles as the user's model does."""
+    driven = {a: robot.joint_names[i] for a, i in zip(robot.actuator_names, robot.actuated_joint_index)}
+    if robot.model is None:
+        return {a: Convention(driven[a], a) for a in robot.actuator_names}
+    model_map = read_model_map(robot.model_map, robot)
+    spec = load_model_spec(robot.model)
+    present = joint_names_in_model(spec, robot, model_map)
+    degrees = _angle_unit(spec)
+    conventions = {}
+    for actuator, joint in driven.items():
+        if joint not in present:
+            continue
+        entry = model_map.joints.get(joint, JointMap(present[joint]))
+        theirs = spec.joint(present[joint])
+        conventions[actuator] = Convention(present[joint], _actuator_of(spec, present[joint], actuator, model_map).name,
+                                           _zero(theirs, entry, model_map, degrees), entry.sign)
+    return conventions
+
+
 def _torso_frame_point(data: mujoco.MjData, torso: int, point: np.ndarray) -> np.ndarray:
     """``point`` (m, world) in the frame of body ``torso`` (after a kinematics pass)."""
     return data.xmat[torso].reshape(3, 3).T @ (point - data.xpos[torso])
@@ -380,11 +462,11 @@ def adapted_model(robot: RobotSpec) -> mujoco.MjSpec:
     for name, actuator in actuators.items():
         _check_servo(actuator, name)
         renamer.rename(actuator, f"{name}__actuator", "actuator")
-    degrees = math.pi / 180.0 if spec.compiler.degree else 1.0  # the file's unit of joint angles
+    degrees = _angle_unit(spec)
     for name, joint in joints.items():
         entry = model_map.joints.get(name, JointMap(present[name]))
         ref = float(joint.ref) * degrees
-        zero = entry.zero if entry.zero is not None else (ref if model_map.zero_from_ref else 0.0)
+        zero = _zero(joint, entry, model_map, degrees)
         sign = entry.sign
         joint.ref = sign * (ref - zero) / degrees
         joint.range = np.sort(sign * (np.asarray(joint.range) * degrees - zero)) / degrees
@@ -570,8 +652,7 @@ def _adapt_feet(spec: mujoco.MjSpec, renamer: _Renamer, robot: RobotSpec, model_
         reach = extent.max(axis=0)[:2] + SOLE_MARGIN  # from the sole origin to past the outline (x, y)
         our_sole = ours.site(sole).id
         our_rot = our_data.site_xmat[our_sole].reshape(3, 3)
-        n = len(robot.pressure_sensors) // 2
-        for name in robot.pressure_sensors[k * n:(k + 1) * n]:
+        for name in robot.foot_pressure_sensors[k]:
             point = our_rot.T @ (our_data.site_xpos[ours.site(name).id] - our_data.site_xpos[our_sole])
             centre = sole_pos + sole_rot @ np.array([np.sign(point[0]) * reach[0] / 2, np.sign(point[1]) * reach[1] / 2,
                                                      SOLE_HALF_HEIGHT / 3])
@@ -607,6 +688,6 @@ def _set_poses(spec: mujoco.MjSpec, robot: RobotSpec, ours: mujoco.MjModel, held
         spec.add_key(name=pose, qpos=qpos.tolist(), ctrl=ctrl.tolist())
 
 
-__all__ = ["FEET_KEYS", "IMU_KEYS", "JOINT_KEYS", "MAP_KEYS", "JointMap", "ModelMap", "adapted_model",
-           "joint_names_in_model", "load_model_spec", "missing_joints", "parse_model_map", "read_model_map",
-           "with_model"]
+__all__ = ["Convention", "Feet", "FootGeoms", "Imu", "JointEntry", "JointMap", "MapFile", "ModelMap", "adapted_model",
+           "joint_conventions", "joint_names_in_model", "load_model_spec", "map_schema", "missing_joints", "parse_model_map",
+           "read_model_map", "with_model"]

@@ -28,10 +28,18 @@ WOLFGANG = RobotSpec(
     control_period=0.010,
     delay_cycles=1,
     standing_pose="walkready",
-    lying_poses=("prone", "supine"),
+    prone_pose="prone",
+    supine_pose="supine",
     standing_torso_height=0.38,
     nominal_mass=7.5,
-    pressure_sensors=tuple(
-        f"{s}_cleat_{c}" for s in "lr" for c in ("l_back", "l_front", "r_front", "r_back")
+    zero_pose_text="thighs straight down, shanks tilted 15 deg from vertical with the ankles ahead of the knees, "
+                   "feet pitched 15 deg toe-up, upper arms hanging straight down, lower arms pointing forward "
+                   "(elbows bent 90 deg), head straight ahead; every body frame parallel to the torso frame.",
+    torso_frame_text="the URDF's base_link: origin midway between the hip-yaw axes (at their height), x forward, "
+                     "y left, z up",
+    pressure_readings_text="calibrate each cleat's load cell to newtons (0 with the foot in the air; standing still, "
+                           "the readings of both feet sum to the robot's weight)",
+    foot_pressure_sensors=tuple(
+        tuple(f"{s}_cleat_{c}" for c in ("l_back", "l_front", "r_front", "r_back")) for s in "lr"
     ),
 )

@@ -4,7 +4,7 @@ microseconds per call of the main functions of :class:`~upright.baselines.kinema
 For each robot, ``n`` poses (``--set n=N``, default 1000) are drawn with the seed ``--seed``: the
 standing pose with every leg and arm-IK joint uniform inside its range. Timed per robot: the
 analytic leg IK (``leg_ik``) on the feet of those poses, both legs alternately; ``legs_ik`` (NAO: the
-shared hip yaw-pitch as the mean); the walks' per-cycle call of both legs (``legs_ik_values`` on goals
+shared hip yaw-pitch as the mean); the walks' per-cycle call of both legs (``walk_legs`` on goals
 as floats, without the Wolfgang polish, NAO's shared hip from the first candidates) on walking-like
 goals (each sole within 1 cm and 0.1 rad of yaw of where it is in the standing pose with the torso
 3 cm lower, where the walks' first candidate is taken; the random poses above mostly leave the
@@ -97,7 +97,7 @@ def bench(robot: str, n: int = 1000, seed: int = 0) -> dict[str, float]:
         "legs_ik_us": 1e6 * _time_per_call(
             [lambda f=f: kin.legs_ik(*f["left"], *f["right"], hip_yaw_pitch="mean") for f in feet]),
         "legs_walk_us": 1e6 * _time_per_call(
-            [lambda g=g: kin.legs_ik_values(*g, polish=False, quick_mean=True) for g in goals]),
+            [lambda g=g: kin.walk_legs(*g) for g in goals]),
         "foot_fk_us": 1e6 * _time_per_call([lambda q=q: kin.foot_pose("left", q) for q in poses]),
         "com_us": 1e6 * _time_per_call([lambda q=q: kin.com(q) for q in poses]),
         "arm_ik_local_us": 1e6 * _time_per_call(

@@ -33,6 +33,7 @@ import numpy as np
 
 from upright.envs.conditions import PRESETS
 from upright.envs.registration import ENVIRONMENTS, register_envs
+from upright.eval.bench.columns import Column, text_table
 from upright.eval.machine import machine_line
 
 #: The reference environment, stepped through its own ``env.step``.
@@ -329,27 +330,27 @@ def run_parts(steps: int = 400, presets: tuple[str, ...] = ("lab", "turf")) -> l
     return [time_parts(env_id, preset, steps) for env_id in ENVIRONMENTS for preset in presets]
 
 
-def format_parts(rows: list[PartsRow]) -> str:
-    """A plain-text table: µs per control step of each part, one column per environment."""
+def format_parts(rows: list[PartsRow], width: int | None = None) -> str:
+    """A plain-text table: µs per control step of each part, one column per environment; with
+    ``width`` (a terminal's columns), the environments in blocks that fit (:func:`~upright.eval.
+    bench.columns.text_table`)."""
     labels = list(dict.fromkeys(label.strip() for label in PARTS))
     heads = [f"{r.env_id.removeprefix('upright/').removesuffix('-v0')} {r.conditions}" for r in rows]
-    width = max(14, *(len(h) for h in heads))
-    lines = [f"{'µs per control step':<22}" + "".join(f" {h:>{width}}" for h in heads)]
+    size = max(14, *(len(h) for h in heads))
+    columns = [Column("µs per control step", 22, left=True), *(Column(head, size) for head in heads)]
 
-    def line(name: str, values: list[float | None]) -> str:
-        return f"{name:<22}" + "".join(f" {'-' if v is None else f'{v:.1f}':>{width}}" for v in values)
+    def line(name: str, values: list[float | None]) -> list[str]:
+        return [name, *("-" if v is None else f"{v:.1f}" for v in values)]
 
-    lines.append(line("env.step", [r.step for r in rows]))
-    lines.append(line("physics (raw replay)", [r.physics for r in rows]))
-    lines.append(line("environment's own", [r.step - r.physics for r in rows]))
-    for label in labels:
-        lines.append(line("  " + label, [r.parts.get(label) for r in rows]))
-    lines.append(line("  glue", [r.glue for r in rows]))
-    lines.append("Own work = env.step - physics; the parts are timed inside the steps (each call wrapped with a "
-                 "wall-clock accumulator, whose own cost lands in the parts and the glue); glue = the step methods' own lines, "
-                 "the metrics trackers and the Gymnasium wrappers; resets as often as the zero action's episodes end.")
-    lines.append(machine_line())
-    return "\n".join(lines)
+    table = [line("env.step", [r.step for r in rows]), line("physics (raw replay)", [r.physics for r in rows]),
+             line("environment's own", [r.step - r.physics for r in rows]),
+             *(line("  " + label, [r.parts.get(label) for r in rows]) for label in labels),
+             line("  glue", [r.glue for r in rows])]
+    notes = ["Own work = env.step - physics; the parts are timed inside the steps (each call wrapped with a "
+             "wall-clock accumulator, whose own cost lands in the parts and the glue); glue = the step methods' own lines, "
+             "the metrics trackers and the Gymnasium wrappers; resets as often as the zero action's episodes end.",
+             machine_line()]
+    return "\n".join(text_table(columns, table, notes, width=width))
 
 
 def summary(rows: list[BenchRow]) -> dict[str, float]:

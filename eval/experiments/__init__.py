@@ -26,13 +26,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from upright.baselines import controller_names
 from upright.envs.conditions import Conditions
-from upright.eval import bench
+from upright.envs.files import read_yaml_mapping
+from upright.envs.schema import validate
+from upright.eval.experiments.schemas import PROTOCOL_SCHEMAS
 from upright.eval.results import aggregate, write_results
-from upright.eval.runner import EvalRun, Observer, Wrap, resolve_policy, run_episodes
+from upright.eval.runner import EvalRun, Observer, Wrap, overall_progress, resolve_policy, run_episodes
 from upright.eval.settings import env_settings, split_settings
 from upright.eval.tables import Table, jsonable, print_tables, write_tables
 from upright.policies.base import Policy
@@ -40,6 +40,9 @@ from upright.policies.registry import policy_digest
 
 #: Where ``--docs`` writes a protocol's page (relative to the working directory, the repository root).
 DOCS_RESULTS = Path("docs", "results")
+#: The packages whose modules register protocols: this one and the compute benchmarks'. They are
+#: plugins, imported by name when the registry is read: they import this module, it never imports them.
+PROTOCOL_PACKAGES = (__name__, "upright.eval.bench")
 
 
 @dataclass
@@ -197,9 +200,8 @@ def register_experiment(name: str, summary: str, options: Mapping[str, Any] | No
 
 
 def experiments() -> dict[str, Experiment]:
-    """Every registered protocol by name (importing the modules of this package and of
-    :mod:`upright.eval.bench`, whose compute benchmarks register too), sorted."""
-    for package in (__name__, bench.__name__):
+    """Every registered protocol by name (importing the modules of :data:`PROTOCOL_PACKAGES`), sorted."""
+    for package in PROTOCOL_PACKAGES:
         for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
             importlib.import_module(f"{package}.{module.name}")
     return dict(sorted(_REGISTRY.items()))
@@ -215,9 +217,14 @@ def get_experiment(name: str) -> Experiment:
 
 def protocol_data(module: str) -> dict[str, Any]:
     """The YAML file next to the protocol module ``module`` (its ``__name__``), e.g.
-    ``keyframe.yaml`` for ``upright.eval.experiments.keyframe``."""
-    path = Path(__file__).with_name(module.rsplit(".", 1)[-1] + ".yaml")
-    return yaml.safe_load(path.read_text())
+    ``keyframe.yaml`` for ``upright.eval.experiments.keyframe``, checked against its schema
+    (:data:`~upright.eval.experiments.schemas.PROTOCOL_SCHEMAS`; ValueError naming the file and its
+    first unknown key or bad value) and returned as read."""
+    name = module.rsplit(".", 1)[-1]
+    path = Path(__file__).with_name(name + ".yaml")
+    data = read_yaml_mapping(path, "protocol data")
+    validate(PROTOCOL_SCHEMAS[name], data, f"protocol data {str(path)!r}")
+    return data
 
 
 def run_experiment(name: str, out: Path, *, episodes: int | None = None, workers: int = 1,
@@ -233,7 +240,10 @@ def run_experiment(name: str, out: Path, *, episodes: int | None = None, workers
     settings = dict(settings or {})
     options = {key: settings.pop(key, default) for key, default in experiment.options.items()}
     ctx = ExperimentContext(out, episodes, workers, settings, seed, progress, docs, options, resume=resume)
-    tables = experiment.run(ctx)
+    # One bar over every episode of the protocol (its runs are known only as it goes: a count and a
+    # rate, no total), instead of one per run.
+    with overall_progress(None, name, enabled=progress):
+        tables = experiment.run(ctx)
     print_tables(tables)
     write_tables(tables, out, name, command=command, data=ctx.data, docs=DOCS_RESULTS if docs else None)
     return tables

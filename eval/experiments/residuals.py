@@ -24,7 +24,7 @@ from upright.eval.comparison import FALLS_COLUMN, GETUP_COLUMNS, WALK_COLUMNS, c
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.experiments.keyframe import worn_hip
 from upright.eval.tables import Column, Table
-from upright.policies.run import run_env_id, run_env_kwargs, zoo_dir, zoo_names
+from upright.policies.run import run_env_id, run_env_kwargs, zoo_entry, zoo_names
 from upright.policies.run_folder import write_evaluation
 
 DATA = protocol_data(__name__)
@@ -85,7 +85,7 @@ def trained_residuals(ctx: ExperimentContext) -> list[Table]:
                 evaluation = {"seeds": [held_out.seed, held_out.seed + episodes - 1], "episodes": episodes,
                               "residual": rows[-2], "prior": rows[-1]}
         if ctx.docs:
-            write_evaluation(zoo_dir() / name, evaluation)
+            write_evaluation(zoo_entry(name), evaluation)
     notes = (f"{episodes} episodes per `target` row, {max(1, episodes // 2)} per other row, "
              f"{held_out_note(held_out.seed)}. `target`: the conditions the residual was trained for.")
     if missing:
