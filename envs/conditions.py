@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from upright.envs.robots import ROBOT_NAMES
+from upright.envs.robots import ROBOT_NAMES, ROBOTS
 
 TERRAINS = ("flat", "turf", "ramp", "obstacles")
 #: Where the robot's joint velocities come from (:attr:`Conditions.joint_velocity`).
@@ -628,12 +628,11 @@ PRESETS["sim2real-push"] = PRESETS["sim2real"].with_(push_force=PRESETS["thesis"
 # competition's conditions on servos drawn over sim2real's servo ranges, and nothing else of it:
 # the distribution of servos a prior's compensation is tuned on (tuning/spaces/servos/).
 PRESETS["servo-range"] = PRESETS["competition"].with_(servo_factors=SERVO_RANGE)
-# The softer servos of other published models, alone on `lab`. Wolfgang: the Bit-Bots' MJX model
-# (MX-106 and XH540 kp 21 N m/rad, +-8 N m; MX-64 kp 12.5, +-5 N m). NAO: HULKs' MJCF (kp 21.1 on
-# every joint, the torque limits ours).
-PRESETS["soft-servos"] = Conditions(servo_parameters={
-    "wolfgang/mx106": ServoParameters(gain=21.0, torque=8.0), "wolfgang/xh540": ServoParameters(gain=21.0, torque=8.0),
-    "wolfgang/mx64": ServoParameters(gain=12.5, torque=5.0), "nao/*": ServoParameters(gain=21.1)})
+# The softer servos of other published models, alone on `lab`: each robot's `published_servos`
+# (its description, envs/robots/, names the model and the numbers), keyed by the robot.
+PRESETS["soft-servos"] = Conditions(servo_parameters=servo_mapping("servo_parameters", {
+    f"{name}/{servo}": parameters
+    for name, robot in ROBOTS.items() for servo, parameters in robot.published_servos.items()}))
 
 
 def get_conditions(conditions: str | Conditions | None) -> Conditions:

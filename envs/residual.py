@@ -3,7 +3,7 @@
 A task environment (:mod:`~upright.envs.getup`, :mod:`~upright.envs.walk`) owns the physics, its
 observation of the sensors, reward, termination and metrics. A :class:`Residual` it is given owns
 the rest of a residual policy's loop: the prior (a controller: ``reset(sensors, rng)``,
-``step(sensors) -> targets``), the residual's scale, its kind — what an action entry moves — and
+``step(sensors) -> targets``), the residual's range, its kind — what an action entry moves — and
 the observation blocks it adds (the prior's targets, and on request its odometry and gait clock):
 
 * ``"joints"`` (:class:`Residual`): one entry per actuator, added to the prior's joint target,
@@ -11,8 +11,8 @@ the observation blocks it adds (the prior's targets, and on request its odometry
 * ``"tempo"`` (:class:`TempoResidual`): the joints, then one last entry that sets how fast a timed
   prior (``set_tempo``: ``keyframe``, ``spline``) plays its motion over the next control period;
 * ``"steps"`` (:class:`StepResidual`): offsets of the swing foot's landing target of a walk prior
-  that exposes its step targets (``set_step_residual``: ``step_adjust``); its joint targets go to
-  the servos unchanged.
+  that exposes its step targets (``set_step_residual``: ``step_adjust``), each ±1 = the prior's
+  ``step_residual_limits`` (no scale); its joint targets go to the servos unchanged.
 
 A zero action reproduces the prior exactly in every kind. :func:`make_residual` builds one from
 ``gym.make``'s keywords (:data:`RESIDUAL_ARGUMENTS`), naming a baseline prior through the controller
@@ -171,7 +171,14 @@ class Residual:
 
     def __init__(self, prior: Prior | None, scale: float = DEFAULT_SCALE, *, observe_odometry: bool = False,
                  observe_gait: bool = False) -> None:
+        #: The residual range as a fraction of each joint's half range.
         self.scale = _check_scale(scale)
+        self._serve(prior, observe_odometry, observe_gait)
+
+    def _serve(self, prior: Prior | None, observe_odometry: bool, observe_gait: bool) -> None:
+        """Take ``prior`` and the observation options (what every kind's constructor does after
+        its own arguments); ValueError naming a prior this kind cannot act on or that lacks an
+        option's block."""
         self._check_prior(prior)
         if observe_odometry and not isinstance(prior, OdometryPrior):
             raise ValueError(f"observe_odometry needs a walk prior with speed feedback (lipm, step_adjust), "
@@ -290,8 +297,13 @@ class Residual:
             action[i] = float(offset) / limits[i]
             if not abs(action[i]) <= 1.0:
                 raise ValueError(f"offset {offset!r} for {name!r} is beyond the residual range "
-                                 f"±{limits[i]:.4g} (residual_scale {self.scale})")
+                                 f"±{limits[i]:.4g} ({self._range_source})")
         return action.astype(np.float32)
+
+    @property
+    def _range_source(self) -> str:
+        """What sets the residual range, for an error."""
+        return f"residual_scale {self.scale}"
 
 
 class TempoResidual(Residual):
@@ -343,10 +355,13 @@ class StepResidual(Residual):
     its parameter file). The prior plans its steps with them from the next control cycle on and
     its joint targets go to the servos unchanged, so a zero action reproduces the prior exactly.
     Three numbers per cycle instead of one per joint: foot placement, what catches a sideways fall,
-    is one action entry away. ``scale`` is not used."""
+    is one action entry away. It has no ``scale``: the prior's limits are its range."""
 
     kind: ClassVar[str] = "steps"
     entry: ClassVar[str] = "step residual entry"
+
+    def __init__(self, prior: Prior | None, *, observe_odometry: bool = False, observe_gait: bool = False) -> None:
+        self._serve(prior, observe_odometry, observe_gait)
 
     def _check_prior(self, prior: Any) -> None:
         if not isinstance(prior, SteppedPrior):
@@ -374,6 +389,10 @@ class StepResidual(Residual):
         self.prior.set_step_residual(clipped * self.prior.step_residual_limits)
         super().advance(sensors, clipped)
 
+    @property
+    def _range_source(self) -> str:
+        return "the prior's step_residual_limits"
+
 
 def make_residual(robot: RobotSpec, task: str, prior: str | Prior | None = None,
                   residual_scale: float = DEFAULT_SCALE, prior_params: Mapping[str, Any] | str | Path | None = None,
@@ -382,17 +401,22 @@ def make_residual(robot: RobotSpec, task: str, prior: str | Prior | None = None,
     """The residual that ``gym.make``'s keywords ask for on ``robot``'s ``task``, None without a
     prior: ``prior`` (a baseline name with ``prior_params``, see :func:`build_prior`, or a
     controller), ``residual_scale``, ``residual_on`` (one of :data:`RESIDUAL_ON`; ``"steps"``:
-    :class:`StepResidual`), ``tempo_range`` (:class:`TempoResidual`) and the observation options.
-    ValueError naming a bad value, also without a prior (an option that needs one)."""
+    :class:`StepResidual`, whose range is its prior's step limits: a ``residual_scale`` other than
+    :data:`DEFAULT_SCALE` is refused there, as it would change nothing), ``tempo_range``
+    (:class:`TempoResidual`) and the observation options. ValueError naming a bad value, also
+    without a prior (an option that needs one)."""
     scale = _check_scale(residual_scale)
     if residual_on not in RESIDUAL_ON:
         raise ValueError(f"unknown residual_on {residual_on!r}; valid: {', '.join(RESIDUAL_ON)}")
+    if residual_on == "steps" and scale != DEFAULT_SCALE:
+        raise ValueError(f"residual_scale {residual_scale!r} means nothing with residual_on='steps': the step "
+                         "residual's range is the prior's step_residual_limits (prior_params.step_residual_limits)")
     controller = build_prior(prior, robot, task, prior_params)
     observe = {"observe_odometry": observe_odometry, "observe_gait": observe_gait}
     if controller is None and residual_on == "joints" and tempo_range is None and not any(observe.values()):
         return None
     if residual_on == "steps":
-        return StepResidual(controller, scale, **observe)
+        return StepResidual(controller, **observe)
     if tempo_range is not None:
         return TempoResidual(controller, tempo_range, scale, **observe)
     return Residual(controller, scale, **observe)

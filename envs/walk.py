@@ -135,7 +135,8 @@ class WalkEnv(UprightEnv):
     :class:`~upright.envs.residual.StepResidual`) the action is ``Box(-1, 1, (3,), float32)``
     instead, offsets of the swing foot's landing target in the walk frame (``env.residual.names``:
     x forward, y left, yaw left), each ±1 = the prior's ``step_residual_limits``
-    (``env.residual.limits``, from its parameter file). The prior plans
+    (``env.residual.limits``, from its parameter file; a ``residual_scale`` other than its default
+    is refused, as it would change nothing). The prior plans
     its steps with them from the next control cycle on and its joint targets go to the servos
     unchanged, so a zero action again reproduces the prior exactly. A lateral offset towards the
     support foot is dropped (the feet would collide). Three numbers per cycle instead of one per

@@ -115,6 +115,20 @@ def test_nao_library_loads_every_motion():
     assert front.angles[NAO.actuator_names.index("LShoulderRoll")] == pytest.approx(71.9)
 
 
+def test_a_blocks_self_compensation_keeps_the_files_degrees_and_resolves_its_joints(tmp_path):
+    """``fromSitting``'s self-compensation: the file's dead band as it stands (deg, the unit of the
+    engine's errors), the factor on each named actuator; an unknown joint is refused at load."""
+    own = load_library(NAO).blocks["fromSitting"].self_compensation
+    assert own.dead_band == 2.0
+    assert own.gains[NAO.actuator_names.index("LKneePitch")] == 0.7
+    assert own.gains[NAO.actuator_names.index("HeadYaw")] == 0.0
+    text = data_path("keyframe_nao.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("joints: [LHipYawPitch,", "joints: [LHipYawPich,", 1))
+    with pytest.raises(ValueError, match="LHipYawPich"):
+        load_library(NAO, bad)
+
+
 def test_bad_data_raises_naming_the_value(tmp_path):
     text = data_path("keyframe_nao.yaml").read_text()
     bad = tmp_path / "bad.yaml"

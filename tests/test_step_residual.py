@@ -82,10 +82,20 @@ def test_the_prior_refuses_a_step_residual_beyond_its_limits_or_malformed():
     ({"residual_on": "steps"}, "needs a walk prior that exposes its step targets"),
     ({"prior": "step_adjust", "residual_on": "steps", "prior_params": {"step_residual_limits": [0.03, 0.0, 0.1]}},
      r"step_residual_limits > 0 \(m, m, rad\), got \[0.03, 0.0, 0.1\]"),
+    ({"prior": "step_adjust", "residual_on": "steps", "residual_scale": 0.5},
+     "residual_scale 0.5 means nothing with residual_on='steps'.*step_residual_limits"),
 ])
 def test_bad_step_residual_settings_name_the_value(kwargs, message):
     with pytest.raises(ValueError, match=message):
         gym.make(ENV, **kwargs)
+
+
+def test_a_step_residual_takes_the_default_scale_and_has_none_of_its_own():
+    """The default ``residual_scale`` (what a saved run's arguments may hold) builds the step
+    residual; its range is the prior's limits alone."""
+    env = gym.make(ENV, prior="step_adjust", residual_on="steps", residual_scale=0.2).unwrapped
+    assert not hasattr(env.residual, "scale")
+    np.testing.assert_array_equal(env.residual.limits, [0.03, 0.03, 0.15])
 
 
 def test_residual_action_takes_step_offsets_by_name():
@@ -93,7 +103,7 @@ def test_residual_action_takes_step_offsets_by_name():
     np.testing.assert_allclose(env.residual_action({"swing_y": 0.015}), [0.0, 0.5, 0.0])
     with pytest.raises(ValueError, match="unknown step residual entry 'LKnee'"):
         env.residual_action({"LKnee": 0.1})
-    with pytest.raises(ValueError, match="beyond the residual range"):
+    with pytest.raises(ValueError, match=r"beyond the residual range ±0.03 \(the prior's step_residual_limits\)"):
         env.residual_action({"swing_x": 0.05})
 
 

@@ -6,6 +6,7 @@ a map, of the Wolfgang and of the NAO."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from pathlib import Path
 
@@ -16,16 +17,18 @@ import pytest
 import yaml
 
 import upright  # noqa: F401  (registers the environments)
+from conftest import last_bar
 from upright.baselines import make_controller
 from upright.cli import main
-from upright.envs.robots import get_robot, with_model
+from upright.envs.robots import ROBOTS, get_robot, with_model
 from upright.envs.robots.user_model import MapFile, read_model_map
 from upright.envs.simulation import Simulation
 from upright.eval.check_model import WIDTH, check_model
-from upright.eval.model_variants import KNEE_REF, OFFSET_ZERO, SOFT_GAIN, SOFT_SUBSTEPS, VARIANT_DATA, write_variants
+from upright.eval.model_variants import (KNEE_REF, OFFSET_ZERO, ROBOT_VARIANTS, SOFT_GAIN, SOFT_SUBSTEPS, flipped_joints,
+                                         offset_joint, write_variants)
 
 WOLFGANG, NAO = get_robot("wolfgang"), get_robot("nao")
-FLIPPED, OFFSET_JOINT = VARIANT_DATA["wolfgang"].flipped, VARIANT_DATA["wolfgang"].offset_joint
+FLIPPED, OFFSET_JOINT = flipped_joints(WOLFGANG), offset_joint(WOLFGANG)
 SOFT_TIMESTEP = WOLFGANG.control_period / SOFT_SUBSTEPS
 
 
@@ -101,6 +104,19 @@ def test_bad_models_and_maps_are_named(tmp_path, variants):
 
 
 # ---------------------------------------------------------------------- the variants in the simulation
+def test_a_variant_needs_its_names_in_the_robots_description(tmp_path, monkeypatch):
+    """The variants come from the description alone: one lacking the names a variant needs, or
+    naming a variant there is no recipe for, is refused by name before anything is written."""
+    monkeypatch.setitem(ROBOTS, "wolfgang", dataclasses.replace(WOLFGANG, head_arm_bodies=()))
+    with pytest.raises(ValueError, match="variant 'legs_only' of robot 'wolfgang' needs its description's "
+                                         "head_arm_bodies"):
+        write_variants(tmp_path, ("wolfgang",))
+    monkeypatch.setitem(ROBOT_VARIANTS, "nao", ("soft", "bent"))
+    with pytest.raises(ValueError, match=r"robot 'nao' names unknown variants \['bent'\]; valid: legs_only, "):
+        write_variants(tmp_path, ("nao",))
+    assert not any(tmp_path.iterdir())
+
+
 def test_knee_ref_is_our_robot(variants):
     """The knees' ref is their zero: the model is ours to the last digits."""
     ours, theirs = Simulation(WOLFGANG), Simulation(with_model(WOLFGANG, **variants["knee_ref"]))
@@ -420,6 +436,8 @@ def test_the_model_variants_experiment_runs_each_row_on_each_variant(tmp_path, c
         warnings.simplefilter("ignore")  # the missing joints' warning
         assert main(["experiment", "model-variants", "--episodes", "1", "--out", str(tmp_path), "--set", "robots=nao",
                      "variants=legs_only", "max_episode_seconds=0.3"]) == 0
+    done, total = last_bar(capsys.readouterr().err, "model-variants")
+    assert done == total > 0  # the bar's total: the cells run, the refused ones left out
     page = (tmp_path / "results.md").read_text()
     assert "| NaoGetUp keyframe | not run: needs the arms |" in page
     assert "| NaoGetUp nao-getup-residual-keyframe | not run: its prior keyframe needs the arms |" in page

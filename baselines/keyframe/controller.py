@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from upright.baselines import register_controller
-from upright.baselines.common.joint_errors import compensation_gains, compensation_offset
+from upright.baselines.common.joint_errors import compensation_offset
 from upright.baselines.common.params import Params
 from upright.baselines.keyframe.compensation import JointErrorEstimator, compensation
 from upright.baselines.keyframe.library import (
@@ -174,8 +174,8 @@ class KeyframeController:
         #: Per block with a self-compensation: its factor per actuator (p times the scale) and its
         #: dead band (deg).
         self._self_compensation = {
-            name: (compensation_gains(block.self_compensation, robot) * self.params.self_compensation_scale,
-                   float(np.rad2deg(block.self_compensation.dead_band)))
+            name: (block.self_compensation.gains * self.params.self_compensation_scale,
+                   block.self_compensation.dead_band)
             for name, block in self.lib.blocks.items() if block.self_compensation is not None}
         self.nu = len(robot.actuator_names)
         self.dt = robot.control_period

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from upright.baselines.common.data import read_yaml
-from upright.baselines.common.joint_errors import JointCompensationParams
+from upright.baselines.common.joint_errors import JointCompensationParams, compensation_gains
 from upright.baselines.spline.motion import smoothstep5
 from upright.envs.robots import RobotSpec
 from upright.envs.schema import Schema, validate
@@ -149,15 +149,25 @@ class Keyframe:
 
 
 @dataclass(frozen=True)
+class SelfCompensation:
+    """Joints that compensate their own error (eq. 1 with p_γ for γ = j): an applied error (eq. 4,
+    deg) within ±``dead_band`` is not compensated, a larger one by what exceeds it."""
+
+    #: The factor p per actuator (actuator order; 0 for the joints that do not compensate).
+    gains: np.ndarray
+    #: Dead band (deg, as in the file).
+    dead_band: float
+
+
+@dataclass(frozen=True)
 class Block:
     """A list of keyframes with base stiffness per limb (percent, -1 = keep)."""
 
     name: str
     stiffness: np.ndarray  # percent per actuator, NaN = keep
     keyframes: tuple[Keyframe, ...]
-    #: Joints that compensate their own error in this block's keyframes (eq. 1 with p_γ for γ = j;
-    #: the file gives the dead band in degrees, this holds it in rad), or None.
-    self_compensation: JointCompensationParams | None = None
+    #: The joints that compensate their own error in this block's keyframes, or None.
+    self_compensation: SelfCompensation | None = None
 
 
 @dataclass(frozen=True)
@@ -292,7 +302,7 @@ class KeyframeSpec(Schema):
 
 
 class SelfCompensationSpec(Schema):
-    """A block's own joint-error compensation (:class:`JointCompensationParams`; ``dead_band`` deg)."""
+    """A block's own joint-error compensation (:class:`SelfCompensation`; ``dead_band`` deg)."""
 
     gain: float
     joints: list[str]
@@ -500,9 +510,9 @@ def load_library(robot: RobotSpec, path: str | Path | None = None) -> MotionLibr
                     stiff[i] = float(percent)
         interp = spec.get("interpolation", "linear")
         own = spec.get("self_compensation")
-        if own is not None:  # its joints are checked where the controller resolves them (compensation_gains)
-            own = JointCompensationParams(float(own["gain"]), tuple(own["joints"]),
-                                          float(np.deg2rad(own.get("dead_band", 0.0))))
+        if own is not None:
+            gains = compensation_gains(JointCompensationParams(float(own["gain"]), tuple(own["joints"])), robot)
+            own = SelfCompensation(gains, float(own.get("dead_band", 0.0)))
         blocks[name] = Block(name, stiff, tuple(keyframe(k, interp, name) for k in spec["keyframes"]), own)
     motions = {}
     for name, spec in data["motions"].items():

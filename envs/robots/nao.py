@@ -38,4 +38,10 @@ NAO = RobotSpec(
                      "x forward, y left, z up",
     pressure_readings_text="the FSRs report kg: multiply each reading by 9.81 m/s^2",
     foot_pressure_sensors=tuple(tuple(f"{s}_fsr_{c}" for c in ("fl", "fr", "rl", "rr")) for s in "lr"),
+    head_arm_bodies=("Neck", "LShoulder", "RShoulder"),
+    leg_pitch_joints=tuple(tuple(f"{s}{j}" for j in ("HipPitch", "KneePitch", "AnklePitch")) for s in "LR"),
+    foot_geoms=(("l_foot",), ("r_foot",)),
+    model_variants=("legs_only", "soft", "renamed"),
+    # HULKs' MJCF of the NAO: kp 21.1 N m/rad on every joint, the torque limits ours.
+    published_servos={"*": {"gain": 21.1}},
 )

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from upright.assets import model_path
@@ -58,6 +59,27 @@ class RobotSpec:
     gyro_sensor: str = "imu_gyro"
     accel_sensor: str = "imu_accel"
     quat_sensor: str = "imu_quat"
+    #: The top bodies of the head and the arms, each with every body below it: what a model of
+    #: the robot's legs alone lacks.
+    head_arm_bodies: tuple[str, ...] = ()
+    #: Each leg's pitch joints (left leg, then right), hip to ankle: hip pitch, knee, ankle pitch.
+    leg_pitch_joints: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    #: The collision geoms of each foot (left, right): where a model without foot pressure
+    #: sensors finds the load on a foot.
+    foot_geoms: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    #: The variant models of this robot that :mod:`upright.eval.model_variants` writes, in the
+    #: order the docs list them: the kinds of difference a team's model of this robot has.
+    model_variants: tuple[str, ...] = ()
+    #: How the ``renamed`` variant of :mod:`upright.eval.model_variants` gives the feet: True keeps
+    #: :attr:`pressure_sensors`, :attr:`sole_sites` and :attr:`head_top_site` under other names,
+    #: False drops the pressure sensors and sole sites and its map names :attr:`foot_geoms`
+    #: (each robot tries one of a model map's two forms of feet).
+    renamed_keeps_pressure: bool = True
+    #: Another published model's servos of this robot, softer than ours: servo class (the MJCF's
+    #: actuator class), actuator name or ``*`` (every actuator) → the parameters of
+    #: :class:`~upright.envs.conditions.ServoParameters` it sets (``gain`` N·m/rad, ``torque`` N·m,
+    #: ...; those it leaves out stay ours). The ``soft-servos`` conditions preset puts them in.
+    published_servos: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     #: A user's own MJCF of this robot that the simulation loads instead of ours (None: ours),
     #: rewritten into our names and angles through :attr:`model_map`
     #: (:func:`~upright.envs.robots.user_model.with_model` builds such a description).
@@ -68,9 +90,13 @@ class RobotSpec:
     missing_joints: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if len(self.foot_pressure_sensors) != 2:
-            raise ValueError(f"{self.name}: foot_pressure_sensors holds one tuple per foot (left, right), got "
-                             f"{self.foot_pressure_sensors!r}")
+        for per_side in ("foot_pressure_sensors", "leg_pitch_joints", "foot_geoms"):
+            if len(getattr(self, per_side)) != 2:
+                raise ValueError(f"{self.name}: {per_side} holds one tuple per side (left, right), got "
+                                 f"{getattr(self, per_side)!r}")
+        if any(self.leg_pitch_joints) and any(len(leg) != 3 for leg in self.leg_pitch_joints):
+            raise ValueError(f"{self.name}: leg_pitch_joints names each leg's hip pitch, knee and ankle pitch, got "
+                             f"{self.leg_pitch_joints!r}")
 
     @property
     def mjcf(self) -> Path:
@@ -116,6 +142,12 @@ class RobotSpec:
         """Where the left and the right foot's readings lie in ``Sensors.foot_pressure``."""
         n_left = len(self.foot_pressure_sensors[0])
         return slice(0, n_left), slice(n_left, len(self.pressure_sensors))
+
+    @property
+    def knee_joints(self) -> tuple[str, ...]:
+        """The knees (left, right): the middle of each leg's :attr:`leg_pitch_joints`; empty when
+        those are not given."""
+        return tuple(leg[1] for leg in self.leg_pitch_joints if leg)
 
     @property
     def actuated_joint_index(self) -> tuple[int, ...]:

@@ -10,6 +10,8 @@ from upright.envs.robots.spec import RobotSpec
 
 _ARM = ("ShoulderPitch", "ShoulderRoll", "Elbow")
 _LEG = ("HipYaw", "HipRoll", "HipPitch", "Knee", "AnklePitch", "AnkleRoll")
+#: The four cleats under each foot, each with a load cell.
+_CLEATS = ("l_back", "l_front", "r_front", "r_back")
 
 JOINTS = (
     "HeadPan",
@@ -39,7 +41,14 @@ WOLFGANG = RobotSpec(
                      "y left, z up",
     pressure_readings_text="calibrate each cleat's load cell to newtons (0 with the foot in the air; standing still, "
                            "the readings of both feet sum to the robot's weight)",
-    foot_pressure_sensors=tuple(
-        tuple(f"{s}_cleat_{c}" for c in ("l_back", "l_front", "r_front", "r_back")) for s in "lr"
-    ),
+    foot_pressure_sensors=tuple(tuple(f"{s}_cleat_{c}" for c in _CLEATS) for s in "lr"),
+    head_arm_bodies=("neck", "l_shoulder", "r_shoulder"),
+    leg_pitch_joints=tuple(tuple(f"{s}{j}" for j in ("HipPitch", "Knee", "AnklePitch")) for s in "LR"),
+    foot_geoms=tuple((f"{s}_sole_plate", *(f"{s}_cleat_{c}" for c in _CLEATS)) for s in "lr"),
+    model_variants=("legs_only", "knee_ref", "soft", "renamed"),
+    renamed_keeps_pressure=False,
+    # The Bit-Bots' MJX model of the Wolfgang: MX-106 and XH540 kp 21 N m/rad, +-8 N m; MX-64 kp
+    # 12.5 N m/rad, +-5 N m.
+    published_servos={"mx106": {"gain": 21.0, "torque": 8.0}, "xh540": {"gain": 21.0, "torque": 8.0},
+                      "mx64": {"gain": 12.5, "torque": 5.0}},
 )

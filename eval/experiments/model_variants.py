@@ -24,7 +24,7 @@ from upright.envs.registration import env_id
 from upright.envs.robots import get_robot, with_model
 from upright.eval.experiments import ExperimentContext, protocol_data, register_experiment
 from upright.eval.experiments.model_variation import cell_row, row_kwargs, row_label
-from upright.eval.model_variants import VARIANT_DATA, write_variants
+from upright.eval.model_variants import ROBOT_VARIANTS, write_variants
 from upright.eval.tables import MISSING, Column, Table, number, rate, text
 from upright.policies.run import run_env_id, run_env_kwargs
 
@@ -32,8 +32,10 @@ DATA = protocol_data(__name__)
 
 #: The column of our own model.
 OURS = "ours"
+#: The robots with variants, in the order of the YAML's ``shipped``.
+ROBOTS = tuple(robot for robot in DATA["shipped"] if robot in ROBOT_VARIANTS)
 #: Every variant name, in the order of the first robot that has it.
-VARIANTS = tuple(dict.fromkeys(name for data in VARIANT_DATA.values() for name in data.variants))
+VARIANTS = tuple(dict.fromkeys(name for robot in ROBOTS for name in ROBOT_VARIANTS[robot]))
 
 COLUMNS = (Column("policy", "label"), Column("model", "variant"),
            Column("rate [95 %]", "rate", rate),
@@ -82,7 +84,7 @@ def summary_cell(row: Mapping[str, Any]) -> str:
 
 @register_experiment("model-variants", "every baseline and one shipped policy per robot on variant models of the "
                      "robot (legs only, knee zero, soft servos, renamed with a map) through model=",
-                     options={"robots": tuple(VARIANT_DATA), "variants": (OURS, *VARIANTS)})
+                     options={"robots": ROBOTS, "variants": (OURS, *VARIANTS)})
 def model_variants(ctx: ExperimentContext) -> list[Table]:
     """Every row of each robot of ``robots`` on ours and on each of its variants in ``variants``;
     one results folder per run (``ROW/VARIANT``). ``ctx.data["models"]``: robot → variant → the
@@ -90,7 +92,7 @@ def model_variants(ctx: ExperimentContext) -> list[Table]:
     episodes = ctx.episodes_or(DATA["episodes"])
     seed = int(DATA["seed"]) + ctx.seed
     run_ctx = replace(ctx, seed=seed)
-    robots = ctx.option_names("robots", VARIANT_DATA)
+    robots = ctx.option_names("robots", ROBOTS)
     variants = ctx.option_names("variants", (OURS, *VARIANTS))
     written = write_variants(ctx.out / "models", robots)
     models: dict[str, dict[str, dict[str, str]]] = {robot: {OURS: {}} for robot in robots}
@@ -99,6 +101,9 @@ def model_variants(ctx: ExperimentContext) -> list[Table]:
     ctx.data["models"] = models
     conditions = get_conditions(DATA["base"])
     rows, overview = [], []
+    refusals = {(robot, row_label(row), variant): refusal(row["policy"], models[robot][variant], robot)
+                for robot in robots for row in robot_rows(robot) for variant in variants if variant in models[robot]}
+    ctx.plan(episodes * sum(refused is None for refused in refusals.values()))
     for robot in robots:
         for row in robot_rows(robot):
             label = row_label(row)
@@ -107,7 +112,7 @@ def model_variants(ctx: ExperimentContext) -> list[Table]:
                 if variant not in models[robot]:
                     continue
                 model_kwargs = models[robot][variant]
-                refused = refusal(row["policy"], model_kwargs, robot)
+                refused = refusals[robot, label, variant]
                 values: dict[str, Any] = {"rate": None, "time_to_stand": None}
                 if refused is None:
                     kwargs = {**row_kwargs(row, conditions), **model_kwargs}
@@ -130,7 +135,7 @@ def model_variants(ctx: ExperimentContext) -> list[Table]:
 
 def _notes(episodes: int, seed: int) -> list[str]:
     """The tables' notes: seeds, conditions, the variants and what a cell's rate is."""
-    models = "; ".join(f"{robot}: {', '.join(data.variants)}" for robot, data in VARIANT_DATA.items())
+    models = "; ".join(f"{robot}: {', '.join(ROBOT_VARIANTS[robot])}" for robot in ROBOTS)
     return [f"{episodes} episodes per cell, seeds {seed}..{seed + episodes - 1} (held out from training and model "
             f"selection), conditions `{DATA['base']}`; get-ups from a random lying start, walks on commands drawn "
             "from the environment's default ranges. A shipped policy runs with the other arguments it was trained "
