@@ -150,6 +150,11 @@ class TrainConfig:
     #: :func:`~upright.training.train.resolve` adds ``command_focus_share`` 0 to a run whose
     #: training focuses its walk commands).
     eval_env_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: At each periodic evaluation, also a short clip of the deterministic policy on the first
+    #: evaluation seed, logged to TensorBoard as the video ``eval/video``
+    #: (:class:`~upright.training.callbacks.Evaluation`). Off: each clip costs one more episode's
+    #: start, rendered off-screen.
+    eval_video: bool = False
     checkpoint_every: int = 50_000
     progress: bool = True
     command: str = ""

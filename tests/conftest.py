@@ -49,6 +49,19 @@ def python_without(code: str, unset: tuple[str, ...]) -> subprocess.CompletedPro
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=120)
 
 
+def last_bar(err: str, desc: str) -> tuple[int, int | None]:
+    """The count and the total (None: the bar had none, and so no ETA) of the last state that tqdm
+    drew of the progress bar ``desc`` into the captured ``err``."""
+    import re
+
+    states = [state for state in re.split(r"[\r\n]", err) if state.startswith(f"{desc}:")]
+    assert states, f"no progress bar {desc!r} in {err!r}"
+    counted = re.search(r"\| *(\d+)/(\d+) \[", states[-1])
+    if counted:
+        return int(counted[1]), int(counted[2])
+    return int(re.match(rf"{re.escape(desc)}: (\d+)", states[-1])[1]), None
+
+
 def no_gl(reason: str) -> None:
     """A rendering test found no OpenGL backend: skip, saying why, or fail where one is required
     (``UPRIGHT_REQUIRE_GL=1``, which ``.ci/run`` sets after installing one)."""

@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import last_bar
 from upright.envs.robots import get_robot
 from upright.eval.bench.controllers import cycle_minimum, timing_summary
 from upright.eval.experiments import run_experiment
@@ -44,7 +45,7 @@ def test_bad_repeats_named(tmp_path, repeats):
                        settings={"controllers": "lipm", "robots": "nao", "seconds": 0.2, "repeats": repeats})
 
 
-def test_controller_bench_times_every_cycle(tmp_path):
+def test_controller_bench_times_every_cycle(tmp_path, capsys):
     run_experiment("controller-bench", tmp_path / "walk", progress=False,
                    settings={"controllers": "step_adjust", "robots": "nao", "seconds": 0.5, "repeats": 2})
     (row,) = _rows(tmp_path / "walk")
@@ -52,15 +53,18 @@ def test_controller_bench_times_every_cycle(tmp_path):
     assert row["cycles"] == round(0.5 / get_robot("nao").control_period)
     assert 0 < row["ctrl_median_us"] <= row["ctrl_max_us"] and row["env_mean_us"] > 0
     assert row["ratio_mean"] == pytest.approx(row["ctrl_mean_us"] / row["env_mean_us"])
-    run_experiment("controller-bench", tmp_path / "getup", progress=False,
+    capsys.readouterr()
+    run_experiment("controller-bench", tmp_path / "getup",
                    settings={"controllers": "keyframe", "robots": "wolfgang", "seconds": 0.3})
+    assert last_bar(capsys.readouterr().err, "controller-bench") == (2, 2)  # one episode per start
     assert [(r["controller"], r["start"]) for r in _rows(tmp_path / "getup")] == [("keyframe", "prone"),
                                                                                   ("keyframe", "supine")]
     assert "| keyframe | wolfgang | prone |" in (tmp_path / "getup" / "results.md").read_text()
 
 
-def test_spline_bench_counts_the_ik_samples(tmp_path):
-    run_experiment("spline-bench", tmp_path, progress=False, settings={"robots": "wolfgang", "seconds": 1.0})
+def test_spline_bench_counts_the_ik_samples(tmp_path, capsys):
+    run_experiment("spline-bench", tmp_path, settings={"robots": "wolfgang", "seconds": 1.0})
+    assert last_bar(capsys.readouterr().err, "spline-bench") == (2, 2)  # prone and supine
     row = next(r for r in _rows(tmp_path) if r["start"] == "supine")
     assert row["tries"] == 1 and row["cycles"] == round(1.0 / get_robot("wolfgang").control_period)
     # samples are solved lazily inside the cycles: some cycles solve, each at least one sample

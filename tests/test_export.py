@@ -136,9 +136,16 @@ def test_prior_vectors_are_the_examples_episodes_and_reproduce(relu_export):
             np.testing.assert_array_equal(observation[index], recorded[block].astype(np.float32), err_msg=block)
 
 
-def test_compiled_nn_export_uses_only_compiled_nn_operators(relu_run, relu_export, tmp_path):
+def test_compiled_nn_export_uses_only_compiled_nn_operators(relu_run, relu_export, tmp_path, capsys):
+    """The graph of ``--ops compiled-nn``; the export shows one progress bar whose total is the
+    episodes it records (the examples' and the prior vectors'), and no bar of its own runs."""
+    from conftest import last_bar
+
     out = tmp_path / "compiled"
+    capsys.readouterr()
     assert main(["export", str(relu_run), "--out", str(out), "--ops", "compiled-nn"]) == 0
+    err = capsys.readouterr().err
+    assert last_bar(err, f"export {relu_run}") == (4, 4) and " · " not in err
     operators = _operators(out)
     assert operators <= COMPILED_NN_OPERATORS and {"MatMul", "Add", "Relu"} <= operators, operators
     assert yaml.safe_load((out / SPEC_FILE).read_text())["model"]["ops"] == "compiled-nn"

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from upright import Conditions, Simulation
+from conftest import last_bar
 from upright.cli import main
 from upright.eval.comparison import prior_label
 from upright.envs.conditions import PRESETS, RandomWear
@@ -145,7 +146,7 @@ def test_the_notes_say_where_a_residual_is_worse():
     assert "in no cell is a residual worse" in _notes(100, 0, cells, [], [], [], {})
 
 
-def test_generalisation_runs_every_cell_for_residual_and_prior_on_held_out_seeds(tmp_path, monkeypatch):
+def test_generalisation_runs_every_cell_for_residual_and_prior_on_held_out_seeds(tmp_path, monkeypatch, capsys):
     """One short episode per run of the shipped Wolfgang residual: every cell but the wear (its
     ``thesis`` target has none to scale), residual and prior alone on seed 3000000000 under the
     perturbed conditions, the page written with --docs."""
@@ -161,6 +162,7 @@ def test_generalisation_runs_every_cell_for_residual_and_prior_on_held_out_seeds
     assert prior.startswith("prior (spline")
     assert [(r["cell"], r["runs"]) for r in table["rows"]] == [
         (cell, runs) for cell in cells for runs in ("residual", prior)]
+    assert last_bar(capsys.readouterr().err, "generalisation") == (2 * len(cells), 2 * len(cells))
     assert all(r["worse"] in ("no", "") or r["runs"] == "residual" for r in table["rows"])
     assert "wear-x1.5 for wolfgang-getup-residual-spline" in table["notes"]
     delayed = json.loads((out / WOLFGANG / "delay+1-prior" / "results.json").read_text())

@@ -12,6 +12,7 @@ from upright.cli import main
 from upright.eval.experiments import ExperimentContext, experiments, get_experiment, register_experiment, run_experiment
 from upright.eval.tables import Table
 
+from conftest import last_bar
 from interrupting import InterruptingPolicy
 
 SHORT = "max_episode_seconds=0.6"
@@ -56,11 +57,24 @@ def test_keyframe_ablation_tiny_run_writes_tables_and_cells(tmp_path):
     assert "| supine | on |" in (out / "results.md").read_text()
 
 
-def test_keyframe_conditions_tiny_run(tmp_path):
-    tables = run_experiment("keyframe-conditions", tmp_path, episodes=1, progress=False,
+def test_keyframe_conditions_tiny_run(tmp_path, capsys):
+    """Its cells, under one progress bar whose total (and so ETA) is the episodes the protocol runs."""
+    tables = run_experiment("keyframe-conditions", tmp_path, episodes=1,
                             settings={"variants": "no_wear", "starts": "prone", "max_episode_seconds": 0.6})
     assert [(r["policy"], r["start"]) for r in tables[0].rows] == [("keyframe", "prone"), ("hold", "standing")]
     assert (tmp_path / "no_wear_hold_standing" / "results.json").exists()
+    assert last_bar(capsys.readouterr().err, "keyframe-conditions") == (2, 2)
+
+
+def test_a_resumed_experiments_bar_counts_only_the_cells_it_runs(tmp_path, capsys):
+    """The overall bar's total is what the protocol plans less the cells ``--resume`` reads back."""
+    args = ["experiment", "keyframe-ablation", "--episodes", "1", "--out", str(tmp_path), "--set", "check=0", SHORT]
+    assert main([*args, "starts=supine"]) == 0
+    assert last_bar(capsys.readouterr().err, "keyframe-ablation") == (2, 2)  # both arms
+    assert main([*args, "starts=supine,prone", "--resume"]) == 0
+    assert last_bar(capsys.readouterr().err, "keyframe-ablation") == (2, 2)  # supine's cells read back
+    assert main([*args, "starts=supine,prone", "--resume"]) == 0
+    assert last_bar(capsys.readouterr().err, "keyframe-ablation") == (0, None)  # every cell read back
 
 
 def test_keyframe_per_try_reads_the_papers_counts_and_names_the_intervals_a_rate_lies_in():
@@ -76,15 +90,18 @@ def test_keyframe_per_try_reads_the_papers_counts_and_names_the_intervals_a_rate
     assert inside_intervals((0, 0), paper) == "—"
 
 
-def test_spline_standup_tiny_run(tmp_path):
-    tables = run_experiment("spline-standup", tmp_path, episodes=1, progress=False,
+def test_spline_standup_tiny_run(tmp_path, capsys):
+    tables = run_experiment("spline-standup", tmp_path, episodes=1,
                             settings={"only": "nao-lab", "max_episode_seconds": 0.6})
     assert [(r["robot"], r["start"]) for r in tables[0].rows] == [("nao", "prone"), ("nao", "supine")]
+    assert last_bar(capsys.readouterr().err, "spline-standup") == (2, 2)
 
 
-def test_spline_tune_tiny_run_keeps_the_best_point(tmp_path):
-    tables = run_experiment("spline-tune", tmp_path, progress=False,
+def test_spline_tune_tiny_run_keeps_the_best_point(tmp_path, capsys):
+    tables = run_experiment("spline-tune", tmp_path,
                             settings={"robot": "wolfgang", "direction": "back", "trials": 2})
+    done, total = last_bar(capsys.readouterr().err, "spline-tune")
+    assert done == total and total % 3 == 0  # the starting point and two trials, each on the same episodes
     result = json.loads((tmp_path / "results.json").read_text())["data"]
     assert len(result["trace"]) == 3 and [t[0] for t in result["trace"]] == [0, 1, 2]
     assert result["best_score"] == min(t[1] for t in result["trace"])

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from conftest import last_bar
 from upright.envs.terrain import OBSTACLE_COURSE
 from upright.eval.experiments import run_experiment
 from upright.eval.experiments.obstacle_course import BEYOND, against, falls_rows
@@ -75,11 +76,12 @@ def test_bad_arguments_are_refused_by_name(tmp_path):
         run_experiment("obstacle-course", tmp_path, episodes=0, progress=False, settings={"only": "New@0.25"})
 
 
-def test_the_shipped_residual_walks_the_course_against_new(tmp_path):
+def test_the_shipped_residual_walks_the_course_against_new(tmp_path, capsys):
     """The shipped walk residual is a column of its own: its prior in New steered along the centre
     line by the course, the same robot as New's, compared with New in a table of its own."""
-    run_experiment("obstacle-course", tmp_path, episodes=1, progress=False,
+    run_experiment("obstacle-course", tmp_path, episodes=1,
                    settings={"tables": 1, "only": ("New@0.25", "nao-walk-residual-step_adjust@0.25")})
+    assert last_bar(capsys.readouterr().err, "obstacle-course") == (2, 2)
     saved = json.loads((tmp_path / "results.json").read_text())
     runs = {r["configuration"]: r for r in saved["data"]["runs"]}
     assert set(runs) == {"New", "nao-walk-residual-step_adjust"} and runs["New"]["seed"] == runs[

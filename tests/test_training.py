@@ -283,6 +283,37 @@ def test_tensorboard_has_the_training_episodes_metrics_and_the_hyperparameters(r
     assert "None" not in values.values()
 
 
+def test_eval_video_logs_a_clip_of_the_policy_at_each_evaluation(run_dir, tmp_path, capsys):
+    """``--eval-video``: every periodic evaluation adds a TensorBoard video ``eval/video`` at its
+    step, an animated GIF of the clip's size starting from the first evaluation seed; a run
+    without it (``run_dir``) logs none."""
+    from PIL import Image
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from conftest import no_gl
+    from upright.eval.video import CLIP_SIZE
+
+    out = tmp_path / "runs"
+    code = main(["train", "--env", ENV, "--steps", "256", *TINY_CLI, "--eval-every", "128", "--eval-episodes", "1",
+                 "--eval-set", "max_episode_seconds=0.5", "--eval-video", "--out", str(out)])
+    if code == 3:
+        no_gl(capsys.readouterr().err)
+    assert code == 0
+    video_run = out / "WolfgangGetUp-v0" / "ppo-spline-1"
+    assert yaml.safe_load((video_run / "config.yml").read_text())["eval_video"] is True
+    events = EventAccumulator(str(video_run / "tb" / "run_1"))
+    events.Reload()
+    clips = events.Images("eval/video")
+    assert [clip.step for clip in clips] == [128, 256]
+    for clip in clips:
+        gif = Image.open(io.BytesIO(clip.encoded_image_string))
+        assert gif.format == "GIF" and gif.size == CLIP_SIZE == (clip.width, clip.height)
+        assert gif.n_frames == 3  # 0.5 s episodes at 100 Hz, a frame every 20 steps: steps 0, 20, 40
+    assert [e.step for e in events.Scalars("eval/success_rate")] == [128, 256]
+    without = EventAccumulator(str(run_dir / "tb" / "run_1"))
+    without.Reload()
+    assert without.Tags()["images"] == [] and without.Scalars("eval/success_rate")
+
+
 def test_run_folder_evaluates_through_upright_eval(run_dir, tmp_path):
     assert run_env_kwargs(str(run_dir)) == {**SHORT, "prior": "spline"}
     out = tmp_path / "eval"
@@ -962,19 +993,23 @@ def test_a_curriculum_ramps_its_strength_in_the_training_copies(tmp_path, curric
     assert [e.value for e in logged] == pytest.approx([0.2, 0.6, 1.0, 1.0], rel=1e-6)
 
 
-def test_trained_residuals_protocol_runs_residual_and_prior_on_held_out_seeds(run_dir, tmp_path, monkeypatch):
+def test_trained_residuals_protocol_runs_residual_and_prior_on_held_out_seeds(run_dir, tmp_path, monkeypatch, capsys):
     """``upright experiment trained-residuals`` on a shipped (tiny) Wolfgang residual: every cell
     for the residual and for its prior alone, on seeds from 3000000000 (disjoint from training's
     [0, 2^31) and selection's 1000000+); the prior rows are exactly the spline's own episodes; a
     second run with --resume reads every cell back instead of running it, unless the policy shipped
-    under that name has changed."""
+    under that name has changed. The progress bar's total is the episodes each run runs."""
+    from conftest import last_bar
+
     zoo = tmp_path / "zoo"
     name = "wolfgang-getup-residual-spline"
     assert main(["ship", str(run_dir), "--name", name, "--zoo", str(zoo)]) == 0
     monkeypatch.setenv("UPRIGHT_ZOO", str(zoo))
     out = tmp_path / "residuals"
     args = ["experiment", "trained-residuals", "--episodes", "2", "--set", f"only={name}", "--out", str(out)]
+    capsys.readouterr()
     assert main(args) == 0
+    assert last_bar(capsys.readouterr().err, "trained-residuals") == (8, 8)  # 2 target, 1 lab, 1 turf; each twice
     rows = json.loads((out / "results.json").read_text())["tables"][0]["rows"]
     assert [(r["runs"], r["cell"]) for r in rows] == [
         (runs, cell) for cell in ("target", "lab", "turf") for runs in ("residual", "prior (spline)")]
@@ -989,8 +1024,10 @@ def test_trained_residuals_protocol_runs_residual_and_prior_on_held_out_seeds(ru
     assert len(written) == 6
     assert main([*args, "--resume"]) == 0
     assert {p: p.stat().st_mtime_ns for p in out.glob(f"{name}/*/results.json")} == written
+    assert last_bar(capsys.readouterr().err, "trained-residuals") == (0, None)  # nothing left to run
     assert main(["ship", str(run_dir), "--name", name, "--zoo", str(zoo), "--model", "final", "--overwrite"]) == 0
     assert main([*args, "--resume"]) == 0  # the same name, another model: its cells run again, the prior's not
+    assert last_bar(capsys.readouterr().err, "trained-residuals") == (4, 4)
     rerun = {p for p in written if p.stat().st_mtime_ns != written[p]}
     assert rerun == {out / name / f"{cell}-residual" / "results.json" for cell in ("target", "lab", "turf")}
     assert main([*args[:3], "3", *args[4:], "--resume"]) == 0  # another episode count: run again
@@ -998,19 +1035,22 @@ def test_trained_residuals_protocol_runs_residual_and_prior_on_held_out_seeds(ru
     assert prior_file.stat().st_mtime_ns != written[prior_file]
 
 
-def test_checkpoint_selection_picks_by_score_on_selection_seeds_and_ships_it(run_dir, tmp_path):
+def test_checkpoint_selection_picks_by_score_on_selection_seeds_and_ships_it(run_dir, tmp_path, capsys):
     """``upright experiment checkpoint-selection`` evaluates a run's checkpoints on the same seeds
     (from 2500000000: disjoint from training and from the held-out 3000000000+), writes the best by
     the training's own score to ``selection.json``, and ``upright ship --model selected`` takes it."""
     import shutil
 
+    from conftest import last_bar
     from upright.eval.results import score, summary_numbers
 
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
     out = tmp_path / "selection"
     args = ["experiment", "checkpoint-selection", "--episodes", "2", "--out", str(out), "--set", f"runs={run}"]
+    capsys.readouterr()
     assert main([*args, "from_steps=384"]) == 0  # the resume kept the run's checkpoint_every (128)
+    assert last_bar(capsys.readouterr().err, "checkpoint-selection") == (6, 6)  # three checkpoints, two episodes each
     picked = json.loads((run / "selection.json").read_text())
     assert picked["candidates"] == [384, 512, 640] and picked["seed"] == 2_500_000_000 and picked["episodes"] == 2
     results = {s: json.loads((out / "run" / str(s) / "results.json").read_text()) for s in picked["candidates"]}

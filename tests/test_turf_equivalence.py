@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import last_bar
 from upright.eval.experiments import run_experiment
 from upright.eval.experiments.turf import difference_interval, t_interval
 
@@ -26,9 +27,10 @@ def test_intervals_and_differences():
     assert high < 0.0 and low < -0.75 < high
 
 
-def test_protocol_runs_a_tiny_cell(tmp_path):
-    tables = run_experiment("turf-equivalence", tmp_path, episodes=1, progress=False,
+def test_protocol_runs_a_tiny_cell(tmp_path, capsys):
+    tables = run_experiment("turf-equivalence", tmp_path, episodes=1,
                             settings={"only": ("nao-lipm-turf",), "max_episode_seconds": 1.0})
+    assert last_bar(capsys.readouterr().err, "turf-equivalence") == (2, 2)  # one per collision cell
     surface, walk = tables
     assert [row["turf_cell"] for row in surface.rows] == [2.0, 4.0]
     reference, coarse = surface.rows

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from conftest import last_bar
 from upright.baselines import default_params
 from upright.eval.experiments import run_experiment
 from upright.eval.experiments.walk import highest_sustained
@@ -51,9 +52,10 @@ def test_push_ladder_stops_at_the_first_impulse_with_a_fall(tmp_path):
     assert "below 20 N·s" in (tmp_path / "results.md").read_text()
 
 
-def test_observer_errors_need_a_controller_with_diagnostics(tmp_path):
-    run_experiment("walk-observer", tmp_path / "lipm", episodes=1, progress=False,
+def test_observer_errors_need_a_controller_with_diagnostics(tmp_path, capsys):
+    run_experiment("walk-observer", tmp_path / "lipm", episodes=1,
                    settings={"policy": "lipm", "speed": 0.1, "seconds": 3.0})
+    assert last_bar(capsys.readouterr().err, "walk-observer") == (1, 1)  # a speed given: no ladder first
     row = _data(tmp_path / "lipm")["observer"]
     assert row["cycles"] > 0 and 0.0 < row["measured_minus_truth_mm"] < 20.0
     run_experiment("walk-observer", tmp_path / "step_adjust", episodes=1, progress=False,
@@ -70,8 +72,9 @@ def test_bad_directions_and_params_are_refused_by_name(tmp_path):
                        settings={"directions": "forward", "params.player.speed_cap": 1.0})
 
 
-def test_calibration_measures_the_support_rectangle_in_the_parameters(tmp_path):
-    run_experiment("step-adjust-calibration", tmp_path, progress=False)
+def test_calibration_measures_the_support_rectangle_in_the_parameters(tmp_path, capsys):
+    run_experiment("step-adjust-calibration", tmp_path)
+    assert last_bar(capsys.readouterr().err, "step-adjust-calibration") == (4, 4)  # one episode per direction
     data, params = _data(tmp_path), default_params("step_adjust", "nao")
     assert round(data["support_back"], 4) == params.support_back
     assert round(data["support_front"], 4) == params.support_front
@@ -92,13 +95,15 @@ def test_tracked_axes_follow_the_rule():
     assert tracked((0.1, 0.0, 0.0), None, False, 0.1, floor, drift) == [False, False, False]
 
 
-def test_tracking_protocol_measures_every_cell_and_counts_the_passes(tmp_path):
-    run_experiment("walk-tracking", tmp_path, episodes=1, progress=False,
+def test_tracking_protocol_measures_every_cell_and_counts_the_passes(tmp_path, capsys):
+    run_experiment("walk-tracking", tmp_path, episodes=1,
                    settings={"policies": "step_adjust", "robots": "nao", "conditions": "lab", "seconds": 1.0})
     data = _data(tmp_path)
     from upright.eval.experiments.walk import DATA
 
     assert len(data["rows"]) == len(DATA["tracking"]["commands"])
+    commands = len(DATA["tracking"]["commands"])
+    assert last_bar(capsys.readouterr().err, "walk-tracking") == (commands, commands)
     assert data["summary"] == [{"policy": "step_adjust", "robot": "nao", "conditions": "lab",
                                 "passed": [sum(r["ok"] for r in data["rows"]), len(data["rows"])]}]
     # 1 s: the walk is still in its start posture, nothing is tracked yet
@@ -130,16 +135,17 @@ def test_speed_table_walks_a_residual_on_its_prior_with_the_priors_caps(tmp_path
     assert "zoo:nao-walk-residual-step_adjust nao: max_forward=0.5" in (tmp_path / "results.md").read_text()
 
 
-def test_walk_conditions_removes_one_factor_per_cell(tmp_path):
+def test_walk_conditions_removes_one_factor_per_cell(tmp_path, capsys):
     """A cell's conditions are the preset's with one factor removed (a part of the wear: only that
     field of the wear), each cell a real run on the same seeds."""
     from upright.envs.conditions import PRESETS
     from upright.eval.experiments import factor_removed
     from upright.eval.results import result_conditions
 
-    run_experiment("walk-conditions", tmp_path, episodes=1, progress=False,
+    run_experiment("walk-conditions", tmp_path, episodes=1,
                    settings={"policies": "lipm", "robots": "wolfgang", "variants": ("competition", "wear_no_lag"),
                              "seconds": 0.5})
+    assert last_bar(capsys.readouterr().err, "walk-conditions") == (2, 2)
     competition = PRESETS["competition"]
     cell = result_conditions(json.loads((tmp_path / "lipm_wolfgang_wear_no_lag" / "results.json").read_text()))
     assert cell.random_wear.lag == (0.0, 0.0) and cell.random_wear.strength == competition.random_wear.strength
@@ -150,7 +156,7 @@ def test_walk_conditions_removes_one_factor_per_cell(tmp_path):
         factor_removed(PRESETS["lab"], {"random_wear": {"lag": [0.0, 0.0]}})
 
 
-def test_error_parts_recompute_the_environment_metric_and_split_it(tmp_path):
+def test_error_parts_recompute_the_environment_metric_and_split_it(tmp_path, capsys):
     """With nothing skipped and the metric's own window, the recomputed error is the environment's
     (the same WalkTracker); the bias is the distance of the mean velocity from the command."""
     import numpy as np
@@ -168,7 +174,8 @@ def test_error_parts_recompute_the_environment_metric_and_split_it(tmp_path):
         mean = np.array(record["mean_velocity"]) - np.array(record["command"])
         assert parts["bias"] == pytest.approx([np.linalg.norm(mean[:2]), abs(mean[2])], abs=1e-12)
     tables = run_experiment("walk-error-parts", tmp_path, episodes=1, settings={"max_episode_seconds": 4.5,
-                                                                                 "conditions": "lab"}, progress=False)
+                                                                                 "conditions": "lab"})
+    assert last_bar(capsys.readouterr().err, "walk-error-parts") == (1, 1)
     row = tables[0].rows[0]
     assert row["conditions"] == "lab" and row["counted"] == 1 and row["long_window"] is not None
     with pytest.raises(ValueError, match="long_seconds"):

@@ -5,7 +5,8 @@
 - :class:`Hyperparameters`: the run's settings and hyperparameters as TensorBoard's HParams;
 - :class:`Evaluation`: every N steps, episodes on fixed held-out seeds through the shared runner
   with the training normalisation frozen; logs ``eval/*`` (and the prior's own numbers on the same
-  seeds as ``prior/*``, computed once), appends ``learning_curve.csv``, keeps ``best_model.zip``;
+  seeds as ``prior/*``, computed once; optionally a clip of the policy as the video
+  ``eval/video``), appends ``learning_curve.csv``, keeps ``best_model.zip``;
 - :class:`Checkpoints`: the model with its normalisation and replay buffer every N steps;
 - :class:`ActorWarmup`: the actor frozen for the first environment steps (critic warm-up);
 - :class:`LinearCurriculum`: the conditions' random torso push or model variation ramped up over the first steps;
@@ -28,8 +29,10 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecNormalize
 
+from upright.envs.render import Camera
 from upright.eval.results import aggregate, score, summary_numbers, write_results
 from upright.eval.runner import run_episodes
+from upright.eval.video import CLIP_SIZE, record_clip
 from upright.policies.run import STEPS_STAMP, normalizer_path, replay_buffer_path
 from upright.policies.run_folder import CURVE_COLUMNS, read_learning_curve, write_atomically, write_text_atomically
 from upright.policies.sb3 import ModelPolicy
@@ -157,6 +160,23 @@ class Hyperparameters(BaseCallback):
         return True
 
 
+#: What TensorBoard's video summary needs beside torch: ``SummaryWriter.add_video`` (SB3's
+#: ``Video`` goes through it) encodes the frames as an animated GIF with this module; without it,
+#: it prints a note and logs no frames instead of raising.
+VIDEO_ENCODER = "moviepy.editor"
+
+
+def check_video_logging(env: Any) -> None:
+    """Check that this installation can log an evaluation clip of ``env`` to TensorBoard:
+    ModuleNotFoundError when :data:`VIDEO_ENCODER` is missing (the ``train`` extra installs it),
+    :class:`~upright.envs.render.RenderingUnavailable` (saying what to install) when MuJoCo cannot
+    render off-screen here."""
+    import importlib
+
+    importlib.import_module(VIDEO_ENCODER)
+    Camera(env.unwrapped.sim.model, *CLIP_SIZE).close()
+
+
 class Evaluation(BaseCallback):
     """Every ``every`` environment steps (and at the end of training, :meth:`evaluate`): ``episodes``
     episodes from seed ``seed`` of the deterministic policy through
@@ -164,16 +184,21 @@ class Evaluation(BaseCallback):
     training statistics. Writes ``eval/<steps>/results.json``, appends ``learning_curve.csv`` and
     saves ``best_model.zip`` (+ ``best_vecnormalize.pkl``) on a new best. With a prior, the
     prior alone (the zero residual) is evaluated once on the same seeds and logged as ``prior/*``
-    beside every evaluation. A resumed run continues the wall-clock and the best score of the rows
+    beside every evaluation. With ``video``, the start of the first evaluation episode again (seed
+    ``seed``) as a small clip (:func:`~upright.eval.video.record_clip`: a few frames per
+    simulated second, at most :data:`~upright.eval.video.CLIP_SECONDS` s, played in real time),
+    logged to TensorBoard as the video ``eval/video`` at the evaluation's step (only there: no
+    stdout, CSV or JSON). A resumed run continues the wall-clock and the best score of the rows
     already in ``learning_curve.csv`` (the best only while its ``best_model.zip`` is there); a run
     that started before training (``elapsed`` seconds of imitation, its steps already counted) is
     evaluated once when training starts."""
 
     def __init__(self, run_dir: Path, env_id: str, env_kwargs: dict[str, Any], *, every: int, episodes: int,
-                 seed: int, has_prior: bool, elapsed: float = 0.0) -> None:
+                 seed: int, has_prior: bool, elapsed: float = 0.0, video: bool = False) -> None:
         super().__init__()
         self.run_dir, self.env_id, self.env_kwargs = run_dir, env_id, env_kwargs
         self.every, self.episodes, self.seed, self.has_prior = every, episodes, seed, has_prior
+        self.video = video
         rows = read_learning_curve(run_dir / "learning_curve.csv")
         self.wall_offset = rows[-1]["wall_seconds"] if rows else elapsed
         kept = (run_dir / "best_model.zip").is_file()
@@ -228,8 +253,20 @@ class Evaluation(BaseCallback):
             self._best = score(numbers)
             save_model_files(self.model, self.training_env if normalizer is not None else None,
                              self.run_dir / "best_model.zip")
+        if self.video:  # after the row and the best model: an interrupt while rendering keeps them
+            self._log_clip(policy)
         self.logger.dump(self.num_timesteps)
         return numbers
+
+    def _log_clip(self, policy: ModelPolicy) -> None:
+        """Record the clip of ``policy`` and hand it to the logger as the video ``eval/video``
+        (TensorBoard only; SB3's ``Video`` takes the frames as (batch, time, channel, height,
+        width))."""
+        from stable_baselines3.common.logger import Video
+
+        frames, fps = record_clip(self.env_id, policy, env_kwargs=self.env_kwargs, seed=self.seed)
+        video = torch.from_numpy(frames).permute(0, 3, 1, 2).unsqueeze(0)
+        self.logger.record("eval/video", Video(video, fps), exclude=("stdout", "log", "json", "csv"))
 
     def _append_curve(self, numbers: dict[str, float | None], wall: float) -> None:
         path = self.run_dir / "learning_curve.csv"
@@ -354,6 +391,6 @@ class UpdateThreads(BaseCallback):
         return True
 
 
-__all__ = ["ActorWarmup", "Checkpoints", "Diverged", "EpisodeMetrics", "Evaluation", "FiniteWeights", "Hyperparameters",
-           "LinearCurriculum", "RewardTerms", "UpdateThreads", "actor_parameters", "flat_hyperparameters",
-           "save_model_files", "weights_finite"]
+__all__ = ["VIDEO_ENCODER", "ActorWarmup", "Checkpoints", "Diverged", "EpisodeMetrics", "Evaluation", "FiniteWeights",
+           "Hyperparameters", "LinearCurriculum", "RewardTerms", "UpdateThreads", "actor_parameters",
+           "check_video_logging", "flat_hyperparameters", "save_model_files", "weights_finite"]

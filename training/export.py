@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -404,6 +405,12 @@ def build_export(name: str, ops: str = "default") -> Export:
     return Export(graph, spec, policy, config.env_id, env_kwargs)
 
 
+def export_episodes(export: Export) -> int:
+    """The episodes :func:`write_export` records for ``export``: :data:`EXAMPLE_EPISODES` for
+    ``example_io.npz`` and, for a policy with a prior, as many again for ``prior_vectors.npz``."""
+    return EXAMPLE_EPISODES * (2 if export.spec["prior_vectors"] is not None else 1)
+
+
 class Recorder(Policy):
     """Acts as ``policy`` and keeps every observation it is given with the action it returned and
     the seed and step of the episode (for :func:`~upright.eval.runner.run_episodes` in this
@@ -473,11 +480,13 @@ def _prepare_out(out: Path) -> None:
         raise ValueError(f"--out {str(out)!r} exists and is no export folder; give a new or empty folder")
 
 
-def write_export(export: Export, out: str | Path) -> Path:
+def write_export(export: Export, out: str | Path, on_episode: Callable[[], object] | None = None) -> Path:
     """Write ``export`` into the folder ``out`` (replacing an earlier export there) with
     :data:`EXAMPLES` observations (or every one, when there are fewer) of :data:`EXAMPLE_EPISODES`
     episodes from :data:`HELD_OUT_SEED` and, for a policy with a prior, the prior's vectors of the
-    same episodes; returns ``out``."""
+    same episodes; returns ``out``. The examples' episodes go through the runner (and so advance
+    an overall progress bar, :func:`~upright.eval.runner.overall_progress`); ``on_episode`` is
+    called after each of the prior vectors' episodes."""
     out = Path(out)
     _prepare_out(out)
     graph = export.graph.SerializeToString()
@@ -498,7 +507,7 @@ def write_export(export: Export, out: str | Path) -> Path:
                             step=np.asarray(recorded.steps, dtype=np.int64)[chosen])
         if spec["prior_vectors"] is not None:
             np.savez_compressed(temporary / PRIOR_VECTORS_FILE, **record_prior_vectors(
-                export.policy, export.env_id, export.env_kwargs, EXAMPLE_EPISODES, HELD_OUT_SEED))
+                export.policy, export.env_id, export.env_kwargs, EXAMPLE_EPISODES, HELD_OUT_SEED, on_episode))
         (temporary / SUMS_FILE).write_text(sums_text(temporary))
         replace_folder(temporary, out)
     except BaseException:
@@ -507,11 +516,15 @@ def write_export(export: Export, out: str | Path) -> Path:
     return out
 
 
-def export(name: str, out: str | Path, ops: str = "default") -> Path:
+def export(name: str, out: str | Path, ops: str = "default", *, progress: bool = True) -> Path:
     """Export the trained policy ``name`` into the folder ``out`` (:func:`build_export`,
-    :func:`write_export`)."""
+    :func:`write_export`). With ``progress``, one bar with an ETA over the episodes it records
+    (:func:`export_episodes`), most of an export's time; it opens once the policy is built, so
+    what cannot be exported is refused in one line before it."""
     _prepare_out(Path(out))
-    return write_export(build_export(name, ops), out)
+    built = build_export(name, ops)
+    with overall_progress(export_episodes(built), f"export {name}", enabled=progress) as bar:
+        return write_export(built, out, bar.update)
 
 
 def zoo_export_dir(name: str) -> Path:
@@ -527,12 +540,12 @@ def export_zoo(ops: str = "default") -> list[Path]:
     paths = []
     with overall_progress(len(names), "export --zoo", unit="policy") as bar:
         for name in names:
-            paths.append(export(ZOO_PREFIX + name, zoo_export_dir(name), ops))
+            paths.append(export(ZOO_PREFIX + name, zoo_export_dir(name), ops, progress=False))
             bar.update()
     return paths
 
 
 __all__ = ["ACTIVATIONS", "COMPILED_NN_OPERATORS", "EXAMPLES", "EXAMPLE_EPISODES", "EXAMPLE_TOLERANCE", "HELD_OUT_SEED",
            "IR_VERSION", "OPS", "OPSET", "Dense", "Export", "Recorder", "action_spec", "actor_layers", "build_export",
-           "build_graph", "check_operators", "export", "export_zoo", "observation_layout", "record", "run_graph",
-           "write_export", "zoo_export_dir"]
+           "build_graph", "check_operators", "export", "export_episodes", "export_zoo",
+           "observation_layout", "record", "run_graph", "write_export", "zoo_export_dir"]

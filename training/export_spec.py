@@ -22,7 +22,7 @@ say what the numbers mean.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -435,10 +435,11 @@ def prior_vectors_spec(prior: str, episodes: int, first_seed: int, calls: tuple[
 
 
 def record_prior_vectors(policy: Policy, env_id: str, env_kwargs: dict[str, Any], episodes: int,
-                         first_seed: int) -> dict[str, np.ndarray]:
+                         first_seed: int, on_episode: Callable[[], object] | None = None) -> dict[str, np.ndarray]:
     """``episodes`` whole episodes from seed ``first_seed`` of the residual ``policy`` in its
     environment: the inputs its prior was given and the prior's targets every cycle, as the
-    arrays of :data:`PRIOR_VECTORS_FILE` (keys ``episode<k>.<name>``)."""
+    arrays of :data:`PRIOR_VECTORS_FILE` (keys ``episode<k>.<name>``). ``on_episode`` is called
+    after each episode (a progress bar's ``update``)."""
     arrays: dict[str, np.ndarray] = {}
     for k in range(episodes):
         env = gym.make(env_id, **env_kwargs)
@@ -446,6 +447,8 @@ def record_prior_vectors(policy: Policy, env_id: str, env_kwargs: dict[str, Any]
             arrays.update(record_prior_episode(env, policy, first_seed + k).arrays(f"episode{k}."))
         finally:
             env.close()
+        if on_episode is not None:
+            on_episode()
     return arrays
 
 

@@ -49,8 +49,8 @@ from upright.policies.asymmetric import AsymmetricActorCriticPolicy, widen_criti
 from upright.policies.run_folder import (TrainConfig, link_atomically, load_run_config, plain,
                                          write_atomically, write_text_atomically)
 from upright.training.callbacks import (ActorWarmup, Checkpoints, Diverged, EpisodeMetrics, Evaluation, FiniteWeights,
-                                        Hyperparameters, LinearCurriculum, RewardTerms, UpdateThreads, save_model_files,
-                                        weights_finite)
+                                        Hyperparameters, LinearCurriculum, RewardTerms, UpdateThreads,
+                                        check_video_logging, save_model_files, weights_finite)
 from upright.training.config import check_counts, choose_vec_env, load_hyperparams, model_kwargs, next_run_dir
 from upright.training.vec_env import TEACHER_INFO, check_env, make_train_env
 from upright.training.imitation import imitate
@@ -59,7 +59,7 @@ from upright.training.ship import init_record
 #: What a resume may change: none of them changes the model, its environment or what its
 #: evaluations measure (``steps`` must exceed the steps done; ``vec_env`` changes how the same
 #: transitions are computed, not which).
-RESUMABLE = ("steps", "progress", "eval_every", "checkpoint_every", "vec_env")
+RESUMABLE = ("steps", "progress", "eval_every", "eval_video", "checkpoint_every", "vec_env")
 #: The environments' setter of each curriculum of the training extras
 #: (:meth:`~upright.policies.run_folder.TrainingExtras.curricula`) and its TensorBoard name.
 CURRICULUM_SETTERS = {"push_curriculum": ("set_push_strength", "push_strength"),
@@ -69,7 +69,7 @@ CURRICULUM_SETTERS = {"push_curriculum": ("set_push_strength", "push_strength"),
 OPTIONS = {"env_id": "--env", "prior": "--prior", "algo": "--algo", "steps": "--steps", "n_envs": "--n-envs",
            "seed": "--seed", "env_kwargs": "--set ", "hp_overrides": "--set hp.", "hyperparams_file": "--hyperparams",
            "out": "--out", "name": "--name", "init": "--init", "eval_every": "--eval-every",
-           "eval_episodes": "--eval-episodes", "eval_env_kwargs": "--eval-set ",
+           "eval_episodes": "--eval-episodes", "eval_env_kwargs": "--eval-set ", "eval_video": "--eval-video",
            "checkpoint_every": "--checkpoint-every", "progress": "--progress", "vec_env": "--vec-env"}
 
 
@@ -136,7 +136,9 @@ def resolve(config: TrainConfig) -> TrainConfig:
     algorithm, a count out of range, an unknown or out-of-range hyperparameter, an environment,
     keyword argument or a prior that does not fit the robot or task, or hyperparameters SB3 cannot
     build the model from (the model is built once on the checked environment, with the ``init``
-    policy's weights), before anything is started."""
+    policy's weights), before anything is started; with ``eval_video``, what
+    :func:`~upright.training.callbacks.check_video_logging` raises where the clips cannot be
+    rendered or encoded."""
     algo = algorithm(config.algo)
     check_counts(config)
     config = replace(config, eval_env_kwargs=evaluation_kwargs(config))
@@ -148,6 +150,8 @@ def resolve(config: TrainConfig) -> TrainConfig:
                          f"got {config.algo!r}")
     env = check_env(config.env_id, config.env_kwargs_with_prior, privileged)
     try:
+        if config.eval_video:
+            check_video_logging(env)
         if config.eval_env_kwargs:
             if "prior" in config.eval_env_kwargs:
                 raise ValueError("eval_env_kwargs cannot change the prior: the policy is a residual on "
@@ -544,6 +548,12 @@ def _resume_locked(run_dir: Path, changes: Mapping[str, Any], command: str) -> P
     no other writer's half-written one)."""
     saved = load_run_config(run_dir)
     config, changed = resume_config(saved, changes)
+    if config.eval_video:
+        env = check_env(config.env_id, config.env_kwargs_with_prior)
+        try:
+            check_video_logging(env)
+        finally:
+            env.close()
     on_policy = algorithm(config.algo).on_policy
     normalize = config.extras.normalize
     state = newest_model(run_dir, normalize=normalize, replay_buffer=not on_policy)
@@ -587,7 +597,8 @@ def _session(config: TrainConfig, run_dir: Path, model: Any, *, fresh: bool, ext
         imitation_seconds = _imitate(model, model.get_env(), config, run_dir) if imitating else 0.0
         evaluation = Evaluation(run_dir, config.env_id, config.eval_kwargs_with_prior, every=config.eval_every,
                                 episodes=config.eval_episodes, seed=config.eval_seed,
-                                has_prior=config.prior is not None, elapsed=imitation_seconds)
+                                has_prior=config.prior is not None, elapsed=imitation_seconds,
+                                video=config.eval_video)
         settings = {"algo": config.algo, "env_id": config.env_id, "prior": config.prior or "none",
                     "n_envs": config.n_envs, "vec_env": config.vec_env, "seed": config.seed, "steps": config.steps,
                     "env": config.env_kwargs}

@@ -192,21 +192,22 @@ def controller_bench(ctx: ExperimentContext) -> list[Table]:
     o = ctx.options
     repeats = check_repeats(o["repeats"])
     rows = []
-    for name in ctx.option_names("controllers", controller_names()) or controller_names():
-        entry = baseline_entry(name)
-        for robot in ctx.option_names("robots", ROBOT_NAMES) or ROBOT_NAMES:
-            if robot not in entry.robots:
-                continue
-            for start in (GETUP_STARTS if entry.task == "getup" else (None,)):
-                kwargs: dict[str, Any] = {"conditions": o["conditions"], "max_episode_seconds": float(o["seconds"])}
-                if entry.task == "walk":
-                    kwargs["command"] = tuple(float(v) for v in o["command"])
-                else:
-                    kwargs["start"] = start
-                runs = timed_runs(ctx, name, robot, kwargs, repeats)
-                ctrl, step = cycle_minimum(runs, f"{name} {robot} {start or 'walk'}")
-                rows.append({"controller": name, "robot": robot, "task": entry.task, "start": start or "standing",
-                             "repeats": repeats, **timing_summary(ctrl, step)})
+    robots = ctx.option_names("robots", ROBOT_NAMES) or ROBOT_NAMES
+    cells = [(name, entry, robot, start)
+             for name in ctx.option_names("controllers", controller_names()) or controller_names()
+             for entry in [baseline_entry(name)] for robot in robots if robot in entry.robots
+             for start in (GETUP_STARTS if entry.task == "getup" else (None,))]
+    ctx.plan(len(cells) * repeats)
+    for name, entry, robot, start in cells:
+        kwargs: dict[str, Any] = {"conditions": o["conditions"], "max_episode_seconds": float(o["seconds"])}
+        if entry.task == "walk":
+            kwargs["command"] = tuple(float(v) for v in o["command"])
+        else:
+            kwargs["start"] = start
+        runs = timed_runs(ctx, name, robot, kwargs, repeats)
+        ctrl, step = cycle_minimum(runs, f"{name} {robot} {start or 'walk'}")
+        rows.append({"controller": name, "robot": robot, "task": entry.task, "start": start or "standing",
+                     "repeats": repeats, **timing_summary(ctrl, step)})
     ctx.data["rows"] = rows
     shown = [{"controller": r["controller"], "robot": r["robot"], "start": r["start"],
               "controller_us": [r["ctrl_mean_us"], r["ctrl_median_us"], r["ctrl_p95_us"], r["ctrl_max_us"]],
@@ -228,7 +229,9 @@ def spline_bench(ctx: ExperimentContext) -> list[Table]:
     o = ctx.options
     repeats = check_repeats(o["repeats"])
     rows = []
-    for robot in ctx.option_names("robots", ROBOT_NAMES) or ROBOT_NAMES:
+    robots = ctx.option_names("robots", ROBOT_NAMES) or ROBOT_NAMES
+    ctx.plan(len(robots) * len(GETUP_STARTS) * repeats)
+    for robot in robots:
         for start in GETUP_STARTS:
             kwargs = {"start": start, "conditions": o["conditions"], "max_episode_seconds": float(o["seconds"])}
             runs = timed_runs(ctx, "spline", robot, kwargs, repeats, observers=[SplineWork()])

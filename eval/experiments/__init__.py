@@ -6,12 +6,17 @@ of the same name next to the module (read with :func:`protocol_data`). It runs i
 :meth:`ExperimentContext.run` (the one runner, with the command line's workers, seed and progress
 bar) and returns :class:`~upright.eval.tables.Table` rows; :func:`run_experiment` prints the
 tables and writes ``OUT/results.json`` + ``OUT/results.md`` (and ``docs/results/NAME.md`` with
-``--docs``).
+``--docs``). One progress bar counts every episode of the run; a protocol that knows its episodes
+before it runs them says so with :meth:`ExperimentContext.plan`, which gives the bar its total and
+so its ETA (one whose runs depend on what earlier runs measured, as a speed ladder does, plans
+what it can, and its bar shows a count and a rate).
 
     @register_experiment("hold-standing", "the hold policy from standing", options={"robot": "nao"})
     def hold_standing(ctx: ExperimentContext) -> list[Table]:
         env = env_id(ctx.options["robot"], "getup")
-        result = ctx.run_cell("hold", env, ctx.policy("hold"), {"start": "standing"}, ctx.episodes_or(10))
+        episodes = ctx.episodes_or(10)
+        ctx.plan(episodes)  # before the runs: the progress bar's total, and so its ETA
+        result = ctx.run_cell("hold", env, ctx.policy("hold"), {"start": "standing"}, episodes)
         return [Table("hold from standing", [Column("success", "success", rate)],
                       [{"success": (result["successes"], result["episodes"])}])]
 """
@@ -58,7 +63,7 @@ class ExperimentContext:
     in ``results.json`` next to its tables; ``resume``: :meth:`run_cell` reads back a cell that an
     earlier run into the same ``out`` finished with the same environment, policy name, arguments,
     seed and episode count instead of running it again (a changed policy file under the same name
-    is not noticed).
+    is not noticed); ``bar``: the run's overall progress bar (:meth:`plan`; None: none).
     """
 
     out: Path
@@ -71,6 +76,19 @@ class ExperimentContext:
     options: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
     resume: bool = False
+    bar: Any = field(default=None, repr=False, compare=False)
+
+    def plan(self, episodes: int) -> None:
+        """Say that the protocol is about to run ``episodes`` more episodes (through :meth:`run`,
+        :meth:`run_cell` or the runner), before it runs them: the overall progress bar's total
+        becomes the episodes already run (when nothing was planned yet) or planned, plus these,
+        so its ETA comes from the work that is really left. A cell that :meth:`run_cell` reads
+        back with :attr:`resume` leaves the total again. ValueError for a negative count."""
+        if episodes < 0:
+            raise ValueError(f"a protocol plans a count of episodes >= 0, got {episodes!r}")
+        if self.bar is not None:
+            self.bar.total = (self.bar.n if self.bar.total is None else self.bar.total) + episodes
+            self.bar.refresh()
 
     def episodes_or(self, default: int) -> int:
         """``--episodes`` if given, else the protocol's ``default``."""
@@ -128,6 +146,9 @@ class ExperimentContext:
         if self.resume:
             done = self._finished_cell(cell, env_id, policy, env_kwargs, episodes)
             if done is not None:
+                if self.bar is not None and self.bar.total is not None:  # planned, but not run
+                    self.bar.total -= episodes
+                    self.bar.refresh()
                 return done
         run = self._episodes(env_id, policy, env_kwargs, episodes, observers, wrappers)
         result = aggregate(run)
@@ -239,10 +260,10 @@ def run_experiment(name: str, out: Path, *, episodes: int | None = None, workers
         raise ValueError(f"seed must be >= 0 (the protocols seed episodes from it upwards), got {seed!r}")
     settings = dict(settings or {})
     options = {key: settings.pop(key, default) for key, default in experiment.options.items()}
-    ctx = ExperimentContext(out, episodes, workers, settings, seed, progress, docs, options, resume=resume)
-    # One bar over every episode of the protocol (its runs are known only as it goes: a count and a
-    # rate, no total), instead of one per run.
-    with overall_progress(None, name, enabled=progress):
+    # One bar over every episode of the protocol instead of one per run; its total is what the
+    # protocol plans (ExperimentContext.plan).
+    with overall_progress(None, name, enabled=progress) as bar:
+        ctx = ExperimentContext(out, episodes, workers, settings, seed, progress, docs, options, resume=resume, bar=bar)
         tables = experiment.run(ctx)
     print_tables(tables)
     write_tables(tables, out, name, command=command, data=ctx.data, docs=DOCS_RESULTS if docs else None)

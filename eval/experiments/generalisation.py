@@ -134,6 +134,7 @@ def generalisation(ctx: ExperimentContext) -> list[Table]:
     rows: list[dict[str, Any]] = []
     missing, unchanged, targets = [], [], []
     worse: dict[str, dict[str, list[str]]] = {}
+    runs = []  # (policy, cell, environment, its arguments, what it was trained with) of every pair run
     for name in ctx.option_names("only", DATA["policies"]):
         if name not in shipped:
             missing.append(name)
@@ -148,15 +149,18 @@ def generalisation(ctx: ExperimentContext) -> list[Table]:
             conditions = perturbed(target, DATA["perturbations"][cell])
             if conditions == target:
                 unchanged.append(f"{cell} for {name}")
-                continue
-            kwargs = {**trained, "start": DATA["start"], "conditions": conditions}
-            residual, prior = residual_and_prior(held_out, name, cell, env_id, kwargs, episodes)
-            ours, theirs = _row(residual), _row(prior)
-            found = worse_than_prior(ours, theirs)
-            if found:
-                worse.setdefault(name, {})[cell] = found
-            rows += [{**ours, "policy": name, "cell": cell, "runs": "residual", "worse": ", ".join(found) or "no"},
-                     {**theirs, "policy": name, "cell": cell, "runs": prior_label(trained), "worse": ""}]
+            else:
+                runs.append((name, cell, env_id, {**trained, "start": DATA["start"], "conditions": conditions},
+                             trained))
+    ctx.plan(2 * episodes * len(runs))  # the residual and its prior
+    for name, cell, env_id, kwargs, trained in runs:
+        residual, prior = residual_and_prior(held_out, name, cell, env_id, kwargs, episodes)
+        ours, theirs = _row(residual), _row(prior)
+        found = worse_than_prior(ours, theirs)
+        if found:
+            worse.setdefault(name, {})[cell] = found
+        rows += [{**ours, "policy": name, "cell": cell, "runs": "residual", "worse": ", ".join(found) or "no"},
+                 {**theirs, "policy": name, "cell": cell, "runs": prior_label(trained), "worse": ""}]
     ctx.data["worse"] = worse
     return [Table("Shipped get-up residuals and their priors under conditions never trained on", COLUMNS, rows,
                   _notes(episodes, held_out.seed, cells, targets, unchanged, missing, worse))]

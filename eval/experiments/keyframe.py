@@ -122,10 +122,12 @@ def keyframe_ablation(ctx: ExperimentContext) -> list[Table]:
     check = min(int(ctx.options["check"]), episodes)
     env = env_id(DATA["robot"], "getup")
     joint = ABLATION["worn_joint"]
+    starts, arms = ctx.option_names("starts", ABLATION["closing"]), ctx.option_names("arms", ("on", "off"))
+    ctx.plan(len(starts) * len(arms) * episodes)
     rows, checks = [], []
-    for start in ctx.option_names("starts", ABLATION["closing"]):
+    for start in starts:
         conditions = worn_hip(start)
-        for arm in ctx.option_names("arms", ("on", "off")):
+        for arm in arms:
             policy = ctx.policy("keyframe", params={"compensation": arm == "on"}, label=f"keyframe-compensation-{arm}")
             checked = arm == "off" and check > 0
             window = (conditions.closing[0], conditions.closing[1] + ABLATION["check_after_closing"])
@@ -160,9 +162,11 @@ def keyframe_conditions(ctx: ExperimentContext) -> list[Table]:
     episodes = ctx.episodes_or(CONDITIONS["episodes"])
     env = env_id(DATA["robot"], "getup")
     rows = []
-    for name in ctx.option_names("variants", CONDITIONS["variants"]):
+    variants = ctx.option_names("variants", CONDITIONS["variants"])
+    cells = [("keyframe", start) for start in ctx.option_names("starts")] + [("hold", "standing")]
+    ctx.plan(len(variants) * len(cells) * episodes)
+    for name in variants:
         conditions = factor_removed(PRESETS[CONDITIONS["preset"]], CONDITIONS["variants"][name])
-        cells = [("keyframe", start) for start in ctx.option_names("starts")] + [("hold", "standing")]
         for policy, start in cells:
             result = ctx.run_cell(f"{name}_{policy}_{start}", env, ctx.policy(policy),
                                   {"start": start, "conditions": conditions}, episodes)
@@ -200,7 +204,9 @@ def keyframe_per_try(ctx: ExperimentContext) -> list[Table]:
     env = env_id(DATA["robot"], "getup")
     paper = paper_tries()
     rows = []
-    for preset in ctx.option_names("presets", PER_TRY["presets"]):
+    presets = ctx.option_names("presets", PER_TRY["presets"])
+    ctx.plan(len(presets) * episodes)
+    for preset in presets:
         result = ctx.run_cell(preset, env, ctx.policy("keyframe"), {"start": "random", "conditions": preset}, episodes)
         tries = (result["tries_succeeded"], result["tries"])
         rows.append({"preset": preset, "tries": tries, "success": (result["successes"], result["episodes"]),

@@ -42,16 +42,18 @@ def row_label(row: Mapping[str, str]) -> str:
 
 
 def cell_conditions(cell: Mapping[str, Any], robot: str, base: Conditions) -> Conditions:
-    """The conditions of one cell of ``cells`` for ``robot``: ``preset: NAME`` (or ``{robot:
-    NAME}``) gives that preset, any other mapping sets those fields of ``base``."""
+    """The conditions of one cell of ``cells`` for ``robot``: the cell's fields set on ``base``, or
+    on the preset it names (``preset: NAME`` or ``{robot: NAME}``): ``{preset: sim2real,
+    torso_mass: [0, 0]}`` is ``sim2real`` without its torso load."""
+    fields = {key: value for key, value in cell.items() if key != "preset"}
     if "preset" in cell:
         preset = cell["preset"]
         if isinstance(preset, Mapping):
             if robot not in preset:
                 raise ValueError(f"cell {dict(cell)!r} names no preset for robot {robot!r}")
             preset = preset[robot]
-        return get_conditions(preset)
-    return base.changed(cell)
+        base = get_conditions(preset)
+    return base.changed(fields)
 
 
 def row_kwargs(row: Mapping[str, str], conditions: Conditions) -> dict[str, Any]:
@@ -92,15 +94,14 @@ def model_variation(ctx: ExperimentContext) -> list[Table]:
     cells = ctx.option_names("cells", DATA["cells"])
     base = get_conditions(DATA["base"])
     shipped = {f"zoo:{name}" for name in zoo_names()}
-    rows, missing = [], []
+    rows = []
     rates: dict[str, dict[str, list[int]]] = {}
-    for row in DATA["rows"]:
+    chosen = [row for row in DATA["rows"] if row_label(row) in labels]
+    missing = [row_label(row) for row in chosen if row["policy"].startswith("zoo:") and row["policy"] not in shipped]
+    chosen = [row for row in chosen if row_label(row) not in missing]
+    ctx.plan(len(chosen) * len(cells) * episodes)
+    for row in chosen:
         label = row_label(row)
-        if label not in labels:
-            continue
-        if row["policy"].startswith("zoo:") and row["policy"] not in shipped:
-            missing.append(label)
-            continue
         robot = ENVIRONMENTS[row["env"]].robot
         for cell in cells:
             kwargs = row_kwargs(row, cell_conditions(DATA["cells"][cell], robot, base))

@@ -404,6 +404,7 @@ def obstacle_course(ctx: ExperimentContext) -> list[Table]:
     if merge and not only:
         jobs = []
     episodes = ctx.episodes_or(8)
+    ctx.plan(len(jobs) * episodes)
     for configuration, speed in jobs:
         runs += run_column(ctx, configuration, speed, episodes)
     ran = {(r["configuration"], r["speed"]) for r in runs}

@@ -54,6 +54,12 @@ def _conditions(name: str, start: str | None) -> Any:
     return worn_hip(start)
 
 
+def cell_episodes(cell: str, episodes: int) -> int:
+    """The episodes of ``cell``: ``episodes`` in the ``target`` cell, half as many (at least one) in
+    the others."""
+    return episodes if cell == "target" else max(1, episodes // 2)
+
+
 @register_experiment("trained-residuals", "the shipped residual policies against their priors (held-out seeds)",
                      options={"only": tuple(DATA["policies"])})
 def trained_residuals(ctx: ExperimentContext) -> list[Table]:
@@ -64,17 +70,19 @@ def trained_residuals(ctx: ExperimentContext) -> list[Table]:
     shipped = set(zoo_names())
     getup_rows: list[dict[str, Any]] = []
     walk_rows: list[dict[str, Any]] = []
-    missing = []
-    for name in ctx.option_names("only", DATA["policies"]):
+    names = ctx.option_names("only", DATA["policies"])
+    missing = [name for name in names if name not in shipped]
+    ctx.plan(sum(2 * cell_episodes(cell, episodes) for name in names if name in shipped
+                 for cell in DATA["policies"][name]["cells"]))  # the residual and its prior in every cell
+    for name in names:
         if name not in shipped:
-            missing.append(name)
             continue
         zoo_name = f"zoo:{name}"
         env_id = run_env_id(zoo_name)
         trained = run_env_kwargs(zoo_name)
         evaluation = {}
         for cell, settings in DATA["policies"][name]["cells"].items():
-            n = episodes if cell == "target" else max(1, episodes // 2)
+            n = cell_episodes(cell, episodes)
             kwargs = {**trained, **settings,
                       "conditions": _conditions(settings["conditions"], settings.get("start"))}
             residual, prior = residual_and_prior(held_out, name, cell, env_id, kwargs, n)

@@ -72,9 +72,10 @@ def checkpoint_selection(ctx: ExperimentContext) -> list[Table]:
     walk_rows: list[dict[str, Any]] = []
     steps = ctx.options["steps"]
     chosen = tuple(int(n) for n in ((steps,) if isinstance(steps, (int, str)) else steps))
-    for run in runs:
-        run_dir = Path(run)
-        candidates = run_checkpoints(run_dir, int(ctx.options["from_steps"]), int(ctx.options["every"]), chosen)
+    checkpoints = [(Path(run), run_checkpoints(Path(run), int(ctx.options["from_steps"]), int(ctx.options["every"]),
+                                               chosen)) for run in runs]
+    ctx.plan(episodes * sum(len(candidates) for _, candidates in checkpoints))
+    for run_dir, candidates in checkpoints:
         env_id, kwargs = run_env_id(str(run_dir)), run_env_kwargs(str(run_dir))
         scored = []
         for steps, path in candidates:

@@ -56,8 +56,10 @@ def spline_standup(ctx: ExperimentContext) -> list[Table]:
     """Every cell of the groups in ``only``: both starts, every policy of the group. One results
     folder per cell (``ROBOT-CONDITIONS-POLICY-START``)."""
     episodes = ctx.episodes_or(STANDUP["episodes"])
+    groups = ctx.option_names("only", STANDUP["groups"])
+    ctx.plan(sum(len(STANDUP["groups"][name]["policies"]) for name in groups) * len(STANDUP["starts"]) * episodes)
     rows = []
-    for name in ctx.option_names("only", STANDUP["groups"]):
+    for name in groups:
         group = STANDUP["groups"][name]
         robot, conditions = group["robot"], group["conditions"]
         for policy in group["policies"]:
@@ -163,6 +165,7 @@ def spline_tune(ctx: ExperimentContext) -> list[Table]:
                                          ).records]
         return float(np.mean([r["score"] for r in records])), all(r["succeeded"] for r in records)
 
+    ctx.plan((max(int(o["trials"]), 0) + 1) * sum(counts))  # the starting point, then one evaluation per trial
     rng = np.random.default_rng(ctx.seed)
     x = np.clip(np.array([getattr(params, n) for n in names]), low, high)
     best, ok = evaluate(x)

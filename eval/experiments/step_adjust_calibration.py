@@ -135,6 +135,7 @@ def step_adjust_calibration(ctx: ExperimentContext) -> list[Table]:
         raise ValueError(f"the calibration runs one episode per direction; --episodes {ctx.episodes} does not apply")
     robot = str(ctx.options["robot"])
     rows = []
+    ctx.plan(len(PARAMETERS))
     for direction, parameter in PARAMETERS.items():
         probe = SupportProbe(robot, direction)
         env_kwargs = {"command": (0.0, 0.0, 0.0), "conditions": "lab", "prior": probe,

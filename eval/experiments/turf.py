@@ -253,6 +253,7 @@ def turf_equivalence(ctx: ExperimentContext) -> list[Table]:
 
     getup_rows, walk_rows = [], []
     getup_episodes, walk_episodes = ctx.episodes_or(GETUP["episodes"]), ctx.episodes_or(WALK["episodes"])
+    ctx.plan(len(turf_cells) * sum(walk_episodes if name in WALK["cells"] else getup_episodes for name in only))
     for name in only:
         spec = CELLS[name]
         walk = name in WALK["cells"]

@@ -314,6 +314,7 @@ def walk_observer(ctx: ExperimentContext) -> list[Table]:
         speed = forward["highest_command"]
         if speed is None:
             raise ValueError("the forward ladder sustained no speed; give one with --set speed=V")
+    ctx.plan(ctx.episodes_or(1))  # after the ladder, whose rungs depend on its falls
     run = ctx.run(env_id(robot, "walk"), ctx.policy(policy), {"command": (float(speed), 0.0, 0.0),
                                                               "max_episode_seconds": seconds, "conditions": conditions},
                   ctx.episodes_or(1), observers=[ObserverErrors()])
@@ -442,9 +443,12 @@ def walk_tracking(ctx: ExperimentContext) -> list[Table]:
     commands = [tuple(float(v) for v in c) for c in cells["commands"]]
     seconds, episodes = float(o["seconds"]), ctx.episodes_or(1)
     rows, summary = [], []
-    for policy in ctx.option_names("policies"):
-        for robot in ctx.option_names("robots", DATA["ladders"]):
-            for conditions in ctx.option_names("conditions"):
+    policies, robots = ctx.option_names("policies"), ctx.option_names("robots", DATA["ladders"])
+    presets = ctx.option_names("conditions")
+    ctx.plan(len(policies) * len(robots) * len(presets) * len(commands) * episodes)
+    for policy in policies:
+        for robot in robots:
+            for conditions in presets:
                 passed = 0
                 for command in commands:
                     run = ctx.run(env_id(robot, "walk"), ctx.policy(policy),
@@ -553,9 +557,12 @@ def walk_conditions(ctx: ExperimentContext) -> list[Table]:
     episodes, seconds = ctx.episodes_or(spec["episodes"]), float(ctx.options["seconds"])
     preset = get_conditions(spec["preset"])
     rows = []
-    for policy in ctx.option_names("policies"):
-        for robot in ctx.option_names("robots"):
-            for name in ctx.option_names("variants", spec["variants"]):
+    policies, robots = ctx.option_names("policies"), ctx.option_names("robots")
+    variants = ctx.option_names("variants", spec["variants"])
+    ctx.plan(len(policies) * len(robots) * len(variants) * episodes)
+    for policy in policies:
+        for robot in robots:
+            for name in variants:
                 result = ctx.run_cell(f"{policy}_{robot}_{name}", env_id(robot, "walk"), ctx.policy(policy),
                                       {"conditions": factor_removed(preset, spec["variants"][name]),
                                        "max_episode_seconds": seconds}, episodes)

@@ -79,7 +79,9 @@ def walk_error_parts(ctx: ExperimentContext) -> list[Table]:
     policy, robot = ctx.options["policy"], ctx.options["robot"]
     episodes = ctx.episodes_or(DATA["episodes"])
     rows = []
-    for conditions in ctx.option_names("conditions"):
+    presets = ctx.option_names("conditions")
+    ctx.plan(len(presets) * episodes)
+    for conditions in presets:
         result = ctx.run_cell(f"{policy}-{robot}-{conditions}", env_id(robot, "walk"), ctx.policy(policy),
                               {"conditions": conditions}, episodes,
                               observers=[ErrorParts(DATA["skip_seconds"], DATA["long_seconds"])])

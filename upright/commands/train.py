@@ -10,15 +10,17 @@ from typing import Any
 
 from upright.commands import Subparsers
 from upright.envs.files import writable_folder
+from upright.envs.render import RenderingUnavailable
 from upright.eval.settings import parse_settings
 from upright.policies.algorithms import ALGOS
+from upright.eval.video import CLIP_FPS, CLIP_SECONDS, CLIP_SIZE
 from upright.policies.run_folder import TrainConfig
 from upright.training.config import BATCHED_MIN_ENVS, SUBPROC_MIN_CORES, VEC_ENVS, split_train_settings
 
 #: ``upright train`` options and the :class:`~upright.policies.run_folder.TrainConfig` fields they set.
 _TRAIN_FIELDS = {"env": "env_id", "prior": "prior", "algo": "algo", "steps": "steps", "n_envs": "n_envs",
                  "seed": "seed", "hyperparams": "hyperparams_file", "out": "out", "name": "name", "init": "init",
-                 "eval_every": "eval_every", "eval_episodes": "eval_episodes",
+                 "eval_every": "eval_every", "eval_episodes": "eval_episodes", "eval_video": "eval_video",
                  "checkpoint_every": "checkpoint_every", "progress": "progress", "vec_env": "vec_env"}
 
 
@@ -26,8 +28,8 @@ def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("train", help="train a residual (--prior) or from-scratch policy with stable-baselines3",
                               description="Options left out take the defaults below for a new run; --resume keeps "
                                           "the run's own settings, refuses options that differ from them and changes "
-                                          "only --steps (more than done), --eval-every, --checkpoint-every and "
-                                          "--progress.")
+                                          "only --steps (more than done), --eval-every, --eval-video, "
+                                          "--checkpoint-every and --progress.")
     p.add_argument("--env", default=None, help="environment id, e.g. upright/WolfgangGetUp-v0")
     p.add_argument("--prior", default=None, help="baseline the policy is a residual on (default: from scratch)")
     p.add_argument("--algo", default=None, help=f"{', '.join(ALGOS)} (default: {TrainConfig.algo})")
@@ -66,6 +68,11 @@ def register(subparsers: Subparsers) -> None:
                    help="environment keyword arguments that differ in the evaluation (the task the policy is "
                         "for; loading and shipping the run use them too), e.g. --set start=random,standing "
                         "--eval-set start=random")
+    p.add_argument("--eval-video", action=argparse.BooleanOptionalAction, default=None,
+                   help="at each evaluation also a short clip of the policy (the first evaluation seed, at most "
+                        f"{CLIP_SECONDS:g} s at {CLIP_FPS} frames/s, {CLIP_SIZE[0]}x{CLIP_SIZE[1]}) as the TensorBoard "
+                        "video eval/video; needs off-screen rendering (exit 3 without it) "
+                        f"(default: {'on' if TrainConfig.eval_video else 'off'})")
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help=f"checkpoint every N steps (default: {TrainConfig.checkpoint_every})")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -77,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     """A new run from the options given (the others: :class:`TrainConfig`'s defaults), or with
     ``--resume`` the continuation of one, which gets only the options given, to check them
     against the run's own settings. Exit 130 when interrupted (the run saved, resumable), 1 when
-    training failed."""
+    training failed, 3 (before anything is written) when ``--eval-video`` cannot render here."""
     from upright.training.train import TrainingFailed, TrainingInterrupted, resume, train  # torch, SB3: only this command
 
     env_kwargs, hp = split_train_settings(parse_settings(args.set))
@@ -100,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             writable_folder(args.out or TrainConfig.out)
             run_dir = train(TrainConfig(**given, command=args.command_line))
+    except RenderingUnavailable as error:
+        print(f"upright train: --eval-video: {error}", file=sys.stderr)
+        return 3
     except TrainingInterrupted as stopped:
         print(f"upright train: interrupted; saved {stopped.run_dir} (continue with --resume {stopped.run_dir})",
               file=sys.stderr)
