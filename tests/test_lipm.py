@@ -336,6 +336,35 @@ def test_solve_takes_the_first_reachable_candidate_inside_the_ranges(robot):
     assert taken > 100 and clipped > 20
 
 
+def test_walk_legs_takes_the_straight_first_candidate_or_else_solves(robot):
+    """LegSolver.first and first_given_first are the first of their candidates to the bit, and
+    walk_legs gives each leg what solve without the polish gives it (NAO: for the mean of the legs'
+    first_yaw), on goals near the walking posture (the first candidate taken) and far from it."""
+    from upright.baselines.kinematics import Kinematics
+
+    kin = Kinematics(robot)
+    rng = np.random.default_rng(7)
+    base = kin.keyframe_joints()
+    straight = 0
+    for i in range(120):
+        q = base.copy()
+        q[kin.legs_joint_index] += rng.normal(0.0, 0.05 if i % 2 else 0.8, 12)
+        goal = [v.tolist() for side in ("left", "right") for v in kin.foot_pose(side, q)]
+        first = 0.5 * (kin.legs["left"].solver.first_yaw(*goal[:2]) + kin.legs["right"].solver.first_yaw(*goal[2:]))
+        expected = []
+        for side, (pos, rot) in zip(("left", "right"), (goal[:2], goal[2:])):
+            solver = kin.legs[side].solver
+            assert solver.first(pos, rot) == next(solver.candidates(pos, rot))
+            assert solver.first_given_first(pos, rot, first) == next(solver.candidates_given_first(pos, rot, first))
+            given = first if kin.shared_hip else None
+            expected.append(kin.solve(side, pos, rot, first=given, polish=False))
+            candidate, ok = solver.first(pos, rot) if given is None else solver.first_given_first(pos, rot, given)
+            straight += ok and kin.legs[side].inside(candidate)
+        (left, ok_left), (right, ok_right) = expected
+        assert kin.walk_legs(*goal) == (left + right, ok_left and ok_right)
+    assert 100 < straight < 230
+
+
 def test_unchecked_newton_step_is_the_one_the_check_would_accept(monkeypatch):
     """A polish step below TINY_STEP is taken without another FK; with the shortcut switched off
     (every step checked) the Wolfgang legs come out the same."""

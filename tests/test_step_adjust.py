@@ -433,7 +433,7 @@ def test_step_period_grows_with_the_forward_speed_beyond_its_threshold(forward, 
     walk.set_command(np.array([forward, 0.05, 0.0]))
     walk.reset(sensors, np.random.default_rng(0))
     walk._begin_step(first=False)
-    speed = walk._speed.tolist()
+    speed = list(walk._speed)
     assert speed[:2] == pytest.approx([forward, 0.05])
     assert walk._period == pytest.approx(params.period + params.period_side_factor * 0.05 + extra)
     assert walk._step_size[0] == pytest.approx(forward * walk._period)

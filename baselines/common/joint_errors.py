@@ -25,15 +25,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from upright.baselines.kernels import applied_errors, joint_errors
 from upright.envs.robots import RobotSpec
 from upright.envs.sensors import Sensors
 
 
-def applied_error(raw: np.ndarray, previous_raw: np.ndarray, factor: float = 3.0) -> np.ndarray:
-    """Equations 3 and 4: the predicted error, used only where it is closer to zero than ``raw``."""
+#: The factor of eq. 3's prediction, δ̂ = 3·(δ_t − δ_t−1) + δ_t.
+PREDICTION_FACTOR = 3.0
+
+
+def applied_error(raw: np.ndarray, previous_raw: np.ndarray, factor: float = PREDICTION_FACTOR) -> np.ndarray:
+    """Equations 3 and 4 per joint: the predicted error, used only where it is closer to zero than
+    ``raw`` (:func:`~upright.baselines.kernels.applied_joint_error`)."""
     raw = np.asarray(raw, dtype=float)
-    predicted = factor * (raw - np.asarray(previous_raw, dtype=float)) + raw
-    return np.where(predicted * raw <= 0.0, 0.0, np.where(np.abs(predicted) < np.abs(raw), predicted, raw))
+    applied = np.empty(raw.shape)
+    applied_errors(raw, np.asarray(previous_raw, dtype=float), factor, applied)
+    return applied
 
 
 class JointErrorEstimator:
@@ -67,11 +74,12 @@ class JointErrorEstimator:
         return self._requests[0]
 
     def update(self, measured: np.ndarray) -> None:
-        """Equation 2 (raw error) and equations 3–4 (applied error) for this cycle."""
+        """Equation 2 (raw error) and equations 3–4 (applied error) for this cycle, every joint in
+        one compiled pass (:func:`~upright.baselines.kernels.joint_errors`; the arrays are new)."""
         self.previous_raw = self.raw
-        raw = self.delayed_request - np.asarray(measured, dtype=float)
-        self.raw = np.where(np.isnan(raw), 0.0, raw)
-        self.applied = applied_error(self.raw, self.previous_raw)
+        self.raw, self.applied = np.empty(self.size), np.empty(self.size)
+        joint_errors(self.delayed_request, np.asarray(measured, dtype=float), self.previous_raw, PREDICTION_FACTOR,
+                     self.raw, self.applied)
 
     def push(self, request: np.ndarray) -> None:
         """Remember this cycle's request."""
@@ -145,5 +153,5 @@ class JointCompensation:
         return request + self._offset
 
 
-__all__ = ["JointCompensation", "JointCompensationParams", "JointErrorEstimator", "applied_error",
+__all__ = ["PREDICTION_FACTOR", "JointCompensation", "JointCompensationParams", "JointErrorEstimator", "applied_error",
            "compensation_gains", "compensation_offset"]

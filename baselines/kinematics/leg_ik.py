@@ -202,7 +202,10 @@ class LegSolver:
 
     Sagittal angles are about ``y`` from straight down (:func:`down_angle`). :meth:`candidates`
     yields all branches lazily (:meth:`LegIK.solve` stops at the first inside the joint ranges);
-    with joint 0 given (NAO's shared HipYawPitch): :meth:`candidates_given_first`.
+    with joint 0 given (NAO's shared HipYawPitch): :meth:`candidates_given_first`. :meth:`first`
+    and :meth:`first_given_first` are their first candidates, computed straight for the walks,
+    which take them nearly always (a generator costs its creation and, when it is left before its
+    end, the ``GeneratorExit`` thrown into it: a microsecond or more a leg on CPython 3.11).
     """
 
     def __init__(self, leg: LegGeometry) -> None:
@@ -319,6 +322,18 @@ class LegSolver:
         rest_y = self.rest_y(rot, rolls[0])
         return self.first_joint(rest_y, self.hip_rolls(rest_y)[0])
 
+    def first(self, pos: Vec, rot: Mat) -> tuple[list[float], bool]:
+        """The first of :meth:`candidates` (the first root of every step), computed straight."""
+        ankle = self.ankle(pos, rot)
+        rolls, ok_roll = self.ankle_rolls(rot, ankle)
+        q5 = rolls[0]
+        rest_x, rest_y = self.rest_x(rot, q5), self.rest_y(rot, q5)
+        q1 = self.hip_rolls(rest_y)[0]
+        q0 = self.first_joint(rest_y, q1)
+        direction, dist, knees, ok_leg = self.knees(self.hip_to_ankle(ankle, q0), q1)
+        theta = self.pitch_sum(rest_x, q0, q1)
+        return self.angles(q0, q1, theta, direction, dist, knees[0], q5), ok_roll and ok_leg
+
     def candidates(self, pos: Vec, rot: Mat) -> Iterator[tuple[list[float], bool]]:
         """The solutions for the sole goal ``pos``, ``rot``, in the order: ankle roll nearer zero,
         hip roll nearer zero, knee nearer the middle of its range; each with whether it reaches
@@ -364,6 +379,18 @@ class LegSolver:
         tx, _, tz = target
         theta = math.atan2(rz * tx - rx * tz, rx * tx + rz * tz)
         return self.s4 * wrap(theta - self.s2 * q2 - self.s3 * q3)
+
+    def first_given_first(self, pos: Vec, rot: Mat, first: float) -> tuple[list[float], bool]:
+        """The first of :meth:`candidates_given_first` (the first root of every step), computed
+        straight."""
+        v0, normal, hip_rolls, ok_roll = self.given_first(pos, rot, first)
+        q1 = hip_rolls[0]
+        direction, dist, knees, ok_leg = self.knees(v0, q1)
+        target, rolls, ok_normal = self.foot_rolls(normal, q1)
+        knee, q5 = knees[0], rolls[0]
+        q2 = self.hip_pitch(direction, dist, knee)
+        return ([first, q1, q2, knee, self.ankle_pitch(target, q2, knee, q5), q5],
+                ok_roll and ok_leg and ok_normal)
 
     def candidates_given_first(self, pos: Vec, rot: Mat, first: float) -> Iterator[tuple[list[float], bool]]:
         """The solutions with joint 0 fixed to ``first`` (rad): the five remaining joints reach the
@@ -654,16 +681,26 @@ class LegIK(ForwardKinematics):
         shared joint is ``shared_first`` (rad) where given, else the mean of the two legs' first
         candidates' joint 0 (:meth:`LegSolver.first_yaw`, without solving those free legs); both
         legs are solved for it (their positions and sole normals exact, their yaws follow)."""
+        first = None
         if self.shared_hip:
-            if shared_first is None:
-                shared_first = 0.5 * (self.legs["left"].solver.first_yaw(left_pos, left_rot)
-                                      + self.legs["right"].solver.first_yaw(right_pos, right_rot))
-            left, ok_left = self.solve("left", left_pos, left_rot, first=shared_first)
-            right, ok_right = self.solve("right", right_pos, right_rot, first=shared_first)
-        else:
-            left, ok_left = self.solve("left", left_pos, left_rot, polish=False)
-            right, ok_right = self.solve("right", right_pos, right_rot, polish=False)
+            first = shared_first if shared_first is not None else 0.5 * (
+                self.legs["left"].solver.first_yaw(left_pos, left_rot)
+                + self.legs["right"].solver.first_yaw(right_pos, right_rot))
+        left, ok_left = self._walk_leg("left", left_pos, left_rot, first)
+        right, ok_right = self._walk_leg("right", right_pos, right_rot, first)
         return left + right, ok_left and ok_right
+
+    def _walk_leg(self, side: str, pos: Sequence[float], rot: Sequence[Sequence[float]],
+                  first: float | None) -> tuple[list[float], bool]:
+        """:meth:`solve` without the polish, for one leg of :meth:`walk_legs` (``first``: NAO's
+        shared joint, None on a leg without one): the first candidate where it reaches the goal
+        inside the joint ranges, as a walking leg's does nearly always, else :meth:`solve` from the
+        first candidate on."""
+        leg = self.legs[side]
+        q, ok = leg.solver.first(pos, rot) if first is None else leg.solver.first_given_first(pos, rot, first)
+        if ok and leg.inside(q):
+            return q, True
+        return self.solve(side, pos, rot, first, polish=False)
 
     @cached_property
     def legs_joint_names(self) -> tuple[str, ...]:

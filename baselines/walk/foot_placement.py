@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from upright.baselines.kernels import step_adjustment
 from upright.baselines.kinematics.vectors import clip
 from upright.baselines.walk.pendulum import omega
 
@@ -45,27 +46,14 @@ def adjust_step(w_t: float, w_prev: float, w_bar_prev: float, u_t: float, m: flo
     the clipped δ to that same position. With line 10 taken literally (``ŵ_t`` without the decay) an
     adjustment never returns to zero and the per-frame speed limit of lines 8-9 would not hold;
     B-Human's code (code release 2021, ``WalkStepAdjustment::addBalance``) includes
-    the decay.
+    the decay. The lines run compiled (:func:`~upright.baselines.kernels.step_adjustment`): a dozen
+    ``min``, ``max`` and clips every control cycle.
     """
     if not p_max > 0.0:
         raise ValueError(f"p_max must be > 0, got {p_max!r}")
     if t_min > t_max:
         raise ValueError(f"tolerance range must have t_min <= t_max, got ({t_min!r}, {t_max!r})")
-    dw_prev = w_bar_prev - w_prev  # 1: the adjustment of the previous frame
-    decay = clip(-dw_prev, -p_max, p_max)  # 2: its decay, at most p_max per frame
-    dw = w_t - w_prev  # 3: the planned motion of the swing foot
-    w_hat = w_bar_prev + dw + decay  # 4 (+ decay, see above)
-    support = u_t - (dw_prev + decay) / 2.0  # the support foot carries minus half the adjustment
-    lower = min(w_hat, support) + t_min  # 5
-    upper = max(w_hat, support) + t_max  # 6
-    below, above = m - lower, m - upper
-    delta = min(below, 0.0) + max(above, 0.0)  # 7
-    back, ahead = -p_max - dw, p_max - dw
-    p_lo = min(0.0, back) - max(decay, 0.0)  # 8
-    p_hi = max(0.0, ahead) - min(decay, 0.0)  # 9
-    w_bar = w_hat + clip(delta, p_lo, p_hi)  # 10
-    u_bar = u_t - (w_bar - w_t) / 2.0  # 11
-    return StepAdjustment(w_bar, u_bar, delta)
+    return StepAdjustment._make(step_adjustment(w_t, w_prev, w_bar_prev, u_t, m, p_max, t_min, t_max))
 
 
 def predict_com(x: float, v: float, support_back: float, support_front: float, height: float,

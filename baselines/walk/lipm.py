@@ -30,8 +30,9 @@ from typing import ClassVar
 import numpy as np
 
 from upright.baselines import register_controller
-from upright.baselines.common.joint_errors import JointCompensation, JointCompensationParams
+from upright.baselines.common.joint_errors import JointCompensationParams
 from upright.baselines.common.params import Params
+from upright.baselines.walk.base import CompensatedWalk
 from upright.baselines.walk.com_observer import ComObserver
 from upright.baselines.walk.ik_samples import SampledJoints
 from upright.baselines.kinematics import Kinematics
@@ -141,7 +142,7 @@ class Diagnostics:
     corrected: bool = False
 
 
-class LipmWalk:
+class LipmWalk(CompensatedWalk):
     """The ``lipm`` walk controller (see the module docstring)."""
 
     def __init__(self, robot: RobotSpec | str, params: LipmParams | None = None) -> None:
@@ -221,14 +222,7 @@ class LipmWalk:
         self._gyro_y = 0.0
         self._walking = False
         self._diagnostics: tuple | None = None
-        self._compensation = JointCompensation(p.compensation, self.robot)
-        self._compensation.reset(sensors)
-        self.status = "working"
-
-    def step(self, sensors: Sensors) -> np.ndarray:
-        """Joint targets (rad, actuator order) for this control cycle: the walk's plan, with the
-        joint-error compensation (``params.compensation``) added."""
-        return self._compensation.apply(sensors, self._plan(sensors))
+        self._start_compensation(sensors, p.compensation)
 
     def _plan(self, sensors: Sensors) -> np.ndarray:
         """The walk's joint requests (rad, actuator order) for this control cycle."""

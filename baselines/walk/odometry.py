@@ -40,6 +40,10 @@ import math
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
+import numpy as np
+
+from upright.baselines.kernels import foot_pressure_sums
+
 
 @dataclass(frozen=True)
 class FeedbackParams:
@@ -106,8 +110,10 @@ class FootSampler:
         #: Per foot (left, right) its sensors' (x, y) in the sole frame (m).
         self.sensors = tuple(tuple(in_sole(sole, name) for name in names)
                              for sole, names in zip(sole_ids, robot.foot_pressure_sensors))
-        #: Where each foot's readings lie in ``Sensors.foot_pressure`` (left, right).
-        self._feet = robot.foot_pressure_slices
+        #: Per reading of ``Sensors.foot_pressure`` (the left foot's, then the right's) its sensor's
+        #: (x, y) in its sole frame (m), and how many readings are the left foot's.
+        self._reading_xy = np.array([xy for foot in self.sensors for xy in foot])
+        self._left_readings = len(self.sensors[0])
         #: The torso's centre of mass in the torso frame (m): the same in every posture (the torso
         #: is the model's root, fixed at the origin).
         self._torso_com = tuple(d.xipos[kin.torso_id].tolist())
@@ -116,18 +122,15 @@ class FootSampler:
         self._sole_rot = tuple(d.site_xmat[i] for i in sole_ids)
         self._t0: Sequence[float] = (1.0, 0.0, 0.0)
         self._t1: Sequence[float] = (0.0, 1.0, 0.0)
-        self._forces: list[float] = [0.0] * len(robot.pressure_sensors)
+        #: Per foot (left, right) this cycle's summed normal force (N) and its moments Σ f x, Σ f y
+        #: (N m) about the sole origin.
+        self._sums = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
 
-    def loads(self, pressure) -> tuple[float, float]:
-        """This cycle's foot-pressure readings (N, ``Sensors.foot_pressure``); returns the summed
-        normal force under each foot (left, right; N), summed in sensor order."""
-        f = self._forces = pressure.tolist() if hasattr(pressure, "tolist") else list(pressure)
-        left = right = 0.0
-        for force in f[self._feet[0]]:
-            left += force
-        for force in f[self._feet[1]]:
-            right += force
-        return left, right
+    def loads(self, pressure: np.ndarray) -> tuple[float, float]:
+        """This cycle's foot-pressure readings (N, ``Sensors.foot_pressure``, a float array);
+        returns the summed normal force under each foot (left, right; N), summed in sensor order."""
+        self._sums = left, right = foot_pressure_sums(pressure, self._reading_xy, self._left_readings)
+        return left[0], right[0]
 
     def tilt(self, t0: Sequence[float], t1: Sequence[float]) -> None:
         """This cycle's tilt: ``t0``, ``t1`` the first two rows of the rotation from the torso frame
@@ -144,11 +147,7 @@ class FootSampler:
         u0, u1, u2 = cx - sx, cy - sy, cz - sz
         heading_x = t0[0] * m[0] + t0[1] * m[3] + t0[2] * m[6]  # the sole's x axis in the heading frame
         heading_y = t1[0] * m[0] + t1[1] * m[3] + t1[2] * m[6]
-        load = px = py = 0.0
-        for f, (x, y) in zip(self._forces[self._feet[side]], self.sensors[side]):  # summed in sensor order
-            load += f
-            px += f * x
-            py += f * y
+        load, px, py = self._sums[side]
         if load > 0.0:  # the centre of pressure: the pressure-weighted mean of the sensor positions
             px, py = px / load, py / load
         else:

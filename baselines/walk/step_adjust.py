@@ -43,10 +43,11 @@ from typing import ClassVar
 import numpy as np
 
 from upright.baselines import register_controller
-from upright.baselines.common.joint_errors import JointCompensation, JointCompensationParams
+from upright.baselines.common.joint_errors import JointCompensationParams
 from upright.baselines.common.params import Params
 from upright.baselines.kinematics import Kinematics
 from upright.baselines.kinematics.vectors import clip, quat_matrix
+from upright.baselines.walk.base import CompensatedWalk
 from upright.baselines.walk.ik_samples import SampledJoints
 from upright.baselines.walk.odometry import FeedbackParams, FootSampler, SpeedFeedback
 from upright.baselines.walk.foot_placement import adjust_step, predict_com, tolerance_range
@@ -200,7 +201,7 @@ class _Foot:
     yaw: float = 0.0
 
 
-class StepAdjustWalk:
+class StepAdjustWalk(CompensatedWalk):
     """The walk controller (see the module docstring); ``params`` may be changed before ``reset``."""
 
     #: What :meth:`set_step_residual`'s entries move (m, m, rad).
@@ -287,7 +288,8 @@ class StepAdjustWalk:
         self._started = False
         self._feet = {s: _Foot() for s in SIDES}
         self._start = {s: _Foot() for s in SIDES}
-        self._speed = np.zeros(3)
+        #: The speed the steps are planned for (m/s, m/s, rad/s): the command, ramped step by step.
+        self._speed = (0.0, 0.0, 0.0)
         self._step_size = (0.0, 0.0, 0.0)
         #: The support and the swing foot ("left" / "right"; both kept: read several times a cycle).
         self._support, self._swing = "right", "left"
@@ -306,14 +308,7 @@ class StepAdjustWalk:
         #: Joint requests of the last ``delay_cycles + 1`` frames (the oldest is what the servos follow now).
         self._requests: deque[np.ndarray] = deque([self._walk_joints.copy()], maxlen=self.robot.delay_cycles + 1)
         self._samples = SampledJoints(p.ik_period)
-        self._compensation = JointCompensation(p.compensation, self.robot)
-        self._compensation.reset(sensors)
-        self.status = "working"
-
-    def step(self, sensors: Sensors) -> np.ndarray:
-        """Joint targets (rad, actuator order) for this control cycle: the walk's plan, with the
-        joint-error compensation (``params.compensation``) added."""
-        return self._compensation.apply(sensors, self._plan(sensors))
+        self._start_compensation(sensors, p.compensation)
 
     def _plan(self, sensors: Sensors) -> np.ndarray:
         """The walk's joint requests (rad, actuator order) for this control cycle."""
@@ -357,15 +352,9 @@ class StepAdjustWalk:
         """Fix the new step: speed ramped towards the command, step sizes, period, lift."""
         p = self.params
         command = self.feedback.planned(self.command)
-        target = np.array([
-            np.clip(command[0], -p.max_backward, p.max_forward),
-            np.clip(command[1], -p.max_side, p.max_side),
-            np.clip(command[2], -p.max_turn, p.max_turn),
-        ])
-        acc = np.asarray(p.max_acceleration)
-        self._speed = self._speed + np.clip(target - self._speed, -acc, acc)
-        # Python floats from here on (numpy scalars would make every later operation ~3x slower)
-        speed = self._speed.tolist()
+        limits = ((-p.max_backward, p.max_forward), (-p.max_side, p.max_side), (-p.max_turn, p.max_turn))
+        target = [clip(c, lo, hi) for c, (lo, hi) in zip(command, limits)]
+        speed = self._speed = tuple(s + clip(t - s, -a, a) for s, t, a in zip(self._speed, target, p.max_acceleration))
         self._period = (p.period + p.period_side_factor * abs(speed[1])
                         + p.period_forward_factor * max(0.0, speed[0] - p.period_forward_from))
         self._step_size = (speed[0] * self._period, speed[1] * self._period, speed[2] * self._period)
