@@ -244,3 +244,20 @@ def test_model_variation_experiment_writes_table_and_picture(tmp_path):
     assert done["conditions"]["servo_factors"] == {"*": {"gain": [0.35, 0.35], "torque": [1.0, 1.0],
                                                          "damping": [1.0, 1.0], "armature": [1.0, 1.0],
                                                          "frictionloss": [1.0, 1.0]}}
+
+
+def test_a_cell_changes_fields_of_the_preset_it_names():
+    """``{preset: sim2real, FIELD: …}`` is sim2real with that field changed (the sim2real-without-*
+    cells take one group out of it); a field alone changes the base; a bad field is named."""
+    from upright.eval.experiments.model_variation import DATA, cell_conditions
+
+    base = PRESETS["lab"]
+    without_torso = cell_conditions({"preset": "sim2real", "torso_mass": [0.0, 0.0], "torso_com_offset": 0.0},
+                                    "nao", base)
+    assert without_torso == PRESETS["sim2real"].with_(torso_mass=(0.0, 0.0), torso_com_offset=0.0)
+    assert without_torso != PRESETS["sim2real"]
+    assert cell_conditions({"preset": "sim2real"}, "nao", base) == PRESETS["sim2real"]
+    assert cell_conditions({"torso_mass": [1.0, 1.0]}, "nao", base) == base.with_(torso_mass=(1.0, 1.0))
+    assert cell_conditions(DATA["cells"]["sim2real-without-wear"], "wolfgang", base).random_wear is None
+    with pytest.raises(ValueError, match="torso_mas"):
+        cell_conditions({"preset": "sim2real", "torso_mas": [0.0, 0.0]}, "nao", base)
