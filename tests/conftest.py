@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import re
 import shutil
 import socket
 import subprocess
@@ -52,8 +53,6 @@ def python_without(code: str, unset: tuple[str, ...]) -> subprocess.CompletedPro
 def last_bar(err: str, desc: str) -> tuple[int, int | None]:
     """The count and the total (None: the bar had none, and so no ETA) of the last state that tqdm
     drew of the progress bar ``desc`` into the captured ``err``."""
-    import re
-
     states = [state for state in re.split(r"[\r\n]", err) if state.startswith(f"{desc}:")]
     assert states, f"no progress bar {desc!r} in {err!r}"
     counted = re.search(r"\| *(\d+)/(\d+) \[", states[-1])

@@ -19,6 +19,7 @@ Every file they write goes through :func:`~upright.policies.run_folder.write_ato
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import pickle
 import time
@@ -171,8 +172,6 @@ def check_video_logging(env: Any) -> None:
     ModuleNotFoundError when :data:`VIDEO_ENCODER` is missing (the ``train`` extra installs it),
     :class:`~upright.envs.render.RenderingUnavailable` (saying what to install) when MuJoCo cannot
     render off-screen here."""
-    import importlib
-
     importlib.import_module(VIDEO_ENCODER)
     Camera(env.unwrapped.sim.model, *CLIP_SIZE).close()
 
