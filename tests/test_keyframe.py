@@ -16,6 +16,7 @@ from upright.baselines.keyframe.compensation import (
 )
 from upright.baselines.keyframe.controller import KeyframeController, KeyframeParams
 from upright.baselines.keyframe.library import CompensationEntry, interpolate, load_library
+from upright.envs.conditions import get_conditions
 from upright.envs.robots import get_robot
 from upright.policies.builtin import ControllerPolicy
 
@@ -206,6 +207,39 @@ def test_stands_up_in_lab_conditions(start):
     assert metrics["success"], metrics
     assert policy.controller.status == "finished"
     env.close()
+
+
+@pytest.mark.parametrize("roll_over", [True, False])
+def test_a_loaded_torso_stands_up_from_supine_by_rolling_onto_its_front(roll_over):
+    """With 0.5 kg on the torso the back stand-up cannot tip the torso over the arms and breaks up.
+    With ``roll_over`` (ours) the next try rolls the robot onto its front, and the front stand-up
+    rises under the load; B-Human's engine (without it) repeats the back stand-up until the episode ends."""
+    env = gym.make("upright/NaoGetUp-v0", start="supine", conditions=get_conditions("lab").changed(
+        {"torso_mass": [0.5, 0.5]}))
+    policy = ControllerPolicy("keyframe", params={"roll_over": roll_over})
+    observation, info = env.reset(seed=1)
+    policy.reset(env, 1)
+    while True:
+        observation, _, terminated, truncated, info = env.step(policy.act(observation, info))
+        if terminated or truncated:
+            break
+    motions = [name for _, name, kind, _ in policy.controller.history if kind == "kf"]
+    assert policy.controller.tries >= 1, policy.controller.history
+    assert ("rollOver" in motions) == roll_over
+    assert info["episode_metrics"]["success"] == roll_over, info["episode_metrics"]
+    env.close()
+
+
+def test_an_unknown_roll_over_or_follow_up_motion_is_refused(tmp_path):
+    text = data_path("keyframe_nao.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("roll_over: rollOver", "roll_over: rolOver", 1))
+    with pytest.raises(ValueError, match="engine.roll_over names unknown motion 'rolOver'"):
+        load_library(NAO, bad)
+    bad.write_text(text.replace("- {motion: front, pre: {var: pitch, range: [0, 2000]}}",
+                                "- {motion: frnt, pre: {var: pitch, range: [0, 2000]}}", 1))
+    with pytest.raises(ValueError, match="follow-up to unknown motion 'frnt'"):
+        load_library(NAO, bad)
 
 
 def test_registered_as_prior():

@@ -102,6 +102,10 @@ class KeyframeParams(Params):
     #: every block. A rise can keep its own timing where the tempo would make it fail, while the
     #: motions that bring the robot into position (rolling over, pulling the legs in) go faster.
     tempo_blocks: tuple[str, ...] = ()
+    #: From the second try on, roll a robot that lies on its back onto its front and stand up from
+    #: there (ours: the library's ``engine.roll_over`` motion, where it has one). False is B-Human's
+    #: engine, which tries the back stand-up again.
+    roll_over: bool = True
     #: Multiplies the gain of the blocks' self-compensation (the library's ``self_compensation``:
     #: joints compensating their own error, ours); 0 is the paper's engine.
     self_compensation_scale: float = 1.0
@@ -177,6 +181,8 @@ class KeyframeController:
             name: (block.self_compensation.gains * self.params.self_compensation_scale,
                    block.self_compensation.dead_band)
             for name, block in self.lib.blocks.items() if block.self_compensation is not None}
+        #: The follow-up motion this engine never starts (the roll-over, when ``roll_over`` is off).
+        self._skipped_motion = None if self.params.roll_over else self.lib.engine.get("roll_over")
         self.nu = len(robot.actuator_names)
         self.dt = robot.control_period
         self.model = RobotModel(robot)
@@ -517,6 +523,8 @@ class KeyframeController:
             self._start_keyframe(t)
             return
         for name, cond in self.motion.then:
+            if name == self._skipped_motion:
+                continue
             if cond.holds(self._var):
                 self._start_motion(name, t)
                 return

@@ -395,6 +395,10 @@ class EngineSpec(Schema):
     oscillation: Oscillation
     balance_out: BalanceOut
     broken_joint: BrokenJoint
+    #: Ours: the motion that rolls a robot from its back onto its front, which ``recoverGeneric``
+    #: follows with for the tries after a failed back stand-up (``KeyframeParams.roll_over`` turns
+    #: it off); None where the library has none.
+    roll_over: str | None = None
 
 
 class LimbJoints(Schema):
@@ -522,6 +526,13 @@ def load_library(robot: RobotSpec, path: str | Path | None = None) -> MotionLibr
         then = tuple((t["motion"], parse_condition(t["pre"])) for t in spec.get("then", ()))
         motions[name] = Motion(name, tuple(spec["blocks"]), bool(spec.get("balance_out", False)),
                                bool(spec.get("getup", False)), then)
+    for motion in motions.values():
+        for follow_up, _ in motion.then:
+            if follow_up not in motions:
+                raise ValueError(f"motion {motion.name!r}: follow-up to unknown motion {follow_up!r}")
+    roll_over = data["engine"].get("roll_over")
+    if roll_over is not None and roll_over not in motions:
+        raise ValueError(f"engine.roll_over names unknown motion {roll_over!r}")
     for block in blocks.values():
         for kf in block.keyframes:
             for br in kf.branches:
