@@ -14,9 +14,10 @@ from upright.baselines.spline.motion import (DIRECTIONS, EFFECTORS, MIN_SEGMENT,
                                              pose_vector)
 from upright.baselines.spline.params import SplineParams
 from upright.baselines.spline.stabilizer import TrunkStabilizer, fused_to_rotation, rotation_fused_angles
+from upright.envs.conditions import get_conditions
 from upright.envs.robots import get_robot
 from upright.envs.sensors import Sensors
-from upright.eval.runner import run_episodes
+from upright.eval.runner import resolve_policy, run_episodes
 
 
 # ---------------------------------------------------------------- splines
@@ -177,6 +178,48 @@ def test_fail_safe_goes_limp_and_retries_in_the_new_direction() -> None:
         off.step(_sensors(robot, t, q_fallen, pitch))
     off.step(_sensors(robot, t + off.params.limp_time + 0.01, q_fallen, -1.5))
     assert (off.plan.direction, off.status, off.tries) == ("back", "working", 2)
+
+
+def test_plan_slowdown_stretches_only_the_phases_before_the_squat() -> None:
+    p = SplineParams.load("wolfgang")
+    start = {name: np.zeros(6) for name in EFFECTORS}
+    for direction in ("front", "back"):
+        tuned, slow = plan_motion(direction, p, start), plan_motion(direction, p, start, 1.7)
+        squat = {"front": p.time_to_squat, "back": p.time_full_squat_legs}[direction]  # the squat keeps its time
+        assert slow.stabilize_from - squat == pytest.approx(1.7 * (tuned.stabilize_from - squat))
+        assert slow.duration - slow.stabilize_from == pytest.approx(tuned.duration - tuned.stabilize_from)
+        np.testing.assert_allclose(slow.poses(slow.stabilize_from)["r_foot"], tuned.poses(tuned.stabilize_from)["r_foot"])
+    with pytest.raises(ValueError, match="slowdown must be >= 1, got 0.5"):
+        plan_motion("front", p, start, 0.5)
+
+
+@pytest.mark.parametrize("slowdown", [1.0, 1.7])
+def test_a_retry_after_a_fall_plays_the_phases_before_the_squat_slower(slowdown: float) -> None:
+    robot = get_robot("wolfgang")
+    c = SplineStandUp(robot, SplineParams.load("wolfgang").with_overrides(
+        {"safe_pose_time": 0.0, "retry_slowdown_front": slowdown}))
+    q = np.zeros(len(robot.joint_names))
+    c.reset(_sensors(robot, 0.0, q, 1.5), np.random.default_rng(0))
+    first = c.plan
+    t = first.stabilize_from + 0.01
+    for dt in (0.0, c.params.fall_time, c.params.fall_time + c.params.limp_time + 0.01):
+        c.step(_sensors(robot, t + dt, q, 1.5))  # never leaves the floor: a fall, limp, then a retry
+    assert (c.plan.direction, c.status, c.tries) == ("front", "working", 2)
+    squat = c.params.time_to_squat
+    assert c.plan.stabilize_from - squat == pytest.approx(slowdown * (first.stabilize_from - squat))
+    assert c.plan.duration - c.plan.stabilize_from == pytest.approx(first.duration - first.stabilize_from)
+
+
+@pytest.mark.parametrize("slowdown", [None, 1.0])
+def test_wolfgang_retries_slower_and_stands_up_with_a_loaded_torso(slowdown: float | None) -> None:
+    """0.5 kg on the torso: the first front try at the tuned timing falls (the feet are not under
+    the body when the arms push); Wolfgang's retry, slower before the squat (its default), stands
+    up, where retries at the tuned timing (1.0) fall the same way each time."""
+    conditions = get_conditions("lab").changed({"torso_mass": [0.5, 0.5]})
+    policy = resolve_policy("spline", {} if slowdown is None else {"retry_slowdown_front": slowdown})
+    record = run_episodes("upright/WolfgangGetUp-v0", policy, 1, progress=False, env_kwargs={
+        "start": "prone", "conditions": conditions, "max_episode_seconds": 14.0}).records[0]
+    assert record["falls"] >= 1 and record["stood_up"] == (slowdown is None), record
 
 
 def test_fail_safe_gives_up_after_max_tries_and_can_be_switched_off() -> None:

@@ -38,6 +38,9 @@ measured angles, status ``waiting``) until the robot rests, moves into the safe 
 direction it now lies in (the robot's lying keyframe ``safe_pose_front``/``back``: the pose a try
 from the start position begins in, in ``safe_pose_time``) and starts again in that direction
 (fused pitch > 0: ``front``, else ``back``), at most ``max_tries`` times (then status ``failed``). Status: ``working`` → ``finished`` (end pose held, still stabilised).
+A retry plays the phases before the squat ``retry_slowdown_front``/``back`` times as long (see
+:class:`~upright.baselines.spline.params.SplineParams`): the tuned timing leaves the legs no time
+to spare, so servos weaker or slower than the tuning's fail every identical retry the same way.
 
 Robot-side only: :class:`~upright.envs.sensors.Sensors` and the robot's own model
 (:class:`~upright.baselines.kinematics.Kinematics`).
@@ -166,7 +169,10 @@ class SplineStandUp:
         self.correction = np.zeros(2)
         p = self.params
         direction = lying_direction(sensors.fused, p.fall_angle, p.front_pitch)
-        self.plan = plan = plan_motion(direction, p, self.measured_poses(sensors.joint_pos))
+        slowdown = 1.0
+        if self.tries > 1:  # a retry after a fall
+            slowdown = {"front": p.retry_slowdown_front, "back": p.retry_slowdown_back}.get(direction, 1.0)
+        self.plan = plan = plan_motion(direction, p, self.measured_poses(sensors.joint_pos), slowdown)
         self._head_tilt = {"front": p.head_tilt_front, "back": p.head_tilt_back}.get(direction, p.head_tilt_final)
         start = np.array(sensors.joint_pos, dtype=float)
         period = self.robot.control_period

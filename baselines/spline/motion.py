@@ -197,13 +197,19 @@ def _phases(direction: str, p: SplineParams) -> list[tuple[float, np.ndarray | N
 _SQUAT_PHASE = {"front": 6, "back": 3, "rise": -1}
 
 
-def plan_motion(direction: str, params: SplineParams, start: dict[str, np.ndarray]) -> Plan:
+def plan_motion(direction: str, params: SplineParams, start: dict[str, np.ndarray], slowdown: float = 1.0) -> Plan:
     """The stand-up ``direction`` (``front``, ``back`` or ``rise``) from the measured poses ``start``
-    (pose vectors of :data:`EFFECTORS`, frames as in the module docstring)."""
+    (pose vectors of :data:`EFFECTORS`, frames as in the module docstring); the phases before the
+    squat (the unstabilised part) take ``slowdown`` (>= 1) times their durations."""
     missing = set(EFFECTORS) - set(start)
     if missing:
         raise ValueError(f"plan_motion needs start poses of {sorted(missing)}")
+    if not slowdown >= 1.0:
+        raise ValueError(f"plan_motion's slowdown must be >= 1, got {slowdown!r}")
     phases = _phases(direction, params)
+    squat = _SQUAT_PHASE[direction]
+    phases = [(duration * slowdown if i < squat else duration, hand, foot)
+              for i, (duration, hand, foot) in enumerate(phases)]
     knots: dict[str, tuple[list[float], list[np.ndarray]]] = {
         name: ([0.0], [np.asarray(start[name], dtype=float)]) for name in EFFECTORS
     }
@@ -224,7 +230,6 @@ def plan_motion(direction: str, params: SplineParams, start: dict[str, np.ndarra
                 knots[name][0].append(t)
                 knots[name][1].append(knots[name][1][0] if isinstance(pose, str) else pose)
     splines = {name: PoseSpline(*knots[name]) for name in EFFECTORS}
-    squat = _SQUAT_PHASE[direction]
     stabilize_from = ends[squat] if squat >= 0 else 0.0
     wait = {"front": params.wait_in_squat_front, "back": params.wait_in_squat_back, "rise": 0.0}[direction]
     head_zero_at = stabilize_from + wait + 0.5 * params.rise_time

@@ -162,6 +162,15 @@ class SplineParams(Params):
     max_limp_time: float
     #: Tries (the first one included) before giving up (status ``failed``).
     max_tries: int
+    #: A try after a fall plays the phases before the squat (the unstabilised part: arms forward,
+    #: feet pulled under the body, push up) this many times as long (>= 1; 1: every try at the
+    #: tuned timing), per direction; the squat, the wait in it and the rise keep theirs. Our
+    #: departure from the reference, after the optimisation paper's finding that tuned timings
+    #: assume servos as fast and strong as the tuning's: its sets that failed on the real robot were
+    #: mended by slowing individual phases. Here the fail-safe's fall detection triggers it: a retry
+    #: at the timing that just failed fails the same way (the motion is open loop up to the squat).
+    retry_slowdown_front: float
+    retry_slowdown_back: float
     #: After the limp phase the joints move into the safe pose in this time (s; 0: the next try
     #: starts from the pose the robot fell into) ...
     safe_pose_time: float
