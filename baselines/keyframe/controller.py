@@ -39,7 +39,9 @@ reached its own maximum wait; the break-up holds the measured angles at low stif
 ``sitBack``/``sitFrontGetUp`` poses are not in the reference); a broken joint is a leg joint that
 stays ``broken_joint.error`` off its request without moving for ``broken_joint.seconds`` (B-Human
 reads a separate motor-malfunction detector). After ``finished`` the last request is held; if the
-torso tilts beyond 45° again a new get-up starts.
+torso tilts beyond 45° again a new get-up starts. From the second try on, a robot still on its back
+rolls onto its front first (``params.roll_over``, the library's ``engine.roll_over`` motion): the
+back stand-up cannot tip a loaded torso over the arms, the front stand-up still rises.
 """
 
 from __future__ import annotations
