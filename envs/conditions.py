@@ -575,7 +575,7 @@ PRESETS: dict[str, Conditions] = {
     # A worn robot on a flat carpet: competition's random wear at 0.03 of its severity
     # (RandomWear.scaled), calibrated so that the keyframe stand-up's success per try falls in the
     # interval of B-Human's worn robots at RoboCup 2024 (Reichenberg & Laue 2025, Table 2: 81.7 % of
-    # 180 tries), near its lower edge; `upright experiment keyframe-per-try` measures it. No wear
+    # 180 tries); `upright experiment keyframe-per-try` measures it. No wear
     # level reaches their 2025 interval: new servos (`lab`) already stay below it.
     "worn": Conditions(random_wear=RandomWear().scaled(0.03)),
     "turf": Conditions(terrain="turf"),
